@@ -1,0 +1,397 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+)
+
+// Sequence is one training sequence: the tokens exactly as the policy sees
+// them, and which of them the loss trains.
+type Sequence struct {
+	Tokens []int32
+	// LossMask[t] = 1 when Tokens[t] is a policy token to learn (predicted from
+	// position t-1); 0 for prompt tokens and tokens injected by a tool.
+	LossMask []uint8
+}
+
+// layerCache holds one layer's activations for the backward pass.
+type layerCache struct {
+	xin, h1, q, k, v, o, xmid, h2, g, u, a []float32
+	r1, r2                                []float32
+	probs                                 [][]float32 // per sequence: [heads][T][T]
+}
+
+// pass holds a batch's layout and activations.
+type pass struct {
+	n, maxT     int
+	starts, lns []int
+	tokens      []int32
+	layers      []layerCache
+	xf, hf, rf  []float32
+	rows        []int   // positions whose next token is trained
+	targets     []int32 // the trained next tokens
+	hm, logits  []float32
+}
+
+// Step runs forward and backward on seqs, adds the gradient of the mean
+// cross-entropy over trained tokens to every Param.G, and returns the summed
+// loss (nats) and the number of trained tokens. A batch with no trained token
+// returns 0, 0 and leaves the gradients unchanged.
+func (m *Model) Step(seqs []Sequence) (lossSum float64, count int, err error) {
+	p, err := m.forward(seqs, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(p.rows) == 0 {
+		return 0, 0, nil
+	}
+	lossSum = m.backward(p)
+	return lossSum, len(p.rows), nil
+}
+
+// Loss returns the summed loss and count without touching gradients.
+func (m *Model) Loss(seqs []Sequence) (float64, int, error) {
+	p, err := m.forward(seqs, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	loss, _ := m.crossEntropy(p, false)
+	return loss, len(p.rows), nil
+}
+
+// Logits returns the logits [len(tokens), Vocab] of one sequence, for tests
+// and for comparison with a reference forward.
+func (m *Model) Logits(tokens []int32) ([]float32, error) {
+	p, err := m.forward([]Sequence{{Tokens: tokens}}, false)
+	if err != nil {
+		return nil, err
+	}
+	c := m.Config
+	out := make([]float32, p.n*c.Vocab)
+	linear(out, p.hf, m.embed.W, p.n, c.Dim, c.Vocab)
+	return out, nil
+}
+
+func (m *Model) forward(seqs []Sequence, train bool) (*pass, error) {
+	c := m.Config
+	p := &pass{}
+	for i, s := range seqs {
+		if len(s.Tokens) > c.MaxPos {
+			return nil, fmt.Errorf("train: sequence %d has %d tokens, max %d", i, len(s.Tokens), c.MaxPos)
+		}
+		if train && len(s.LossMask) != len(s.Tokens) {
+			return nil, fmt.Errorf("train: sequence %d has %d tokens but %d mask values", i, len(s.Tokens), len(s.LossMask))
+		}
+		p.starts = append(p.starts, p.n)
+		p.lns = append(p.lns, len(s.Tokens))
+		p.n += len(s.Tokens)
+		p.maxT = max(p.maxT, len(s.Tokens))
+		for t, tok := range s.Tokens {
+			if tok < 0 || int(tok) >= c.Vocab {
+				return nil, fmt.Errorf("train: sequence %d token %d is %d, vocab %d", i, t, tok, c.Vocab)
+			}
+			p.tokens = append(p.tokens, tok)
+			if train && t > 0 && s.LossMask[t] != 0 {
+				p.rows = append(p.rows, p.n-len(s.Tokens)+t-1)
+				p.targets = append(p.targets, tok)
+			}
+		}
+	}
+	n, d, kv, f := p.n, c.Dim, c.KVHeads*c.HeadDim(), c.FF
+	x := make([]float32, n*d)
+	for i, tok := range p.tokens {
+		copy(x[i*d:(i+1)*d], m.embed.W[int(tok)*d:(int(tok)+1)*d])
+	}
+	p.layers = make([]layerCache, c.Layers)
+	for li, l := range m.layers {
+		lc := &p.layers[li]
+		lc.xin = x
+		lc.h1, lc.r1 = make([]float32, n*d), make([]float32, n)
+		rmsNorm(lc.h1, lc.r1, x, l.attnNorm.W, n, d, c.NormEps)
+		lc.q, lc.k, lc.v = make([]float32, n*d), make([]float32, n*kv), make([]float32, n*kv)
+		linear(lc.q, lc.h1, l.wq.W, n, d, d)
+		linear(lc.k, lc.h1, l.wk.W, n, d, kv)
+		linear(lc.v, lc.h1, l.wv.W, n, d, kv)
+		m.rope(lc.q, p, c.Heads, false)
+		m.rope(lc.k, p, c.KVHeads, false)
+		lc.o = make([]float32, n*d)
+		lc.probs = make([][]float32, len(p.starts))
+		m.attention(p, lc)
+		attn := make([]float32, n*d)
+		linear(attn, lc.o, l.wo.W, n, d, d)
+		lc.xmid = make([]float32, n*d)
+		for i := range attn {
+			lc.xmid[i] = x[i] + attn[i]
+		}
+		lc.h2, lc.r2 = make([]float32, n*d), make([]float32, n)
+		rmsNorm(lc.h2, lc.r2, lc.xmid, l.mlpNorm.W, n, d, c.NormEps)
+		lc.g, lc.u, lc.a = make([]float32, n*f), make([]float32, n*f), make([]float32, n*f)
+		linear(lc.g, lc.h2, l.wg.W, n, d, f)
+		linear(lc.u, lc.h2, l.wu.W, n, d, f)
+		for i, g := range lc.g {
+			lc.a[i] = silu(g) * lc.u[i]
+		}
+		mlp := make([]float32, n*d)
+		linear(mlp, lc.a, l.wd.W, n, f, d)
+		x = make([]float32, n*d)
+		for i := range mlp {
+			x[i] = lc.xmid[i] + mlp[i]
+		}
+	}
+	p.xf = x
+	p.hf, p.rf = make([]float32, n*d), make([]float32, n)
+	rmsNorm(p.hf, p.rf, x, m.finalNorm.W, n, d, c.NormEps)
+	return p, nil
+}
+
+func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
+
+func silu(x float32) float32 { return x * sigmoid(x) }
+
+// rmsNorm: y = x * rsqrt(mean(x²) + eps) * w per row; r keeps the rsqrt.
+func rmsNorm(y, r, x, w []float32, n, d int, eps float64) {
+	for i := range n {
+		row := x[i*d : (i+1)*d]
+		var ss float64
+		for _, v := range row {
+			ss += float64(v) * float64(v)
+		}
+		ri := float32(1 / math.Sqrt(ss/float64(d)+eps))
+		r[i] = ri
+		out := y[i*d : (i+1)*d]
+		for j, v := range row {
+			out[j] = v * ri * w[j]
+		}
+	}
+}
+
+// rmsNormBack adds to dw and writes dx (overwrite) for y = rmsNorm(x).
+// With g = dy·w: dx = r·g − x·r³·mean(g·x).
+func rmsNormBack(dx, dw, dy, x, r, w []float32, n, d int) {
+	for i := range n {
+		xr, dyr, ri := x[i*d:(i+1)*d], dy[i*d:(i+1)*d], r[i]
+		var dot float64
+		for j := range d {
+			dw[j] += dyr[j] * xr[j] * ri
+			dot += float64(dyr[j]*w[j]) * float64(xr[j])
+		}
+		k := float32(dot/float64(d)) * ri * ri * ri
+		out := dx[i*d : (i+1)*d]
+		for j := range d {
+			out[j] = ri*dyr[j]*w[j] - xr[j]*k
+		}
+	}
+}
+
+// rope rotates each head's halves in place (HF rotate_half): for i < hd/2,
+// (a, b) = (x[i], x[i+hd/2]) becomes (a·cos − b·sin, b·cos + a·sin).
+// inverse applies the transpose rotation (the backward pass).
+func (m *Model) rope(x []float32, p *pass, heads int, inverse bool) {
+	hd := m.Config.HeadDim()
+	half := hd / 2
+	width := heads * hd
+	for s, start := range p.starts {
+		for t := range p.lns[s] {
+			cs, sn := m.cos[t*half:(t+1)*half], m.sin[t*half:(t+1)*half]
+			row := x[(start+t)*width : (start+t+1)*width]
+			for h := range heads {
+				v := row[h*hd : (h+1)*hd]
+				for i := range half {
+					a, b := v[i], v[i+half]
+					if inverse {
+						v[i], v[i+half] = a*cs[i]+b*sn[i], b*cs[i]-a*sn[i]
+					} else {
+						v[i], v[i+half] = a*cs[i]-b*sn[i], b*cs[i]+a*sn[i]
+					}
+				}
+			}
+		}
+	}
+}
+
+// parallelSeqs runs fn for every sequence index over GOMAXPROCS workers; each
+// call writes only its own sequence's rows, so results do not depend on order.
+func parallelSeqs(n int, fn func(worker, s int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := w; s < n; s += workers {
+				fn(w, s)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// attention computes causal softmax(q·kᵀ/sqrt(hd))·v per sequence and head,
+// keeping the probabilities for backward.
+func (m *Model) attention(p *pass, lc *layerCache) {
+	c := m.Config
+	hd, d, kv := c.HeadDim(), c.Dim, c.KVHeads*c.HeadDim()
+	group := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	parallelSeqs(len(p.starts), func(_, s int) {
+		start, T := p.starts[s], p.lns[s]
+		probs := make([]float32, c.Heads*T*T)
+		for h := range c.Heads {
+			g := h / group
+			pr := probs[h*T*T : (h+1)*T*T]
+			impl.Sgemm(blas.NoTrans, blas.Trans, T, T, hd, scale, lc.q[start*d+h*hd:], d, lc.k[start*kv+g*hd:], kv, 0, pr, T)
+			for i := range T {
+				row := pr[i*T : (i+1)*T]
+				mx := row[0]
+				for j := 1; j <= i; j++ {
+					mx = max(mx, row[j])
+				}
+				var sum float64
+				for j := 0; j <= i; j++ {
+					e := float32(math.Exp(float64(row[j] - mx)))
+					row[j] = e
+					sum += float64(e)
+				}
+				inv := float32(1 / sum)
+				for j := 0; j <= i; j++ {
+					row[j] *= inv
+				}
+				for j := i + 1; j < T; j++ {
+					row[j] = 0
+				}
+			}
+			impl.Sgemm(blas.NoTrans, blas.NoTrans, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*d+h*hd:], d)
+		}
+		lc.probs[s] = probs
+	})
+}
+
+// attentionBack writes dq and accumulates dk, dv (zeroed by the caller) from do.
+func (m *Model) attentionBack(p *pass, lc *layerCache, do, dq, dk, dv []float32) {
+	c := m.Config
+	hd, d, kv := c.HeadDim(), c.Dim, c.KVHeads*c.HeadDim()
+	group := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	parallelSeqs(len(p.starts), func(_, s int) {
+		start, T := p.starts[s], p.lns[s]
+		dp := make([]float32, T*T)
+		for h := range c.Heads {
+			g := h / group
+			pr := lc.probs[s][h*T*T : (h+1)*T*T]
+			vOff, kOff, qOff := start*kv+g*hd, start*kv+g*hd, start*d+h*hd
+			impl.Sgemm(blas.NoTrans, blas.Trans, T, T, hd, 1, do[qOff:], d, lc.v[vOff:], kv, 0, dp, T)
+			impl.Sgemm(blas.Trans, blas.NoTrans, T, hd, T, 1, pr, T, do[qOff:], d, 1, dv[vOff:], kv)
+			// softmax backward: dS = P ∘ (dP − rowsum(dP ∘ P))
+			for i := range T {
+				prow, drow := pr[i*T:(i+1)*T], dp[i*T:(i+1)*T]
+				var dot float64
+				for j := 0; j <= i; j++ {
+					dot += float64(prow[j]) * float64(drow[j])
+				}
+				for j := 0; j <= i; j++ {
+					drow[j] = prow[j] * (drow[j] - float32(dot))
+				}
+				for j := i + 1; j < T; j++ {
+					drow[j] = 0
+				}
+			}
+			impl.Sgemm(blas.NoTrans, blas.NoTrans, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], d)
+			impl.Sgemm(blas.Trans, blas.NoTrans, T, hd, T, scale, dp, T, lc.q[qOff:], d, 1, dk[kOff:], kv)
+		}
+	})
+}
+
+// crossEntropy computes the summed loss over trained rows; with grad it also
+// returns dlogits for the mean loss.
+func (m *Model) crossEntropy(p *pass, grad bool) (float64, []float32) {
+	c := m.Config
+	d, V, M := c.Dim, c.Vocab, len(p.rows)
+	p.hm = make([]float32, M*d)
+	for i, r := range p.rows {
+		copy(p.hm[i*d:(i+1)*d], p.hf[r*d:(r+1)*d])
+	}
+	p.logits = make([]float32, M*V)
+	linear(p.logits, p.hm, m.embed.W, M, d, V)
+	var loss float64
+	inv := float32(1 / float64(M))
+	for i := range M {
+		row := p.logits[i*V : (i+1)*V]
+		mx := row[0]
+		for _, v := range row {
+			mx = max(mx, v)
+		}
+		var sum float64
+		for _, v := range row {
+			sum += math.Exp(float64(v - mx))
+		}
+		lse := float64(mx) + math.Log(sum)
+		loss += lse - float64(row[p.targets[i]])
+		if grad {
+			for j, v := range row {
+				row[j] = float32(math.Exp(float64(v)-lse)) * inv
+			}
+			row[p.targets[i]] -= inv
+		}
+	}
+	return loss, p.logits
+}
+
+// backward adds the gradient of the mean loss to every Param.G and returns the summed loss.
+func (m *Model) backward(p *pass) float64 {
+	c := m.Config
+	n, d, kv, f, V, M := p.n, c.Dim, c.KVHeads*c.HeadDim(), c.FF, c.Vocab, len(p.rows)
+	loss, dlogits := m.crossEntropy(p, true)
+	dhm := make([]float32, M*d)
+	linearBack(dhm, m.embed.G, dlogits, p.hm, m.embed.W, M, d, V, 0)
+	dhf := make([]float32, n*d)
+	for i, r := range p.rows {
+		copy(dhf[r*d:(r+1)*d], dhm[i*d:(i+1)*d])
+	}
+	dx := make([]float32, n*d)
+	rmsNormBack(dx, m.finalNorm.G, dhf, p.xf, p.rf, m.finalNorm.W, n, d)
+	da, dg, du := make([]float32, n*f), make([]float32, n*f), make([]float32, n*f)
+	dh := make([]float32, n*d)
+	do, dq, dk, dv := make([]float32, n*d), make([]float32, n*d), make([]float32, n*kv), make([]float32, n*kv)
+	dxmid := make([]float32, n*d)
+	for li := c.Layers - 1; li >= 0; li-- {
+		l, lc := m.layers[li], &p.layers[li]
+		// MLP branch: x = xmid + down(silu(g)·u)
+		linearBack(da, l.wd.G, dx, lc.a, l.wd.W, n, f, d, 0)
+		for i, g := range lc.g {
+			s := sigmoid(g)
+			du[i] = da[i] * g * s
+			dg[i] = da[i] * lc.u[i] * s * (1 + g*(1-s))
+		}
+		linearBack(dh, l.wg.G, dg, lc.h2, l.wg.W, n, d, f, 0)
+		linearBack(dh, l.wu.G, du, lc.h2, l.wu.W, n, d, f, 1)
+		rmsNormBack(dxmid, l.mlpNorm.G, dh, lc.xmid, lc.r2, l.mlpNorm.W, n, d)
+		for i := range dxmid {
+			dxmid[i] += dx[i]
+		}
+		// attention branch: xmid = xin + o_proj(attn)
+		linearBack(do, l.wo.G, dxmid, lc.o, l.wo.W, n, d, d, 0)
+		clear(dk)
+		clear(dv)
+		m.attentionBack(p, lc, do, dq, dk, dv)
+		m.rope(dq, p, c.Heads, true)
+		m.rope(dk, p, c.KVHeads, true)
+		linearBack(dh, l.wq.G, dq, lc.h1, l.wq.W, n, d, d, 0)
+		linearBack(dh, l.wk.G, dk, lc.h1, l.wk.W, n, d, kv, 1)
+		linearBack(dh, l.wv.G, dv, lc.h1, l.wv.W, n, d, kv, 1)
+		rmsNormBack(dx, l.attnNorm.G, dh, lc.xin, lc.r1, l.attnNorm.W, n, d)
+		for i := range dx {
+			dx[i] += dxmid[i]
+		}
+	}
+	for i, tok := range p.tokens {
+		g := m.embed.G[int(tok)*d : (int(tok)+1)*d]
+		for j, v := range dx[i*d : (i+1)*d] {
+			g[j] += v
+		}
+	}
+	return loss
+}
