@@ -21,8 +21,8 @@ type Sequence struct {
 // layerCache holds one layer's activations for the backward pass.
 type layerCache struct {
 	xin, h1, q, k, v, o, xmid, h2, g, u, a []float32
-	r1, r2                                []float32
-	probs                                 [][]float32 // per sequence: [heads][T][T]
+	r1, r2                                 []float32
+	probs                                  [][]float32 // per sequence: [heads][T][T]
 }
 
 // pass holds a batch's layout and activations.
