@@ -1,0 +1,72 @@
+# toolrl — every target installs what it needs; nothing is installed by hand.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+GO        ?= go
+ORT_VERSION := 1.30.0
+DEPS      := .deps
+ORT_DIR   := $(DEPS)/onnxruntime
+ORT_LIB   := $(ORT_DIR)/libonnxruntime.so.1
+export ONNXRUNTIME_LIB ?= $(abspath $(ORT_LIB))
+export ONNXRUNTIME_NODE_INSTALL := skip
+
+# Packages whose tests run with -race: everything concurrent. The actor and
+# models packages run long numeric tests, so they run without -race (they
+# have no goroutines of their own beyond ORT's).
+RACE_PKGS  = ./traj/... ./tools/... ./orchestrator/... ./advantage/... ./redis/... ./export/... ./internal/...
+PLAIN_PKGS = $(filter-out $(RACE_PKGS),$(shell $(GO) list ./... 2>/dev/null | sed 's,^github.com/toolrl/toolrl,.,'))
+
+# Area makefiles append to these.
+TEST_DEPS :=
+BENCH_TARGETS :=
+
+-include mk/*.mk
+
+.PHONY: setup ort redis build test test-go lint bench fuzz clean
+
+## setup: the ONNX Runtime library (from npm onnxruntime-node) and redis-server
+setup: ort redis
+
+ort: $(ORT_LIB)
+
+$(ORT_LIB):
+	@mkdir -p $(ORT_DIR)/pack
+	@echo "setup: fetching onnxruntime-node@$(ORT_VERSION) from npm for libonnxruntime.so.1"
+	@cd $(ORT_DIR)/pack && npm pack --silent onnxruntime-node@$(ORT_VERSION) >/dev/null
+	@tar -xzf $(ORT_DIR)/pack/onnxruntime-node-$(ORT_VERSION).tgz -C $(ORT_DIR)/pack package/bin/napi-v6/linux/x64/
+	@cp $(ORT_DIR)/pack/package/bin/napi-v6/linux/x64/libonnxruntime.so.1 $@
+	@rm -rf $(ORT_DIR)/pack
+	@echo "setup: $@ ready"
+
+redis:
+	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then \
+		echo "setup: installing redis-server and redis-tools with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
+		systemctl disable --now redis-server >/dev/null 2>&1 || service redis-server stop >/dev/null 2>&1 || true; \
+	fi
+
+## build: bin/toolrl
+build:
+	@mkdir -p bin
+	$(GO) build -o bin/toolrl ./cmd/toolrl
+
+## test: setup, then the whole suite (-race on the concurrent packages)
+test: setup $(TEST_DEPS)
+	$(GO) vet ./...
+	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -count=1 $(PLAIN_PKGS)
+
+## lint: gofmt and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## bench: every benchmark, ratios measured in one run
+bench: setup $(BENCH_TARGETS)
+
+## fuzz: 60 s on the trajectory decoder
+fuzz:
+	$(GO) test ./traj -run '^$$' -fuzz FuzzDecodeValidate -fuzztime 60s
+
+clean:
+	rm -rf bin out

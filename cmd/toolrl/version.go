@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/internal/ort"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print the toolrl, Go and ONNX Runtime versions",
+		Example: "  toolrl version",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v := version
+			if info, ok := debug.ReadBuildInfo(); ok && v == "dev" {
+				for _, s := range info.Settings {
+					if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+						v = "dev-" + s.Value[:12]
+					}
+				}
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "toolrl %s\n%s %s/%s\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			if err := ort.Init(); err != nil {
+				return fmt.Errorf("onnxruntime: %w", err)
+			}
+			lib, _ := ort.LibraryPath()
+			fmt.Fprintf(out, "onnxruntime %s (%s)\n", ort.Version(), lib)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,206 @@
+package traj
+
+import "encoding/json"
+
+// SegmentKind says who produced a span of the response.
+type SegmentKind string
+
+const (
+	// SegmentModel is a span sampled by the policy (loss mask 1).
+	SegmentModel SegmentKind = "model"
+	// SegmentTool is a span injected by the environment (loss mask 0): a tool
+	// result and the separators around it.
+	SegmentTool SegmentKind = "tool"
+)
+
+// FinishReason says why a trajectory ended.
+type FinishReason string
+
+// The finish reasons of DESIGN.md.
+const (
+	FinishStop         FinishReason = "stop"
+	FinishLength       FinishReason = "length"
+	FinishMaxTurns     FinishReason = "max_turns"
+	FinishMaxToolCalls FinishReason = "max_tool_calls"
+	FinishError        FinishReason = "error"
+)
+
+// Valid reports whether r is one of the known finish reasons.
+func (r FinishReason) Valid() bool {
+	switch r {
+	case FinishStop, FinishLength, FinishMaxTurns, FinishMaxToolCalls, FinishError:
+		return true
+	}
+	return false
+}
+
+// ModelRef names the policy that produced a trajectory.
+type ModelRef struct {
+	Name string `json:"name"`
+	// Hash is a content hash of the model file (e.g. "sha256:..."), so that two
+	// trajectories can be compared for having come from the same weights.
+	Hash string `json:"hash,omitempty"`
+}
+
+// ToolCall is a call the model wrote, as parsed.
+type ToolCall struct {
+	Name string `json:"name"`
+	// Arguments is the JSON object of arguments (for the bracket form, the
+	// parser's normalised object, e.g. {"expression":"12 * 34"}).
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Raw is the exact text the model wrote, markup included.
+	Raw string `json:"raw"`
+	// ParseError is empty when the call parsed and validated; otherwise it holds
+	// the error class (unterminated, bad_json, unknown_tool, schema, too_long,
+	// over_cap) followed by ": " and the detail.
+	ParseError string `json:"parse_error,omitempty"`
+}
+
+// ToolResult is what executing a call gave.
+type ToolResult struct {
+	OK bool `json:"ok"`
+	// ErrorClass is empty when OK; otherwise timeout, panic, tool_error,
+	// invalid_args, canceled, ...
+	ErrorClass string `json:"error_class,omitempty"`
+	Error      string `json:"error,omitempty"`
+	// Content is the normalised text injected into the sequence.
+	Content string `json:"content"`
+	// LatencyMS is the wall time of the execution in milliseconds.
+	LatencyMS float64 `json:"latency_ms,omitempty"`
+	Truncated bool    `json:"truncated,omitempty"`
+}
+
+// Segment is a contiguous span of the response. Start and End are offsets into
+// the response (Tokens[PromptLen:]), End exclusive. Segments are ordered, do not
+// overlap and together cover the whole response.
+type Segment struct {
+	Kind SegmentKind `json:"kind"`
+	// Turn counts model turns from 0; a tool segment carries the turn of the
+	// model segment whose call it answers.
+	Turn  int    `json:"turn"`
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+	Text  string `json:"text,omitempty"`
+	// Call is set on a model segment that ended in a tool call (parsed or not),
+	// and repeated on the tool segment that answers it.
+	Call *ToolCall `json:"call,omitempty"`
+	// Result is set on tool segments.
+	Result *ToolResult `json:"result,omitempty"`
+}
+
+// Len is the number of tokens in the segment.
+func (s Segment) Len() int { return s.End - s.Start }
+
+// Reward is a trajectory's total reward and the named parts it is the sum of
+// (outcome, format, tool_success, tool_use, call_cost, invalid_call, over_cap, ...),
+// each already multiplied by its weight.
+type Reward struct {
+	Total float64            `json:"total"`
+	Parts map[string]float64 `json:"parts,omitempty"`
+}
+
+// Trajectory is one sampled response to one prompt, with everything a trainer
+// needs to compute a loss on it.
+type Trajectory struct {
+	Schema string `json:"schema"`
+	// ID is deterministic: JobID/PromptID/SampleIndex.
+	ID       string `json:"id"`
+	JobID    string `json:"job_id"`
+	PromptID string `json:"prompt_id"`
+	// GroupID is JobID/PromptID; all G samples of a prompt share it.
+	GroupID       string   `json:"group_id"`
+	GroupSize     int      `json:"group_size"`
+	SampleIndex   int      `json:"sample_index"`
+	PolicyVersion int64    `json:"policy_version"`
+	Seed          uint64   `json:"seed"`
+	Model         ModelRef `json:"model"`
+
+	// Tokens is the whole sequence as the model consumed it.
+	Tokens    []int32 `json:"tokens"`
+	PromptLen int     `json:"prompt_len"`
+	// LossMask has one entry per response token: 1 = sampled by the policy,
+	// 0 = injected by the environment.
+	LossMask Mask `json:"loss_mask"`
+	// Logprobs has one entry per response token: the behaviour policy's
+	// log-softmax(logits/temperature) of the sampled token over the full
+	// vocabulary, before top-k/top-p truncation; 0 where LossMask is 0.
+	Logprobs []float32 `json:"logprobs"`
+	// RefLogprobs is optional: the reference policy's teacher-forced logprobs
+	// (temperature 1), one per response token, 0 where LossMask is 0.
+	RefLogprobs []float32 `json:"ref_logprobs,omitempty"`
+
+	Segments     []Segment    `json:"segments"`
+	FinishReason FinishReason `json:"finish_reason"`
+	Reward       Reward       `json:"reward"`
+	// StepRewards has one entry per model segment, in order.
+	StepRewards []float64 `json:"step_rewards,omitempty"`
+
+	// Answer is the reference answer of the prompt, when it has one.
+	Answer string `json:"answer,omitempty"`
+	// Meta is the prompt's free-form metadata, passed through.
+	Meta json.RawMessage `json:"meta,omitempty"`
+}
+
+// ResponseLen is the number of response tokens.
+func (t *Trajectory) ResponseLen() int { return len(t.Tokens) - t.PromptLen }
+
+// Response returns the response tokens (a sub-slice, not a copy).
+func (t *Trajectory) Response() []int32 { return t.Tokens[t.PromptLen:] }
+
+// ModelSegments counts the segments of kind model.
+func (t *Trajectory) ModelSegments() int {
+	n := 0
+	for _, s := range t.Segments {
+		if s.Kind == SegmentModel {
+			n++
+		}
+	}
+	return n
+}
+
+// Group is the G trajectories sampled for one prompt: the unit the advantage
+// service consumes, because GRPO baselines are computed within a group.
+type Group struct {
+	Schema        string       `json:"schema"`
+	GroupID       string       `json:"group_id"`
+	JobID         string       `json:"job_id"`
+	PromptID      string       `json:"prompt_id"`
+	PolicyVersion int64        `json:"policy_version"`
+	Trajectories  []Trajectory `json:"trajectories"`
+}
+
+// AdvantageRecord is one trajectory with its per-token advantages, ready for a
+// trainer's policy-gradient loss. Per-token arrays are over the response.
+type AdvantageRecord struct {
+	Schema        string `json:"schema"`
+	TrajectoryID  string `json:"trajectory_id"`
+	GroupID       string `json:"group_id"`
+	SampleIndex   int    `json:"sample_index"`
+	PolicyVersion int64  `json:"policy_version"`
+
+	InputIDs    []int32   `json:"input_ids"`
+	PromptLen   int       `json:"prompt_len"`
+	LossMask    Mask      `json:"loss_mask"`
+	OldLogprobs []float32 `json:"old_logprobs"`
+	RefLogprobs []float32 `json:"ref_logprobs,omitempty"`
+	// Advantages has one entry per response token; 0 where LossMask is 0.
+	Advantages []float32 `json:"advantages"`
+	// KL is the per-token KL estimate (k1, k2 or k3 of KLEstimator) against the
+	// reference; empty when no reference logprobs were available.
+	KL          []float32 `json:"kl,omitempty"`
+	KLEstimator string    `json:"kl_estimator,omitempty"`
+
+	Reward      Reward    `json:"reward"`
+	StepRewards []float64 `json:"step_rewards,omitempty"`
+	Segments    []Segment `json:"segments,omitempty"`
+
+	// Mode and Estimator say how Advantages were computed
+	// (outcome|process|hybrid; grpo|drgrpo|rloo).
+	Mode      string `json:"mode"`
+	Estimator string `json:"estimator"`
+	// ZeroVariance is true when every reward of the group was equal.
+	ZeroVariance bool `json:"zero_variance,omitempty"`
+	// Stale is true when PolicyVersion lagged the trainer's by more than the
+	// allowed staleness and the record was kept, flagged.
+	Stale bool `json:"stale,omitempty"`
+}

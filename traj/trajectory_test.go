@@ -1,0 +1,200 @@
+package traj
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// sample returns a valid trajectory: prompt of 3 tokens, a model segment of 4
+// tokens ending in a call, a tool segment of 2 injected tokens, and a final
+// model segment of 3 tokens.
+func sample() Trajectory {
+	return Trajectory{
+		Schema: TrajectorySchema, ID: "job/p1/0", JobID: "job", PromptID: "p1", GroupID: "job/p1",
+		GroupSize: 2, SampleIndex: 0, PolicyVersion: 3, Seed: 42,
+		Model:     ModelRef{Name: "calc", Hash: "sha256:abc"},
+		Tokens:    []int32{1, 2, 3, 10, 11, 12, 13, 20, 21, 30, 31, 2},
+		PromptLen: 3,
+		LossMask:  Mask{1, 1, 1, 1, 0, 0, 1, 1, 1},
+		Logprobs:  []float32{-0.1, -0.25, -1e-7, -3.5, 0, 0, -0.5, -0.125, -2},
+		Segments: []Segment{
+			{Kind: SegmentModel, Turn: 0, Start: 0, End: 4, Text: "[CALC: 1+1]",
+				Call: &ToolCall{Name: "calculator", Arguments: json.RawMessage(`{"expression":"1+1"}`), Raw: "[CALC: 1+1]"}},
+			{Kind: SegmentTool, Turn: 0, Start: 4, End: 6, Text: " = 2",
+				Result: &ToolResult{OK: true, Content: "2", LatencyMS: 0.5}},
+			{Kind: SegmentModel, Turn: 1, Start: 6, End: 9, Text: " The answer is 2."},
+		},
+		FinishReason: FinishStop,
+		Reward:       Reward{Total: 1.1, Parts: map[string]float64{"outcome": 1, "tool_success": 0.2, "call_cost": -0.1}},
+		StepRewards:  []float64{0.1, 1.0},
+		Answer:       "2",
+	}
+}
+
+func TestValidTrajectoryRoundTrips(t *testing.T) {
+	in := sample()
+	if err := in.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	data, err := MarshalTrajectory(&in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"loss_mask":[1,1,1,1,0,0,1,1,1]`) {
+		t.Errorf("loss_mask is not a JSON number array: %s", data)
+	}
+	out, err := UnmarshalTrajectory(data)
+	if err != nil {
+		t.Fatalf("UnmarshalTrajectory: %v", err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip differs:\n in: %+v\nout: %+v", in, out)
+	}
+	again, _ := MarshalTrajectory(&out)
+	if string(again) != string(data) {
+		t.Errorf("second encoding differs:\n%s\n%s", data, again)
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	cases := []struct {
+		name   string
+		break_ func(*Trajectory)
+		field  string
+	}{
+		{"schema", func(t *Trajectory) { t.Schema = "toolrl.trajectory/v0" }, "schema"},
+		{"empty id", func(t *Trajectory) { t.ID = "" }, "id"},
+		{"empty group", func(t *Trajectory) { t.GroupID = "" }, "group_id"},
+		{"sample index out of group", func(t *Trajectory) { t.SampleIndex = 2 }, "sample_index"},
+		{"prompt_len past tokens", func(t *Trajectory) { t.PromptLen = 13 }, "prompt_len"},
+		{"mask short", func(t *Trajectory) { t.LossMask = t.LossMask[:8] }, "loss_mask"},
+		{"mask value", func(t *Trajectory) { t.LossMask[0] = 2 }, "loss_mask[0]"},
+		{"logprobs short", func(t *Trajectory) { t.Logprobs = t.Logprobs[1:] }, "logprobs"},
+		{"positive logprob", func(t *Trajectory) { t.Logprobs[1] = 0.5 }, "logprobs[1]"},
+		{"NaN logprob", func(t *Trajectory) { t.Logprobs[2] = float32(math.NaN()) }, "logprobs[2]"},
+		{"logprob on injected", func(t *Trajectory) { t.Logprobs[4] = -1 }, "logprobs[4]"},
+		{"ref short", func(t *Trajectory) { t.RefLogprobs = []float32{-1} }, "ref_logprobs"},
+		{"segment gap", func(t *Trajectory) { t.Segments[1].Start = 5 }, "segments[1].start"},
+		{"segment past end", func(t *Trajectory) { t.Segments[2].End = 10 }, "segments[2].end"},
+		{"segments short", func(t *Trajectory) { t.Segments = t.Segments[:2] }, "segments"},
+		{"mask disagrees with kind", func(t *Trajectory) { t.LossMask[4] = 1 }, "loss_mask[4]"},
+		{"tool without result", func(t *Trajectory) { t.Segments[1].Result = nil }, "segments[1].result"},
+		{"finish reason", func(t *Trajectory) { t.FinishReason = "done" }, "finish_reason"},
+		{"reward NaN", func(t *Trajectory) { t.Reward.Total = math.Inf(1) }, "reward.total"},
+		{"step rewards count", func(t *Trajectory) { t.StepRewards = []float64{1} }, "step_rewards"},
+		{"negative token", func(t *Trajectory) { t.Tokens[5] = -1 }, "tokens[5]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := sample()
+			c.break_(&tr)
+			err := tr.Validate()
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Validate() = %v, want a *FieldError", err)
+			}
+			if fe.Field != c.field {
+				t.Errorf("field = %q, want %q (error: %v)", fe.Field, c.field, err)
+			}
+		})
+	}
+}
+
+func TestUnmarshalRejectsUnknownFieldsAndNaN(t *testing.T) {
+	tr := sample()
+	data, _ := MarshalTrajectory(&tr)
+	bad := strings.Replace(string(data), `"schema"`, `"surprise":1,"schema"`, 1)
+	if _, err := UnmarshalTrajectory([]byte(bad)); err == nil || !strings.Contains(err.Error(), "surprise") {
+		t.Errorf("unknown field accepted: %v", err)
+	}
+	tr.Logprobs[0] = float32(math.NaN())
+	if _, err := MarshalTrajectory(&tr); err == nil {
+		t.Error("NaN logprob encoded without error")
+	}
+}
+
+func TestGroupValidate(t *testing.T) {
+	a, b := sample(), sample()
+	b.ID, b.SampleIndex = "job/p1/1", 1
+	g := NewGroup([]Trajectory{a, b})
+	if err := g.Validate(); err != nil {
+		t.Fatalf("valid group: %v", err)
+	}
+	data, _ := MarshalGroup(&g)
+	back, err := UnmarshalGroup(data)
+	if err != nil || !reflect.DeepEqual(back, g) {
+		t.Fatalf("group round trip: %v", err)
+	}
+	b.SampleIndex = 0
+	g = NewGroup([]Trajectory{a, b})
+	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), "sample_index") {
+		t.Errorf("duplicate sample index accepted: %v", err)
+	}
+	c := sample()
+	c.ID, c.SampleIndex, c.GroupID = "job/p2/1", 1, "job/p2"
+	g = NewGroup([]Trajectory{a, c})
+	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), "group_id") {
+		t.Errorf("foreign member accepted: %v", err)
+	}
+}
+
+func TestAdvantageRecord(t *testing.T) {
+	tr := sample()
+	r := AdvantageRecord{
+		Schema: AdvantageSchema, TrajectoryID: tr.ID, GroupID: tr.GroupID, InputIDs: tr.Tokens, PromptLen: tr.PromptLen,
+		LossMask: tr.LossMask, OldLogprobs: tr.Logprobs,
+		Advantages: []float32{0.5, 0.5, 0.5, 0.5, 0, 0, 0.5, 0.5, 0.5},
+		Reward:     tr.Reward, Mode: "outcome", Estimator: "grpo",
+	}
+	data, err := MarshalAdvantage(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := UnmarshalAdvantage(data)
+	if err != nil || !reflect.DeepEqual(back, r) {
+		t.Fatalf("round trip: %v", err)
+	}
+	r.Advantages[4] = 0.1
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "advantages[4]") {
+		t.Errorf("advantage on injected token accepted: %v", err)
+	}
+}
+
+// FuzzDecodeValidate: arbitrary bytes never panic the decoder, and whatever
+// decodes and validates re-encodes to something that decodes to the same value.
+func FuzzDecodeValidate(f *testing.F) {
+	tr := sample()
+	seed, _ := MarshalTrajectory(&tr)
+	f.Add(seed)
+	f.Add([]byte(`{"schema":"toolrl.trajectory/v1"}`))
+	f.Add([]byte(`{"loss_mask":[1,2,300]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := UnmarshalTrajectory(data)
+		if err != nil {
+			return
+		}
+		again, err := MarshalTrajectory(&got)
+		if err != nil {
+			t.Fatalf("valid trajectory does not re-encode: %v", err)
+		}
+		back, err := UnmarshalTrajectory(again)
+		if err != nil {
+			t.Fatalf("re-encoded trajectory does not decode: %v", err)
+		}
+		if !reflect.DeepEqual(normalize(back), normalize(got)) {
+			t.Fatalf("round trip differs")
+		}
+	})
+}
+
+// normalize maps empty JSON raw messages to nil so DeepEqual compares values.
+func normalize(t Trajectory) Trajectory {
+	if len(t.Meta) == 0 {
+		t.Meta = nil
+	}
+	return t
+}

@@ -1,0 +1,280 @@
+package traj
+
+import (
+	"fmt"
+	"math"
+)
+
+// FieldError is a broken invariant, naming the JSON field it was found in.
+type FieldError struct {
+	Record string // the trajectory or record ID, when it has one
+	Field  string // JSON path, e.g. "segments[2].end"
+	Msg    string
+}
+
+func (e *FieldError) Error() string {
+	if e.Record == "" {
+		return fmt.Sprintf("field %s: %s", e.Field, e.Msg)
+	}
+	return fmt.Sprintf("%s: field %s: %s", e.Record, e.Field, e.Msg)
+}
+
+func fieldErr(record, field, format string, args ...any) error {
+	return &FieldError{Record: record, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks every invariant of a trajectory and returns the first broken
+// one as a *FieldError: schema, ids, lengths of the per-response arrays, 0/1
+// mask values, finite logprobs that are ≤ 0 (and 0 where the mask is 0),
+// contiguous segments that cover the response with masks that match their kind,
+// one step reward per model segment, and a finite reward.
+func (t *Trajectory) Validate() error {
+	id := t.ID
+	if t.Schema != TrajectorySchema {
+		return fieldErr(id, "schema", "got %q, want %q", t.Schema, TrajectorySchema)
+	}
+	for _, f := range []struct{ name, value string }{
+		{"id", t.ID}, {"job_id", t.JobID}, {"prompt_id", t.PromptID}, {"group_id", t.GroupID},
+	} {
+		if f.value == "" {
+			return fieldErr(id, f.name, "is empty")
+		}
+	}
+	if t.GroupSize < 1 {
+		return fieldErr(id, "group_size", "is %d, want ≥ 1", t.GroupSize)
+	}
+	if t.SampleIndex < 0 || t.SampleIndex >= t.GroupSize {
+		return fieldErr(id, "sample_index", "is %d, want in [0, %d)", t.SampleIndex, t.GroupSize)
+	}
+	if len(t.Tokens) == 0 {
+		return fieldErr(id, "tokens", "is empty")
+	}
+	for i, tok := range t.Tokens {
+		if tok < 0 {
+			return fieldErr(id, fmt.Sprintf("tokens[%d]", i), "negative token id %d", tok)
+		}
+	}
+	if t.PromptLen < 1 || t.PromptLen > len(t.Tokens) {
+		return fieldErr(id, "prompt_len", "is %d, want in [1, %d]", t.PromptLen, len(t.Tokens))
+	}
+	n := t.ResponseLen()
+	if len(t.LossMask) != n {
+		return fieldErr(id, "loss_mask", "has %d entries, want %d (response length)", len(t.LossMask), n)
+	}
+	if len(t.Logprobs) != n {
+		return fieldErr(id, "logprobs", "has %d entries, want %d (response length)", len(t.Logprobs), n)
+	}
+	if err := checkMask(id, "loss_mask", t.LossMask); err != nil {
+		return err
+	}
+	if err := checkLogprobs(id, "logprobs", t.Logprobs, t.LossMask); err != nil {
+		return err
+	}
+	if t.RefLogprobs != nil {
+		if len(t.RefLogprobs) != n {
+			return fieldErr(id, "ref_logprobs", "has %d entries, want %d (response length)", len(t.RefLogprobs), n)
+		}
+		if err := checkLogprobs(id, "ref_logprobs", t.RefLogprobs, t.LossMask); err != nil {
+			return err
+		}
+	}
+	if err := checkSegments(id, t.Segments, t.LossMask); err != nil {
+		return err
+	}
+	if !t.FinishReason.Valid() {
+		return fieldErr(id, "finish_reason", "unknown value %q", t.FinishReason)
+	}
+	if err := t.Reward.validate(id, "reward"); err != nil {
+		return err
+	}
+	if t.StepRewards != nil {
+		if want := t.ModelSegments(); len(t.StepRewards) != want {
+			return fieldErr(id, "step_rewards", "has %d entries, want %d (one per model segment)", len(t.StepRewards), want)
+		}
+		for i, r := range t.StepRewards {
+			if math.IsNaN(r) || math.IsInf(r, 0) {
+				return fieldErr(id, fmt.Sprintf("step_rewards[%d]", i), "is not finite")
+			}
+		}
+	}
+	return nil
+}
+
+func (r Reward) validate(id, field string) error {
+	if math.IsNaN(r.Total) || math.IsInf(r.Total, 0) {
+		return fieldErr(id, field+".total", "is not finite")
+	}
+	for name, v := range r.Parts {
+		if name == "" {
+			return fieldErr(id, field+".parts", "has an empty name")
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fieldErr(id, field+".parts."+name, "is not finite")
+		}
+	}
+	return nil
+}
+
+func checkMask(id, field string, mask Mask) error {
+	for i, m := range mask {
+		if m > 1 {
+			return fieldErr(id, fmt.Sprintf("%s[%d]", field, i), "is %d, want 0 or 1", m)
+		}
+	}
+	return nil
+}
+
+func checkLogprobs(id, field string, lp []float32, mask Mask) error {
+	for i, v := range lp {
+		f := float64(v)
+		switch {
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			return fieldErr(id, fmt.Sprintf("%s[%d]", field, i), "is not finite")
+		case v > 0:
+			return fieldErr(id, fmt.Sprintf("%s[%d]", field, i), "is %g, a logprob must be ≤ 0", v)
+		case mask[i] == 0 && v != 0:
+			return fieldErr(id, fmt.Sprintf("%s[%d]", field, i), "is %g on an injected token (loss_mask 0), want 0", v)
+		}
+	}
+	return nil
+}
+
+func checkSegments(id string, segs []Segment, mask Mask) error {
+	n := len(mask)
+	if n > 0 && len(segs) == 0 {
+		return fieldErr(id, "segments", "is empty but the response has %d tokens", n)
+	}
+	pos := 0
+	for i, s := range segs {
+		f := fmt.Sprintf("segments[%d]", i)
+		if s.Kind != SegmentModel && s.Kind != SegmentTool {
+			return fieldErr(id, f+".kind", "unknown kind %q", s.Kind)
+		}
+		if s.Start != pos {
+			return fieldErr(id, f+".start", "is %d, want %d (segments must be contiguous)", s.Start, pos)
+		}
+		if s.End < s.Start || s.End > n {
+			return fieldErr(id, f+".end", "is %d, want in [%d, %d]", s.End, s.Start, n)
+		}
+		if s.Turn < 0 {
+			return fieldErr(id, f+".turn", "is negative")
+		}
+		want := uint8(0)
+		if s.Kind == SegmentModel {
+			want = 1
+		}
+		for j := s.Start; j < s.End; j++ {
+			if mask[j] != want {
+				return fieldErr(id, fmt.Sprintf("loss_mask[%d]", j), "is %d inside %s segment %d, want %d", mask[j], s.Kind, i, want)
+			}
+		}
+		if s.Kind == SegmentTool && s.Result == nil {
+			return fieldErr(id, f+".result", "is missing on a tool segment")
+		}
+		pos = s.End
+	}
+	if pos != n {
+		return fieldErr(id, "segments", "cover %d response tokens, want %d", pos, n)
+	}
+	return nil
+}
+
+// Validate checks every trajectory of the group and that they belong together:
+// same group_id, job and prompt, distinct sample indexes, and a group_size that
+// matches.
+func (g *Group) Validate() error {
+	if g.Schema != TrajectorySchema {
+		return fieldErr(g.GroupID, "schema", "got %q, want %q", g.Schema, TrajectorySchema)
+	}
+	if g.GroupID == "" {
+		return fieldErr("", "group_id", "is empty")
+	}
+	if len(g.Trajectories) == 0 {
+		return fieldErr(g.GroupID, "trajectories", "is empty")
+	}
+	seen := make(map[int]bool, len(g.Trajectories))
+	for i := range g.Trajectories {
+		t := &g.Trajectories[i]
+		if err := t.Validate(); err != nil {
+			return fmt.Errorf("group %s trajectories[%d]: %w", g.GroupID, i, err)
+		}
+		f := fmt.Sprintf("trajectories[%d]", i)
+		if t.GroupID != g.GroupID {
+			return fieldErr(g.GroupID, f+".group_id", "is %q, want the group's %q", t.GroupID, g.GroupID)
+		}
+		if t.GroupSize != len(g.Trajectories) {
+			return fieldErr(g.GroupID, f+".group_size", "is %d but the group holds %d trajectories", t.GroupSize, len(g.Trajectories))
+		}
+		if seen[t.SampleIndex] {
+			return fieldErr(g.GroupID, f+".sample_index", "%d appears twice", t.SampleIndex)
+		}
+		seen[t.SampleIndex] = true
+	}
+	return nil
+}
+
+// Validate checks an advantage record's invariants: schema, ids, per-response
+// array lengths, 0/1 mask, finite values, and advantage 0 on injected tokens.
+func (r *AdvantageRecord) Validate() error {
+	id := r.TrajectoryID
+	if r.Schema != AdvantageSchema {
+		return fieldErr(id, "schema", "got %q, want %q", r.Schema, AdvantageSchema)
+	}
+	if r.TrajectoryID == "" {
+		return fieldErr(id, "trajectory_id", "is empty")
+	}
+	if r.GroupID == "" {
+		return fieldErr(id, "group_id", "is empty")
+	}
+	if len(r.InputIDs) == 0 {
+		return fieldErr(id, "input_ids", "is empty")
+	}
+	if r.PromptLen < 1 || r.PromptLen > len(r.InputIDs) {
+		return fieldErr(id, "prompt_len", "is %d, want in [1, %d]", r.PromptLen, len(r.InputIDs))
+	}
+	n := len(r.InputIDs) - r.PromptLen
+	arrays := []struct {
+		name     string
+		length   int
+		optional bool
+	}{
+		{"loss_mask", len(r.LossMask), false},
+		{"old_logprobs", len(r.OldLogprobs), false},
+		{"advantages", len(r.Advantages), false},
+		{"ref_logprobs", len(r.RefLogprobs), true},
+		{"kl", len(r.KL), true},
+	}
+	for _, a := range arrays {
+		if a.optional && a.length == 0 {
+			continue
+		}
+		if a.length != n {
+			return fieldErr(id, a.name, "has %d entries, want %d (response length)", a.length, n)
+		}
+	}
+	if err := checkMask(id, "loss_mask", r.LossMask); err != nil {
+		return err
+	}
+	if err := checkLogprobs(id, "old_logprobs", r.OldLogprobs, r.LossMask); err != nil {
+		return err
+	}
+	if len(r.RefLogprobs) > 0 {
+		if err := checkLogprobs(id, "ref_logprobs", r.RefLogprobs, r.LossMask); err != nil {
+			return err
+		}
+	}
+	for i, a := range r.Advantages {
+		if math.IsNaN(float64(a)) || math.IsInf(float64(a), 0) {
+			return fieldErr(id, fmt.Sprintf("advantages[%d]", i), "is not finite")
+		}
+		if r.LossMask[i] == 0 && a != 0 {
+			return fieldErr(id, fmt.Sprintf("advantages[%d]", i), "is %g on an injected token (loss_mask 0), want 0", a)
+		}
+	}
+	for i, k := range r.KL {
+		if math.IsNaN(float64(k)) || math.IsInf(float64(k), 0) {
+			return fieldErr(id, fmt.Sprintf("kl[%d]", i), "is not finite")
+		}
+	}
+	return r.Reward.validate(id, "reward")
+}
