@@ -1,0 +1,223 @@
+package llama
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/toolrl/toolrl/models/safetensors"
+)
+
+// FolderSpec describes a Hugging Face model folder for WriteFolder.
+type FolderSpec struct {
+	Config  Config
+	Weights Weights
+	// TokenizerJSON is tokenizer.json's content; nil means the default
+	// byte-level tokenizer (ByteTokenizerJSON).
+	TokenizerJSON []byte
+	// TokenizerConfig is tokenizer_config.json's content; nil means one
+	// derived from the tokenizer and Config's bos/eos/pad ids, with
+	// ChatTemplate.
+	TokenizerConfig []byte
+	// ChatTemplate is used when TokenizerConfig is nil; "" means
+	// DefaultChatTemplate (ChatML).
+	ChatTemplate string
+	// GenerationConfig is generation_config.json's content; nil means one
+	// with Config's bos/eos/pad ids.
+	GenerationConfig []byte
+	// ExtraFiles are copied verbatim into the folder (name -> content), e.g.
+	// special_tokens_map.json from a source checkpoint.
+	ExtraFiles map[string][]byte
+	ONNX       ONNXOptions
+	// Safetensors also writes model.safetensors (in SafetensorsDType, F32
+	// when empty), so the folder is a PyTorch checkpoint as well.
+	Safetensors      bool
+	SafetensorsDType safetensors.DType
+}
+
+// Folder lists what WriteFolder wrote.
+type Folder struct {
+	Dir   string
+	Files []string // paths relative to Dir, sorted
+	// ExternalData reports whether onnx/model.onnx keeps its weights in
+	// onnx/model.onnx_data.
+	ExternalData bool
+}
+
+// ModelFile is the ONNX model's path inside a folder.
+const ModelFile = "onnx/model.onnx"
+
+// WriteFolder writes a complete Hugging Face model folder into dir:
+// config.json, generation_config.json, tokenizer.json,
+// tokenizer_config.json, onnx/model.onnx (+ onnx/model.onnx_data when the
+// weights need external data) and, when asked, model.safetensors.
+// transformers.js and optimum load the result as they load their own exports.
+func WriteFolder(dir string, spec FolderSpec) (*Folder, error) {
+	cfg := spec.Config
+	if err := spec.Weights.Check(cfg); err != nil {
+		return nil, err
+	}
+	tok := spec.TokenizerJSON
+	if tok == nil {
+		tok = ByteTokenizerJSON()
+	}
+	vocab, added, err := tokenizerVocab(tok)
+	if err != nil {
+		return nil, err
+	}
+	for id := range vocab {
+		if id >= cfg.VocabSize || id < 0 {
+			return nil, fmt.Errorf("folder: tokenizer id %d (%q) is outside the model's vocab_size %d", id, vocab[id], cfg.VocabSize)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		ids  TokenIDs
+	}{{"bos_token_id", cfg.BOSTokenID}, {"eos_token_id", cfg.EOSTokenID}, {"pad_token_id", cfg.PadTokenID}} {
+		for _, id := range f.ids {
+			if _, ok := vocab[id]; !ok {
+				return nil, fmt.Errorf("folder: config %s %d is not a token of the tokenizer", f.name, id)
+			}
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "onnx"), 0o755); err != nil {
+		return nil, fmt.Errorf("folder: %w", err)
+	}
+	out := &Folder{Dir: dir}
+	put := func(name string, b []byte) error {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("folder: %w", err)
+		}
+		out.Files = append(out.Files, name)
+		return nil
+	}
+
+	out.ExternalData, err = WriteONNX(filepath.Join(dir, ModelFile), cfg, spec.Weights, spec.ONNX)
+	if err != nil {
+		return nil, err
+	}
+	out.Files = append(out.Files, ModelFile)
+	if out.ExternalData {
+		name := spec.ONNX.DataFile
+		if name == "" {
+			name = "model.onnx_data"
+		}
+		out.Files = append(out.Files, "onnx/"+name)
+		// transformers.js only looks for the data file when told to.
+		if cfg.Extra == nil {
+			cfg.Extra = map[string]json.RawMessage{}
+		}
+		cfg.Extra["transformers.js_config"] = json.RawMessage(`{"use_external_data_format":true}`)
+	}
+	if spec.Safetensors {
+		dt := spec.SafetensorsDType
+		if dt == "" {
+			dt = safetensors.F32
+		}
+		cfg.TorchDType = map[safetensors.DType]string{safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[dt]
+		if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), spec.Weights.SafetensorsTensors(cfg), dt,
+			map[string]string{"format": "pt"}); err != nil {
+			return nil, err
+		}
+		out.Files = append(out.Files, "model.safetensors")
+	}
+	if cfg.TorchDType == "" {
+		cfg.TorchDType = "float32"
+	}
+	cfg.UseCache = true
+	cb, err := MarshalConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := put("config.json", cb); err != nil {
+		return nil, err
+	}
+	gen := spec.GenerationConfig
+	if gen == nil {
+		gen, err = indentJSON(map[string]any{
+			"_from_model_config": true,
+			"bos_token_id":       cfg.BOSTokenID,
+			"eos_token_id":       cfg.EOSTokenID,
+			"pad_token_id":       cfg.PadTokenID,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := put("generation_config.json", gen); err != nil {
+		return nil, err
+	}
+	if err := put("tokenizer.json", tok); err != nil {
+		return nil, err
+	}
+	tc := spec.TokenizerConfig
+	if tc == nil {
+		if tc, err = tokenizerConfig(cfg, vocab, added, spec.ChatTemplate); err != nil {
+			return nil, err
+		}
+	}
+	if err := put("tokenizer_config.json", tc); err != nil {
+		return nil, err
+	}
+	for name, b := range spec.ExtraFiles {
+		if err := put(name, b); err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(out.Files)
+	return out, nil
+}
+
+func indentJSON(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("folder: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// tokenizerConfig derives tokenizer_config.json: special token strings from
+// the config's ids, the added tokens, and the chat template.
+func tokenizerConfig(cfg Config, vocab map[int]string, added []addedToken, chatTemplate string) ([]byte, error) {
+	if chatTemplate == "" {
+		chatTemplate = DefaultChatTemplate
+	}
+	tokenOf := func(ids TokenIDs) any {
+		if len(ids) == 0 {
+			return nil
+		}
+		return vocab[ids[0]]
+	}
+	// added_tokens_decoder entries are AddedToken kwargs: no "id" field.
+	type addedTokenEntry struct {
+		Content    string `json:"content"`
+		SingleWord bool   `json:"single_word"`
+		LStrip     bool   `json:"lstrip"`
+		RStrip     bool   `json:"rstrip"`
+		Normalized bool   `json:"normalized"`
+		Special    bool   `json:"special"`
+	}
+	decoder := map[string]addedTokenEntry{}
+	for _, a := range added {
+		decoder[fmt.Sprint(a.ID)] = addedTokenEntry{a.Content, a.SingleWord, a.LStrip, a.RStrip, a.Normalized, a.Special}
+	}
+	maxLen := cfg.MaxPositionEmbeddings
+	if maxLen == 0 {
+		maxLen = 2048
+	}
+	return indentJSON(map[string]any{
+		"add_bos_token":                false,
+		"add_eos_token":                false,
+		"added_tokens_decoder":         decoder,
+		"bos_token":                    tokenOf(cfg.BOSTokenID),
+		"eos_token":                    tokenOf(cfg.EOSTokenID),
+		"pad_token":                    tokenOf(cfg.PadTokenID),
+		"unk_token":                    nil,
+		"chat_template":                chatTemplate,
+		"clean_up_tokenization_spaces": false,
+		"model_max_length":             maxLen,
+		"tokenizer_class":              "PreTrainedTokenizerFast",
+	})
+}

@@ -1,0 +1,103 @@
+package llama
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolrl/toolrl/internal/testsupport"
+)
+
+// TestTransformersJSInterop builds a tiny model folder, lets
+// @huggingface/transformers (Node, onnxruntime-node, local files only) load
+// it and greedy-decode a left-padded batch, and checks every row against the
+// Go reference's greedy decode of that prompt alone. `make interop-models`
+// runs it verbosely; scripts/models/node_modules comes from `make test`'s
+// dependencies.
+func TestTransformersJSInterop(t *testing.T) {
+	root := testsupport.RepoRoot(t)
+	script := filepath.Join(root, "scripts", "models", "interop.mjs")
+	if _, err := os.Stat(filepath.Join(root, "scripts", "models", "node_modules", "@huggingface", "transformers")); err != nil {
+		testsupport.SkipOrFail(t, "transformers.js not installed in scripts/models (make models-npm)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testsupport.SkipOrFail(t, "node not found")
+	}
+	cfg := testConfigs(t)["tiny"]
+	dir := filepath.Join(t.TempDir(), "toolrl-tiny")
+	w := writeTinyFolder(t, dir, cfg, 42)
+	ref := mustReference(t, cfg, w)
+
+	const maxNew = 16
+	prompts := []string{"What is 2+3?", "Hi", "<|im_start|>user\nCompute 12*7.<|im_end|>\n<|im_start|>assistant\n"}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{script, dir, fmt.Sprint(maxNew)}, prompts...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %s: %v\n%s", script, err, stderr.String())
+	}
+	var res struct {
+		Chat string `json:"chat"`
+		Rows []struct {
+			PromptIDs []int64 `json:"prompt_ids"`
+			NewIDs    []int64 `json:"new_ids"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("parse script output %q: %v", stdout.String(), err)
+	}
+	wantChat := "<|im_start|>user\nWhat is 2+3?<|im_end|>\n<|im_start|>assistant\n"
+	if res.Chat != wantChat {
+		t.Errorf("chat template rendered %q, want %q", res.Chat, wantChat)
+	}
+	if len(res.Rows) != len(prompts) {
+		t.Fatalf("%d rows for %d prompts", len(res.Rows), len(prompts))
+	}
+	for i, row := range res.Rows {
+		// The byte-level tokenizer maps bytes to themselves and specials to 256+.
+		wantIDs := byteTokens(prompts[i])
+		if fmt.Sprint(row.PromptIDs) != fmt.Sprint(wantIDs) {
+			t.Errorf("row %d: transformers.js tokenized %q as %v, want %v", i, prompts[i], row.PromptIDs, wantIDs)
+			continue
+		}
+		want, err := ref.Greedy(row.PromptIDs, maxNew, int64(cfg.EOSTokenID.First()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("row %d prompt %q: transformers.js %v, reference %v", i, prompts[i], row.NewIDs, want)
+		if fmt.Sprint(row.NewIDs) != fmt.Sprint(want) {
+			t.Errorf("row %d: transformers.js greedy %v != reference greedy %v", i, row.NewIDs, want)
+		}
+	}
+}
+
+// byteTokens encodes s with the default byte tokenizer: specials by id, every
+// other byte as itself.
+func byteTokens(s string) []int64 {
+	var out []int64
+	for len(s) > 0 {
+		matched := false
+		for i, sp := range byteSpecials {
+			if len(s) >= len(sp) && s[:len(sp)] == sp {
+				out = append(out, int64(ByteEndOfText+i))
+				s = s[len(sp):]
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			out = append(out, int64(s[0]))
+			s = s[1:]
+		}
+	}
+	return out
+}

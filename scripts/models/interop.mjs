@@ -1,0 +1,54 @@
+// Loads a toolrl-built model folder with @huggingface/transformers (Node,
+// onnxruntime-node backend, local files only) and greedy-decodes a batch of
+// prompts with left padding. Prints one JSON object on stdout:
+//   {"chat": <chat template output>, "rows": [{"prompt_ids": [...], "new_ids": [...]}, ...]}
+// new_ids are the generated tokens up to and including the first eos.
+//
+// usage: node interop.mjs MODEL_DIR MAX_NEW_TOKENS PROMPT...
+import path from 'node:path';
+import { env, AutoTokenizer, AutoModelForCausalLM } from '@huggingface/transformers';
+
+const [dir, maxNewArg, ...prompts] = process.argv.slice(2);
+if (!dir || !maxNewArg || prompts.length === 0) {
+  console.error('usage: node interop.mjs MODEL_DIR MAX_NEW_TOKENS PROMPT...');
+  process.exit(2);
+}
+const maxNew = Number(maxNewArg);
+
+env.allowRemoteModels = false;
+env.allowLocalModels = true;
+env.localModelPath = path.dirname(path.resolve(dir)) + path.sep;
+const name = path.basename(path.resolve(dir));
+
+const tokenizer = await AutoTokenizer.from_pretrained(name, { local_files_only: true });
+const model = await AutoModelForCausalLM.from_pretrained(name, {
+  local_files_only: true,
+  device: 'cpu',
+  dtype: 'fp32',
+});
+
+const chat = tokenizer.apply_chat_template(
+  [{ role: 'user', content: 'What is 2+3?' }],
+  { tokenize: false, add_generation_prompt: true },
+);
+
+tokenizer.padding_side = 'left';
+const enc = tokenizer(prompts, { padding: true });
+const out = await model.generate({ ...enc, max_new_tokens: maxNew, do_sample: false });
+
+const eos = [model.generation_config.eos_token_id].flat();
+const width = enc.input_ids.dims[1];
+const ids = enc.input_ids.tolist().map((r) => r.map(Number));
+const mask = enc.attention_mask.tolist().map((r) => r.map(Number));
+const seqs = out.tolist().map((r) => r.map(Number));
+const rows = seqs.map((seq, b) => {
+  const promptIds = ids[b].filter((_, i) => mask[b][i] === 1);
+  const newIds = [];
+  for (const t of seq.slice(width)) {
+    newIds.push(t);
+    if (eos.includes(t)) break;
+  }
+  return { prompt_ids: promptIds, new_ids: newIds };
+});
+console.log(JSON.stringify({ chat, rows }));
+await model.dispose();
