@@ -1,0 +1,71 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/toolrl/toolrl/traj"
+)
+
+// Episode applies the per-turn and per-trajectory call caps of one
+// trajectory. Every call the model makes counts, valid or not; a call past a
+// cap is not executed and fails as over_cap. Make one per trajectory with
+// Executor.NewEpisode; it is safe for concurrent use.
+type Episode struct {
+	e      *Executor
+	mu     sync.Mutex
+	turn   int
+	inTurn int
+	total  int
+}
+
+// NewEpisode starts the call accounting of one trajectory.
+func (e *Executor) NewEpisode() *Episode { return &Episode{e: e, turn: -1} }
+
+// Calls is the number of calls counted so far, over-cap ones included.
+func (ep *Episode) Calls() int {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.total
+}
+
+// Exhausted reports whether the per-trajectory cap is reached, so that the
+// orchestrator can end the trajectory (finish reason max_tool_calls).
+func (ep *Episode) Exhausted() bool {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	max := ep.e.opts.MaxCallsPerTrajectory
+	return max > 0 && ep.total >= max
+}
+
+// admit counts a call of the given turn and returns the cap it breaks, if any.
+func (ep *Episode) admit(turn int) string {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if turn != ep.turn {
+		ep.turn, ep.inTurn = turn, 0
+	}
+	ep.inTurn++
+	ep.total++
+	opts := ep.e.opts
+	if opts.MaxCallsPerTrajectory > 0 && ep.total > opts.MaxCallsPerTrajectory {
+		return fmt.Sprintf("call %d of the trajectory is past the cap of %d", ep.total, opts.MaxCallsPerTrajectory)
+	}
+	if opts.MaxCallsPerTurn > 0 && ep.inTurn > opts.MaxCallsPerTurn {
+		return fmt.Sprintf("call %d of turn %d is past the per-turn cap of %d", ep.inTurn, turn, opts.MaxCallsPerTurn)
+	}
+	return ""
+}
+
+// Execute counts a call the model made in the given turn (turns count model
+// turns from 0 and do not decrease) and, unless it is past a cap, executes it.
+// It returns the call and the result as the trajectory records them: an
+// over-cap call gets ParseError "over_cap: ..." and a failed result of that
+// class.
+func (ep *Episode) Execute(ctx context.Context, turn int, c Call) (traj.ToolCall, traj.ToolResult) {
+	if detail := ep.admit(turn); detail != "" && c.OK() {
+		c.ErrorClass, c.Error = ClassOverCap, detail
+	}
+	return c.Traj(), ep.e.Execute(ctx, c)
+}
