@@ -1,0 +1,226 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/models/safetensors"
+)
+
+// newModelCmd groups the model verbs: build (ONNX builder, models/llama) and the
+// default policy's data/train/eval (models/calc).
+func newModelCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "model",
+		Short: "Build ONNX policies and train the default calc policy",
+	}
+	cmd.AddCommand(newModelBuildCmd())
+	cmd.AddCommand(newModelCalcCmds()...)
+	return cmd
+}
+
+type modelBuildFlags struct {
+	fromSafetensors string
+	random          bool
+	shape           string
+	seed            uint64
+	out             string
+	tokenizer       string
+	external        string
+	safetensors     bool
+	dtype           string
+}
+
+func newModelBuildCmd() *cobra.Command {
+	var f modelBuildFlags
+	cmd := &cobra.Command{
+		Use:   "build (--from-safetensors DIR | --random --shape NAME) --out DIR",
+		Short: "Build a Llama-family ONNX model folder from safetensors or random weights",
+		Long: `Build writes a Hugging Face model folder that transformers.js, optimum and the
+toolrl actor load: config.json, generation_config.json, tokenizer.json,
+tokenizer_config.json (with a chat template) and onnx/model.onnx in optimum's
+text-generation-with-past layout (onnx/model.onnx_data holds the weights when
+they pass 2 GB).
+
+Weights come from a Hugging Face safetensors checkpoint (Llama, Qwen2, SmolLM,
+Mistral without sliding window; one file or a sharded index; f32, f16 or bf16),
+or are seeded random weights of a named shape: ` + strings.Join(llama.ShapeNames(), ", ") + `.
+
+The tokenizer is --tokenizer FILE (a tokenizer.json; a tokenizer_config.json
+beside it is copied too), else the checkpoint's own, else toolrl's default
+byte-level tokenizer (bytes 0-255 plus <|endoftext|>, <|im_start|>, <|im_end|>).`,
+		Example: `  # a trainer's checkpoint becomes an ONNX policy
+  toolrl model build --from-safetensors ./checkpoints/step-500 --out ./policy
+
+  # random SmolLM2-135M-shaped model for benchmarks
+  toolrl model build --random --shape smollm2-135m --seed 1 --out out/models/smollm2-135m
+
+  # tiny random model with a real tokenizer, also saved as model.safetensors
+  toolrl model build --random --shape tiny --seed 7 --tokenizer ./tokenizer.json --safetensors --out /tmp/tiny`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runModelBuild(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.fromSafetensors, "from-safetensors", "", "checkpoint `DIR` with config.json and model.safetensors or a sharded index")
+	fl.BoolVar(&f.random, "random", false, "use seeded random weights of --shape")
+	fl.StringVar(&f.shape, "shape", "", "architecture for --random: "+strings.Join(llama.ShapeNames(), "|"))
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed for --random")
+	fl.StringVar(&f.out, "out", "", "output folder `DIR` (created; existing files are overwritten)")
+	fl.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json `FILE` to ship with the model")
+	fl.StringVar(&f.external, "external-data", "auto", "weights in onnx/model.onnx_data: auto (past 2 GB), always, never")
+	fl.BoolVar(&f.safetensors, "safetensors", false, "also write model.safetensors")
+	fl.StringVar(&f.dtype, "dtype", "f32", "dtype of model.safetensors: f32|f16|bf16")
+	return cmd
+}
+
+func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
+	if f.out == "" {
+		return usageErrorf("model build: --out is required")
+	}
+	if (f.fromSafetensors == "") == !f.random {
+		return usageErrorf("model build: give exactly one of --from-safetensors DIR and --random")
+	}
+	if f.random && f.shape == "" {
+		return usageErrorf("model build: --random needs --shape (%s)", strings.Join(llama.ShapeNames(), "|"))
+	}
+	if !f.random && f.shape != "" {
+		return usageErrorf("model build: --shape applies to --random only")
+	}
+	ext, ok := map[string]llama.ExternalMode{"auto": llama.ExternalAuto, "always": llama.ExternalAlways, "never": llama.ExternalNever}[f.external]
+	if !ok {
+		return usageErrorf("model build: --external-data %q: want auto, always or never", f.external)
+	}
+	dtype, ok := map[string]safetensors.DType{"f32": safetensors.F32, "f16": safetensors.F16, "bf16": safetensors.BF16}[f.dtype]
+	if !ok {
+		return usageErrorf("model build: --dtype %q: want f32, f16 or bf16", f.dtype)
+	}
+	start := time.Now()
+	spec := llama.FolderSpec{ONNX: llama.ONNXOptions{External: ext}, Safetensors: f.safetensors, SafetensorsDType: dtype}
+
+	// The tokenizer: --tokenizer, else the checkpoint's, else the default.
+	tokPath := f.tokenizer
+	if tokPath == "" && f.fromSafetensors != "" {
+		if p := filepath.Join(f.fromSafetensors, "tokenizer.json"); modelBuildFileExists(p) {
+			tokPath = p
+		}
+	}
+	if tokPath != "" {
+		b, err := os.ReadFile(tokPath)
+		if err != nil {
+			return fmt.Errorf("model build: tokenizer: %w", err)
+		}
+		spec.TokenizerJSON = b
+		if b, err := modelBuildReadOptional(filepath.Join(filepath.Dir(tokPath), "tokenizer_config.json")); err != nil {
+			return fmt.Errorf("model build: %w", err)
+		} else {
+			spec.TokenizerConfig = b
+		}
+	}
+
+	if f.random {
+		cfg, err := llama.ShapeConfig(f.shape)
+		if err != nil {
+			return usageErrorf("model build: %v", err)
+		}
+		if spec.TokenizerJSON != nil {
+			bos, eos, pad, size, err := llama.TokenizerSpecials(spec.TokenizerJSON, spec.TokenizerConfig)
+			if err != nil {
+				return fmt.Errorf("model build: %s: %w", tokPath, err)
+			}
+			cfg.BOSTokenID, cfg.EOSTokenID, cfg.PadTokenID = bos, eos, pad
+			if size > cfg.VocabSize {
+				grown := (size + 63) / 64 * 64
+				fmt.Fprintf(cmd.ErrOrStderr(), "model build: tokenizer has %d tokens; vocab_size %d -> %d\n", size, cfg.VocabSize, grown)
+				cfg.VocabSize = grown
+			}
+		}
+		w, err := llama.RandomWeights(cfg, f.seed)
+		if err != nil {
+			return fmt.Errorf("model build: %w", err)
+		}
+		spec.Config, spec.Weights = cfg, w
+	} else {
+		cfg, err := llama.LoadConfig(f.fromSafetensors)
+		if err != nil {
+			return fmt.Errorf("model build: %w", err)
+		}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("model build: %s: %w", f.fromSafetensors, err)
+		}
+		w, err := llama.LoadSafetensors(f.fromSafetensors, cfg)
+		if err != nil {
+			return fmt.Errorf("model build: %w", err)
+		}
+		spec.Config, spec.Weights = cfg, w
+		if spec.TokenizerJSON == nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "model build: no tokenizer.json in %s and no --tokenizer: shipping the default byte-level tokenizer\n", f.fromSafetensors)
+		}
+		spec.ExtraFiles = map[string][]byte{}
+		for _, name := range []string{"generation_config.json", "special_tokens_map.json"} {
+			b, err := modelBuildReadOptional(filepath.Join(f.fromSafetensors, name))
+			if err != nil {
+				return fmt.Errorf("model build: %w", err)
+			}
+			if b == nil {
+				continue
+			}
+			if name == "generation_config.json" {
+				spec.GenerationConfig = b
+			} else {
+				spec.ExtraFiles[name] = b
+			}
+		}
+	}
+
+	folder, err := llama.WriteFolder(f.out, spec)
+	if err != nil {
+		return fmt.Errorf("model build: %w", err)
+	}
+	cfg := spec.Config
+	params := cfg.NumParams()
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s in %.1fs: %s, %d layers, hidden %d, %d heads (%d kv), vocab %d, %.1fM parameters\n",
+		folder.Dir, time.Since(start).Seconds(), cfg.ModelType, cfg.NumHiddenLayers, cfg.HiddenSize,
+		cfg.NumAttentionHeads, cfg.KVHeads(), cfg.VocabSize, float64(params)/1e6)
+	for _, name := range folder.Files {
+		st, err := os.Stat(filepath.Join(folder.Dir, name))
+		if err != nil {
+			return fmt.Errorf("model build: %w", err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "  %-28s %s\n", name, modelBuildSize(st.Size()))
+	}
+	return nil
+}
+
+func modelBuildFileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// modelBuildReadOptional reads a file that may be absent (nil, nil).
+func modelBuildReadOptional(p string) ([]byte, error) {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func modelBuildSize(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	exp := int(math.Log(float64(n)) / math.Log(1024))
+	exp = min(exp, 4)
+	return fmt.Sprintf("%.1f %ciB", float64(n)/math.Pow(1024, float64(exp)), "KMGT"[exp-1])
+}
