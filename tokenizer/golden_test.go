@@ -1,0 +1,257 @@
+package tokenizer
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// goldenEntry is one line of tokenizer/testdata/tokenizers.txt.
+type goldenEntry struct{ name, file, patch string }
+
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+func listGoldens(t testing.TB) []goldenEntry {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "tokenizers.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []goldenEntry
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		e := goldenEntry{name: f[0], file: f[1]}
+		if len(f) > 2 {
+			e.patch = f[2]
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// loadGoldenTokenizer builds the entry's tokenizer.json exactly as
+// scripts/tokenizer/list.js does. It skips the test when the file has not been
+// fetched (make tokenizer-deps), and fails instead under CI=true.
+func loadGoldenTokenizer(t testing.TB, e goldenEntry) *Tokenizer {
+	t.Helper()
+	path := filepath.Join(repoRoot(t), e.file)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s: %v (run make tokenizer-deps)", e.name, err)
+		}
+		t.Skipf("%s: %v (run make tokenizer-deps)", e.name, err)
+	}
+	if e.patch != "" {
+		var base map[string]any
+		if err := json.Unmarshal(data, &base); err != nil {
+			t.Fatal(err)
+		}
+		pdata, err := os.ReadFile(filepath.Join("testdata", "variants", e.patch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var patch map[string]any
+		if err := json.Unmarshal(pdata, &patch); err != nil {
+			t.Fatalf("%s: %v", e.patch, err)
+		}
+		for k, v := range patch {
+			if k == "added_tokens_append" {
+				base["added_tokens"] = append(base["added_tokens"].([]any), v.([]any)...)
+			} else {
+				base[k] = v
+			}
+		}
+		if data, err = json.Marshal(base); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok, err := Parse(data)
+	if err != nil {
+		t.Fatalf("%s: %v", e.name, err)
+	}
+	return tok
+}
+
+// goldenRecord is one line of a golden file (see scripts/tokenizer/gen_goldens.js).
+type goldenRecord struct {
+	I   *int    `json:"i"`
+	R   *int    `json:"r"`
+	IDs []int32 `json:"ids"`
+	SP  []int32 `json:"sp"`
+	D   *string `json:"d"`
+	DSP *string `json:"dsp"`
+	DS  *string `json:"ds"`
+}
+
+type goldenHeader struct {
+	Name      string `json:"name"`
+	Reference string `json:"reference"`
+	Strings   int    `json:"strings"`
+	VocabSize int    `json:"vocab_size"`
+}
+
+func readCorpus(t testing.TB) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "corpus.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var corpus []string
+	if err := json.NewDecoder(zr).Decode(&corpus); err != nil {
+		t.Fatal(err)
+	}
+	return corpus
+}
+
+func readGolden(t testing.TB, name string) (goldenHeader, []goldenRecord) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "golden", name+".jsonl.gz"))
+	if err != nil {
+		t.Fatalf("golden for %s: %v (run make tokenizer-goldens)", name, err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	var hdr goldenHeader
+	var recs []goldenRecord
+	for first := true; sc.Scan(); first = false {
+		if first {
+			if err := json.Unmarshal(sc.Bytes(), &hdr); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		var r goldenRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return hdr, recs
+}
+
+func or[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// TestGoldenParity checks, for every listed tokenizer and every corpus string,
+// that ids (with and without special tokens) and decoded text equal the
+// reference's, and that the stream decoder reproduces Decode.
+func TestGoldenParity(t *testing.T) {
+	corpus := readCorpus(t)
+	if len(corpus) < 2000 {
+		t.Fatalf("corpus has %d strings, want >= 2000", len(corpus))
+	}
+	for _, e := range listGoldens(t) {
+		t.Run(e.name, func(t *testing.T) {
+			tok := loadGoldenTokenizer(t, e)
+			hdr, recs := readGolden(t, e.name)
+			if hdr.Strings != len(corpus) {
+				t.Fatalf("golden was made from %d strings, corpus has %d: regenerate", hdr.Strings, len(corpus))
+			}
+			if got := tok.VocabSize(); got != hdr.VocabSize {
+				t.Errorf("VocabSize = %d, reference %d", got, hdr.VocabSize)
+			}
+			var checked, failed int
+			fail := func(format string, args ...any) {
+				failed++
+				if failed <= 15 {
+					t.Errorf(format, args...)
+				}
+			}
+			for _, r := range recs {
+				if r.R != nil {
+					checkDecode(tok, r.IDs, false, or(r.D, ""), fmt.Sprintf("random ids #%d", *r.R), fail)
+					checkDecode(tok, r.IDs, true, or(r.DS, ""), fmt.Sprintf("random ids #%d skip", *r.R), fail)
+					continue
+				}
+				checked++
+				text := corpus[*r.I]
+				got, err := tok.Encode(text, false)
+				if err != nil {
+					fail("#%d %q: %v", *r.I, text, err)
+					continue
+				}
+				if !slices.Equal(got, r.IDs) {
+					fail("#%d %q:\n got  %v\n want %v", *r.I, text, got, r.IDs)
+				}
+				wantSP := r.IDs
+				if r.SP != nil {
+					wantSP = r.SP
+				}
+				gotSP, err := tok.Encode(text, true)
+				if err != nil || !slices.Equal(gotSP, wantSP) {
+					fail("#%d %q addSpecial:\n got  %v %v\n want %v", *r.I, text, gotSP, err, wantSP)
+				}
+				d := or(r.D, text)
+				checkDecode(tok, r.IDs, false, d, fmt.Sprintf("#%d", *r.I), fail)
+				checkDecode(tok, wantSP, false, or(r.DSP, d), fmt.Sprintf("#%d special", *r.I), fail)
+				checkDecode(tok, wantSP, true, or(r.DS, d), fmt.Sprintf("#%d skip special", *r.I), fail)
+				checkStream(tok, r.IDs, fmt.Sprintf("#%d", *r.I), fail)
+			}
+			if failed > 0 {
+				t.Fatalf("%s: %d mismatches over %d strings (reference %s)", e.name, failed, checked, hdr.Reference)
+			}
+			t.Logf("%s: %d/%d strings identical to %s", e.name, checked, checked, hdr.Reference)
+		})
+	}
+}
+
+func checkDecode(tok *Tokenizer, ids []int32, skip bool, want, what string, fail func(string, ...any)) {
+	got, err := tok.Decode(ids, skip)
+	if err != nil || got != want {
+		fail("%s decode(%v, skip=%v):\n got  %q %v\n want %q", what, ids, skip, got, err, want)
+	}
+}
+
+func checkStream(tok *Tokenizer, ids []int32, what string, fail func(string, ...any)) {
+	want, _ := tok.Decode(ids, false)
+	sd := tok.NewStreamDecoder(false)
+	var b strings.Builder
+	for _, id := range ids {
+		delta, err := sd.Add(id)
+		if err != nil {
+			fail("%s stream: %v", what, err)
+			return
+		}
+		if !utf8ValidString(delta) {
+			fail("%s stream delta %q is not valid UTF-8", what, delta)
+		}
+		b.WriteString(delta)
+	}
+	b.WriteString(sd.Flush())
+	if b.String() != want {
+		fail("%s stream:\n got  %q\n want %q", what, b.String(), want)
+	}
+}

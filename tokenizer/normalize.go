@@ -1,0 +1,180 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// normalizer rewrites text before pre-tokenization (HF normalizers). Offsets
+// are not tracked: toolrl needs ids and text, not alignments.
+type normalizer interface {
+	normalize(s string) (string, error)
+}
+
+func buildNormalizer(raw json.RawMessage, where string) (normalizer, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	c, err := decodeComponent(raw, where)
+	if err != nil {
+		return nil, err
+	}
+	switch c.Type {
+	case "Sequence":
+		var seq sequenceNormalizer
+		for i, sub := range c.Normalizers {
+			n, err := buildNormalizer(sub, fmt.Sprintf("%s.normalizers[%d]", where, i))
+			if err != nil {
+				return nil, err
+			}
+			if n != nil {
+				seq = append(seq, n)
+			}
+		}
+		return seq, nil
+	case "NFC":
+		return unicodeNormalizer{norm.NFC}, nil
+	case "NFD":
+		return unicodeNormalizer{norm.NFD}, nil
+	case "NFKC":
+		return unicodeNormalizer{norm.NFKC}, nil
+	case "NFKD":
+		return unicodeNormalizer{norm.NFKD}, nil
+	case "Lowercase":
+		return lowercaseNormalizer{}, nil
+	case "Replace":
+		m, err := buildPattern(c.Pattern, where)
+		if err != nil {
+			return nil, err
+		}
+		if c.Content == nil {
+			return nil, fmt.Errorf("tokenizer.json %s: Replace normalizer without content", where)
+		}
+		return replaceNormalizer{m, *c.Content}, nil
+	case "Prepend":
+		if c.Prepend == nil {
+			return nil, fmt.Errorf("tokenizer.json %s: Prepend normalizer without prepend", where)
+		}
+		return prependNormalizer{prefix: *c.Prepend}, nil
+	case "Append":
+		if c.Append == nil {
+			return nil, fmt.Errorf("tokenizer.json %s: Append normalizer without append", where)
+		}
+		return prependNormalizer{suffix: *c.Append}, nil
+	case "Strip":
+		return stripNormalizer{left: boolOr(c.Left, true), right: boolOr(c.Right, true)}, nil
+	case "StripAccents":
+		return stripAccentsNormalizer{}, nil
+	}
+	return nil, fmt.Errorf("tokenizer.json %s: unsupported normalizer %q", where, c.Type)
+}
+
+// buildPattern compiles a {"String"}|{"Regex"} pattern.
+func buildPattern(p *patternJSON, where string) (matcher, error) {
+	switch {
+	case p == nil:
+		return nil, fmt.Errorf("tokenizer.json %s: missing pattern", where)
+	case p.String != nil:
+		return stringMatcher{*p.String}, nil
+	case p.Regex != nil:
+		m, err := newRegexMatcher(*p.Regex, true)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer.json %s: %w", where, err)
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("tokenizer.json %s: pattern is neither String nor Regex", where)
+}
+
+type sequenceNormalizer []normalizer
+
+func (seq sequenceNormalizer) normalize(s string) (string, error) {
+	var err error
+	for _, n := range seq {
+		if s, err = n.normalize(s); err != nil {
+			return "", err
+		}
+	}
+	return s, nil
+}
+
+type unicodeNormalizer struct{ form norm.Form }
+
+func (u unicodeNormalizer) normalize(s string) (string, error) { return u.form.String(s), nil }
+
+// lowercaseNormalizer lowercases rune by rune like Rust's char::to_lowercase
+// (no final-sigma context); U+0130 is its one multi-rune mapping.
+type lowercaseNormalizer struct{}
+
+func (lowercaseNormalizer) normalize(s string) (string, error) {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if r == '\u0130' {
+			b.WriteString("i\u0307")
+			continue
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String(), nil
+}
+
+type replaceNormalizer struct {
+	pattern matcher
+	content string
+}
+
+func (r replaceNormalizer) normalize(s string) (string, error) {
+	spans, err := r.pattern.find(s, nil)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, sp := range spans {
+		if sp.match {
+			b.WriteString(r.content)
+		} else {
+			b.WriteString(s[sp.start:sp.end])
+		}
+	}
+	return b.String(), nil
+}
+
+// prependNormalizer is HF's Prepend (prefix) or Append (suffix); neither
+// touches an empty string.
+type prependNormalizer struct{ prefix, suffix string }
+
+func (p prependNormalizer) normalize(s string) (string, error) {
+	if s == "" {
+		return s, nil
+	}
+	return p.prefix + s + p.suffix, nil
+}
+
+type stripNormalizer struct{ left, right bool }
+
+func (st stripNormalizer) normalize(s string) (string, error) {
+	if st.left {
+		s = strings.TrimLeftFunc(s, isS)
+	}
+	if st.right {
+		s = strings.TrimRightFunc(s, isS)
+	}
+	return s, nil
+}
+
+type stripAccentsNormalizer struct{}
+
+func (stripAccentsNormalizer) normalize(s string) (string, error) {
+	return strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.M, r) {
+			return -1
+		}
+		return r
+	}, s), nil
+}

@@ -1,0 +1,190 @@
+package tokenizer
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// The pre-tokenizer regexes of GPT-2, Llama-3 and Qwen2 (Qwen2.5, Qwen3, and
+// the many tokenizers derived from them). They use a lookahead, which Go's
+// regexp lacks; scanPattern implements each one by hand, and
+// TestScannerMatchesRegexp2 proves it returns the same matches as the
+// regexp2 engine on the whole parity corpus.
+const (
+	patternGPT2   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+	patternLlama3 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	patternQwen2  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+)
+
+// scanKind selects a hand-written scanner.
+type scanKind int
+
+const (
+	scanGPT2 scanKind = iota + 1
+	scanLlama3
+	scanQwen2
+)
+
+// scannerFor returns the hand-written scanner for a known pattern, or 0.
+func scannerFor(pattern string) scanKind {
+	switch pattern {
+	case patternGPT2:
+		return scanGPT2
+	case patternLlama3:
+		return scanLlama3
+	case patternQwen2:
+		return scanQwen2
+	}
+	return 0
+}
+
+func isL(r rune) bool {
+	return r < utf8.RuneSelf && (r|0x20 >= 'a' && r|0x20 <= 'z') || r >= utf8.RuneSelf && unicode.IsLetter(r)
+}
+func isN(r rune) bool { return r >= '0' && r <= '9' || r >= utf8.RuneSelf && unicode.IsNumber(r) }
+
+// isS is \s: the Unicode White_Space property.
+func isS(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == ' ' || (r >= '\t' && r <= '\r')
+	}
+	return unicode.IsSpace(r)
+}
+
+func isNL(r rune) bool { return r == '\r' || r == '\n' }
+
+// decodeAt returns the rune at s[i] and its width (0 at the end).
+func decodeAt(s string, i int) (rune, int) {
+	if i >= len(s) {
+		return -1, 0
+	}
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
+}
+
+// contraction returns the length of a contraction ('s, 't, 're, 've, 'm, 'll,
+// 'd) at s[i], or 0. fold makes it case-insensitive.
+func contraction(s string, i int, fold bool) int {
+	if i+1 >= len(s) || s[i] != '\'' {
+		return 0
+	}
+	lower := func(c byte) byte {
+		if fold && c >= 'A' && c <= 'Z' {
+			return c + 32
+		}
+		return c
+	}
+	switch lower(s[i+1]) {
+	case 's', 't', 'm', 'd':
+		return 2
+	case 'r', 'v':
+		if i+2 < len(s) && lower(s[i+2]) == 'e' {
+			return 3
+		}
+	case 'l':
+		if i+2 < len(s) && lower(s[i+2]) == 'l' {
+			return 3
+		}
+	}
+	return 0
+}
+
+// spanWhile returns the end of the run of runes from i that satisfy f, at most
+// max runes (max < 0: no limit).
+func spanWhile(s string, i int, f func(rune) bool, max int) int {
+	for n := 0; i < len(s) && n != max; n++ {
+		r, w := decodeAt(s, i)
+		if !f(r) {
+			break
+		}
+		i += w
+	}
+	return i
+}
+
+func isOther(r rune) bool { return !isS(r) && !isL(r) && !isN(r) }
+
+// whitespaceTail handles the shared `\s+(?!\S)|\s+` tail at s[i] (a \s rune):
+// a whitespace run followed by a non-space loses its last rune, unless it is a
+// single rune.
+func whitespaceTail(s string, i int) int {
+	end := spanWhile(s, i, isS, -1)
+	if end == len(s) {
+		return end
+	}
+	// Back off one rune so the lookahead sees whitespace.
+	_, w := utf8.DecodeLastRuneInString(s[:end])
+	if end-w > i {
+		return end - w
+	}
+	return end
+}
+
+// scanNext returns the end of the match that starts at s[i] (i < len(s)).
+// Every rune is matched by one alternative of these patterns, so matches tile
+// the string.
+func scanNext(kind scanKind, s string, i int) int {
+	r, w := decodeAt(s, i)
+	if kind == scanGPT2 {
+		if n := contraction(s, i, false); n > 0 {
+			return i + n
+		}
+		j, rr := i, r
+		if r == ' ' {
+			rr, _ = decodeAt(s, i+1)
+			j = i + 1
+		}
+		switch {
+		case isL(rr):
+			return spanWhile(s, j, isL, -1)
+		case isN(rr):
+			return spanWhile(s, j, isN, -1)
+		case rr >= 0 && isOther(rr):
+			return spanWhile(s, j, isOther, -1)
+		}
+		return whitespaceTail(s, i)
+	}
+	// Llama-3 and Qwen2.
+	if n := contraction(s, i, true); n > 0 {
+		return i + n
+	}
+	if isL(r) {
+		return spanWhile(s, i, isL, -1)
+	}
+	if !isNL(r) && !isN(r) {
+		if next, _ := decodeAt(s, i+w); next >= 0 && isL(next) {
+			return spanWhile(s, i+w, isL, -1)
+		}
+	}
+	if isN(r) {
+		if kind == scanQwen2 {
+			return i + w
+		}
+		return spanWhile(s, i, isN, 3)
+	}
+	j, rr := i, r
+	if r == ' ' {
+		rr, _ = decodeAt(s, i+1)
+		j = i + 1
+	}
+	if rr >= 0 && isOther(rr) {
+		end := spanWhile(s, j, isOther, -1)
+		return spanWhile(s, end, isNL, -1)
+	}
+	// r is whitespace. `\s*[\r\n]+`: up to the last newline of the run.
+	end := spanWhile(s, i, isS, -1)
+	lastNL := -1
+	for k := i; k < end; {
+		rk, wk := decodeAt(s, k)
+		if isNL(rk) {
+			lastNL = k + wk
+		}
+		k += wk
+	}
+	if lastNL >= 0 {
+		return lastNL
+	}
+	return whitespaceTail(s, i)
+}
