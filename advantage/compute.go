@@ -1,0 +1,239 @@
+package advantage
+
+import (
+	"fmt"
+
+	"github.com/toolrl/toolrl/traj"
+)
+
+// Stats counts what Compute did; Add accumulates them across groups.
+type Stats struct {
+	Groups       int64 // groups seen
+	Records      int64 // advantage records produced
+	Tokens       int64 // response tokens in the records produced
+	ZeroVariance int64 // groups whose rewards were all equal
+	DroppedZero  int64 // of those, dropped (Config.DropZeroVariance)
+	Stale        int64 // groups older than MaxStaleness allows
+	DroppedStale int64 // of those, dropped (not Config.FlagStale)
+}
+
+// Add adds o to s.
+func (s *Stats) Add(o Stats) {
+	s.Groups += o.Groups
+	s.Records += o.Records
+	s.Tokens += o.Tokens
+	s.ZeroVariance += o.ZeroVariance
+	s.DroppedZero += o.DroppedZero
+	s.Stale += o.Stale
+	s.DroppedStale += o.DroppedStale
+}
+
+// Compute returns one advantage record per trajectory of g (in g's order), or
+// none when the group is dropped as stale or zero-variance. g must be valid
+// (traj.Group.Validate); Compute checks only what it needs beyond that (step
+// rewards in process modes, reference logprobs when KL is folded into the
+// reward). The records share g's token, mask and logprob slices: do not
+// modify g while they are in use. cfg must pass Validate.
+func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
+	st := Stats{Groups: 1}
+	n := len(g.Trajectories)
+	if n == 0 {
+		return nil, st, fmt.Errorf("advantage: group %s has no trajectories", g.GroupID)
+	}
+
+	stale := cfg.MaxStaleness >= 0 && cfg.CurrentPolicyVersion-g.PolicyVersion > cfg.MaxStaleness
+	if stale {
+		st.Stale = 1
+		if !cfg.FlagStale {
+			st.DroppedStale = 1
+			return nil, st, nil
+		}
+	}
+
+	useOutcome := cfg.Mode == ModeOutcome || cfg.Mode == ModeHybrid
+	useProcess := cfg.Mode == ModeProcess || cfg.Mode == ModeHybrid
+
+	// Per-token KL, when there is a reference to compare against.
+	kls := make([][]float32, n)
+	if cfg.KL != KLNone {
+		for i := range g.Trajectories {
+			t := &g.Trajectories[i]
+			if len(t.RefLogprobs) == 0 {
+				if cfg.KLCoef > 0 {
+					return nil, st, fmt.Errorf("advantage: trajectory %s has no ref_logprobs but the KL is folded into the reward (kl coefficient %g)", t.ID, cfg.KLCoef)
+				}
+				continue
+			}
+			if len(t.RefLogprobs) != len(t.LossMask) || len(t.Logprobs) != len(t.LossMask) {
+				return nil, st, fmt.Errorf("advantage: trajectory %s: ref_logprobs has %d entries, logprobs %d, loss_mask %d",
+					t.ID, len(t.RefLogprobs), len(t.Logprobs), len(t.LossMask))
+			}
+			kl := make([]float32, len(t.LossMask))
+			for j, m := range t.LossMask {
+				if m == 1 {
+					kl[j] = float32(KLTerm(cfg.KL, float64(t.Logprobs[j]), float64(t.RefLogprobs[j])))
+				}
+			}
+			kls[i] = kl
+		}
+	}
+
+	var outcome []float64 // per trajectory
+	zero := true
+	if useOutcome {
+		outcome = make([]float64, n)
+		for i := range g.Trajectories {
+			outcome[i] = g.Trajectories[i].Reward.Total
+		}
+		zero = allEqual(outcome)
+		if cfg.KLCoef > 0 {
+			for i := range outcome {
+				outcome[i] -= cfg.KLCoef * maskedSum(kls[i], g.Trajectories[i].LossMask, 0, len(kls[i]))
+			}
+		}
+		Baseline(outcome, cfg.Estimator, cfg.Eps)
+	}
+
+	var process [][]float64 // per trajectory, per model segment: the step's token advantage
+	if useProcess {
+		var err error
+		var processZero bool
+		process, processZero, err = processAdvantages(g, kls, cfg)
+		if err != nil {
+			return nil, st, err
+		}
+		zero = zero && processZero
+	}
+
+	if zero {
+		st.ZeroVariance = 1
+		if cfg.DropZeroVariance {
+			st.DroppedZero = 1
+			return nil, st, nil
+		}
+	}
+
+	records := make([]traj.AdvantageRecord, n)
+	for i := range g.Trajectories {
+		t := &g.Trajectories[i]
+		adv := make([]float32, len(t.LossMask))
+		step := -1
+		for _, seg := range t.Segments {
+			if seg.Kind != traj.SegmentModel {
+				continue // injected tokens keep advantage 0
+			}
+			step++
+			var a float64
+			if useOutcome {
+				a = outcome[i]
+			}
+			if useProcess {
+				w := 1.0
+				if cfg.Mode == ModeHybrid {
+					w = cfg.ProcessWeight
+				}
+				a += w * process[i][step]
+			}
+			for j := seg.Start; j < seg.End; j++ {
+				if t.LossMask[j] == 1 {
+					adv[j] = float32(a)
+				}
+			}
+		}
+		r := &records[i]
+		*r = traj.AdvantageRecord{
+			Schema: traj.AdvantageSchema, TrajectoryID: t.ID, GroupID: t.GroupID,
+			SampleIndex: t.SampleIndex, PolicyVersion: t.PolicyVersion,
+			InputIDs: t.Tokens, PromptLen: t.PromptLen, LossMask: t.LossMask,
+			OldLogprobs: t.Logprobs, RefLogprobs: t.RefLogprobs,
+			Advantages: adv, Reward: t.Reward, StepRewards: t.StepRewards,
+			Segments: spans(t.Segments), Mode: string(cfg.Mode), Estimator: string(cfg.Estimator),
+			ZeroVariance: zero, Stale: stale,
+		}
+		if kls[i] != nil {
+			r.KL, r.KLEstimator = kls[i], string(cfg.KL)
+		}
+		st.Tokens += int64(len(adv))
+	}
+	st.Records = int64(n)
+	return records, st, nil
+}
+
+// processAdvantages is process supervision as DeepSeekMath defines it (Shao et
+// al. 2024, section 4.1.3): every step reward of every trajectory of the group
+// is normalised against all step rewards of the group,
+// r̃ = (r − mean(R)) / std(R) (here with the configured estimator and eps), and
+// the advantage of a token is the sum of the normalised rewards of the steps
+// that end at or after it: Â_{i,t} = Σ_{index(j) ≥ t} r̃_i^{index(j)}. A step
+// is a model segment, so a token of step k gets Σ_{j≥k} γ^(j−k) r̃_j (γ = 1 in
+// the paper). It returns that per-step advantage for each trajectory and
+// whether all step rewards of the group were equal.
+func processAdvantages(g *traj.Group, kls [][]float32, cfg Config) ([][]float64, bool, error) {
+	total := 0
+	for i := range g.Trajectories {
+		t := &g.Trajectories[i]
+		if m := t.ModelSegments(); len(t.StepRewards) != m {
+			return nil, false, fmt.Errorf("advantage: trajectory %s: mode %s needs one step reward per model segment, have %d for %d segments",
+				t.ID, cfg.Mode, len(t.StepRewards), m)
+		}
+		total += len(t.StepRewards)
+	}
+	pooled := make([]float64, 0, total)
+	for i := range g.Trajectories {
+		pooled = append(pooled, g.Trajectories[i].StepRewards...)
+	}
+	zero := allEqual(pooled)
+	if cfg.KLCoef > 0 {
+		k := 0
+		for i := range g.Trajectories {
+			t := &g.Trajectories[i]
+			for _, seg := range t.Segments {
+				if seg.Kind == traj.SegmentModel {
+					pooled[k] -= cfg.KLCoef * maskedSum(kls[i], t.LossMask, seg.Start, seg.End)
+					k++
+				}
+			}
+		}
+	}
+	Baseline(pooled, cfg.Estimator, cfg.Eps)
+
+	out := make([][]float64, len(g.Trajectories))
+	k := 0
+	for i := range g.Trajectories {
+		steps := len(g.Trajectories[i].StepRewards)
+		norm := pooled[k : k+steps]
+		k += steps
+		// Suffix sums, latest step first: A_k = r̃_k + γ A_{k+1}.
+		adv := make([]float64, steps)
+		var acc float64
+		for j := steps - 1; j >= 0; j-- {
+			acc = norm[j] + cfg.Gamma*acc
+			adv[j] = acc
+		}
+		out[i] = adv
+	}
+	return out, zero, nil
+}
+
+func maskedSum(values []float32, mask traj.Mask, start, end int) float64 {
+	var s float64
+	for j := start; j < end; j++ {
+		if mask[j] == 1 {
+			s += float64(values[j])
+		}
+	}
+	return s
+}
+
+// spans copies the segments' kinds and offsets only: trainers need the step
+// boundaries, not the text, calls and results (those stay in the trajectory).
+func spans(segs []traj.Segment) []traj.Segment {
+	if len(segs) == 0 {
+		return nil
+	}
+	out := make([]traj.Segment, len(segs))
+	for i, s := range segs {
+		out[i] = traj.Segment{Kind: s.Kind, Turn: s.Turn, Start: s.Start, End: s.End}
+	}
+	return out
+}

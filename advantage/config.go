@@ -1,0 +1,146 @@
+package advantage
+
+import (
+	"fmt"
+	"math"
+)
+
+// Mode says which rewards drive the advantages.
+type Mode string
+
+// The advantage modes.
+const (
+	// ModeOutcome gives every response token of sample i the sequence-level
+	// advantage A_i computed from the total rewards of the group.
+	ModeOutcome Mode = "outcome"
+	// ModeProcess is DeepSeekMath's process-supervision GRPO over the
+	// per-step rewards (Trajectory.StepRewards, one per model segment).
+	ModeProcess Mode = "process"
+	// ModeHybrid is outcome + ProcessWeight × process.
+	ModeHybrid Mode = "hybrid"
+)
+
+// Estimator says how a reward is turned into an advantage against the group.
+type Estimator string
+
+// The baseline estimators.
+const (
+	// EstimatorGRPO subtracts the group mean and divides by the unbiased
+	// standard deviation plus Eps (DeepSeekMath, Shao et al. 2024, eq. 3).
+	EstimatorGRPO Estimator = "grpo"
+	// EstimatorDrGRPO subtracts the group mean only (Dr.GRPO, Liu et al.
+	// 2025, "Understanding R1-Zero-Like Training", section 3.2).
+	EstimatorDrGRPO Estimator = "drgrpo"
+	// EstimatorRLOO subtracts the mean of the other samples (REINFORCE
+	// leave-one-out, Kool et al. 2019; Ahmadian et al. 2024).
+	EstimatorRLOO Estimator = "rloo"
+)
+
+// KLEstimator names a per-token estimator of KL(π‖π_ref) from the sampled
+// token's log-ratio d = log π(a) − log π_ref(a) (John Schulman, "Approximating
+// KL Divergence", 2020).
+type KLEstimator string
+
+// The KL estimators.
+const (
+	// KLNone computes no KL term.
+	KLNone KLEstimator = ""
+	// KLK1 is d: unbiased, high variance, can be negative.
+	KLK1 KLEstimator = "k1"
+	// KLK2 is d²/2: biased, low variance, non-negative.
+	KLK2 KLEstimator = "k2"
+	// KLK3 is exp(−d) + d − 1: unbiased, low variance, non-negative
+	// (verl's "low_var_kl", the GRPO paper's KL term).
+	KLK3 KLEstimator = "k3"
+)
+
+// Constants of the formulas.
+const (
+	// DefaultEps is added to the standard deviation before dividing.
+	DefaultEps = 1e-6
+	// LogRatioClamp bounds the log-ratio d to [−20, 20] before any KL
+	// estimator, as verl (core_algos.kl_penalty) and SkyRL do.
+	LogRatioClamp = 20.0
+	// K3Clamp bounds k3 to [−10, 10], as verl's low_var_kl does.
+	K3Clamp = 10.0
+)
+
+// Config is everything that decides how a group's advantages are computed.
+// The zero value is not usable; start from DefaultConfig.
+type Config struct {
+	Mode      Mode
+	Estimator Estimator
+	// Eps is added to the standard deviation (GRPO estimator only).
+	Eps float64
+	// ProcessWeight scales the process advantages in ModeHybrid.
+	ProcessWeight float64
+	// Gamma discounts later steps in the process advantage: a token of step k
+	// gets Σ_{j≥k} Gamma^(j−k) r̃_j. 1 is DeepSeekMath's undiscounted sum.
+	Gamma float64
+
+	// KL selects the per-token KL estimator written into records; KLNone
+	// writes none. Trajectories without ref_logprobs get no KL array.
+	KL KLEstimator
+	// KLCoef, when positive, folds the KL into the rewards before the
+	// advantages are computed: R_i − KLCoef·Σ_t kl_t for the outcome reward,
+	// and r_{i,k} − KLCoef·Σ_{t∈step k} kl_t for each step reward. Every
+	// trajectory then needs ref_logprobs.
+	KLCoef float64
+
+	// DropZeroVariance drops groups whose rewards are all equal (they carry no
+	// signal); they are always counted in Stats.ZeroVariance.
+	DropZeroVariance bool
+
+	// MaxStaleness is the largest allowed CurrentPolicyVersion − group policy
+	// version; negative disables the check.
+	MaxStaleness int64
+	// CurrentPolicyVersion is the trainer's policy version to check against.
+	CurrentPolicyVersion int64
+	// FlagStale keeps stale groups with Stale set on their records instead of
+	// dropping them.
+	FlagStale bool
+}
+
+// DefaultConfig is outcome GRPO, eps 1e-6, no KL, no staleness check,
+// process weight 1 and gamma 1.
+func DefaultConfig() Config {
+	return Config{
+		Mode: ModeOutcome, Estimator: EstimatorGRPO, Eps: DefaultEps,
+		ProcessWeight: 1, Gamma: 1, MaxStaleness: -1,
+	}
+}
+
+// Validate reports the first unusable setting.
+func (c *Config) Validate() error {
+	switch c.Mode {
+	case ModeOutcome, ModeProcess, ModeHybrid:
+	default:
+		return fmt.Errorf("advantage config: mode %q, want outcome, process or hybrid", c.Mode)
+	}
+	switch c.Estimator {
+	case EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO:
+	default:
+		return fmt.Errorf("advantage config: estimator %q, want grpo, drgrpo or rloo", c.Estimator)
+	}
+	switch c.KL {
+	case KLNone, KLK1, KLK2, KLK3:
+	default:
+		return fmt.Errorf("advantage config: kl %q, want k1, k2 or k3", c.KL)
+	}
+	if !(c.Eps >= 0) || math.IsInf(c.Eps, 0) {
+		return fmt.Errorf("advantage config: eps %g, want a finite value ≥ 0", c.Eps)
+	}
+	if !(c.Gamma > 0 && c.Gamma <= 1) {
+		return fmt.Errorf("advantage config: gamma %g, want in (0, 1]", c.Gamma)
+	}
+	if math.IsNaN(c.ProcessWeight) || math.IsInf(c.ProcessWeight, 0) {
+		return fmt.Errorf("advantage config: process weight %g is not finite", c.ProcessWeight)
+	}
+	if !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0) {
+		return fmt.Errorf("advantage config: kl coefficient %g, want a finite value ≥ 0", c.KLCoef)
+	}
+	if c.KLCoef > 0 && c.KL == KLNone {
+		return fmt.Errorf("advantage config: kl coefficient %g needs a KL estimator (k1, k2 or k3)", c.KLCoef)
+	}
+	return nil
+}
