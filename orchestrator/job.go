@@ -1,0 +1,243 @@
+// Package orchestrator runs rollout jobs: it reads prompts, samples G
+// trajectories per prompt with the actor, executes the tool calls the policy
+// makes, scores staged rewards, and writes whole groups to a sink (JSONL,
+// Parquet or a Redis stream), with progress, a summary, resume and clean
+// shutdown.
+package orchestrator
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Job is a rollout job, as read from a YAML job file. Zero values mean the
+// documented defaults; Normalize fills them in and checks the result.
+type Job struct {
+	// ID names the job: trajectory ids are ID/prompt_id/sample_index and Redis
+	// keys carry it as their hash tag. Default: "rollout".
+	ID string `yaml:"job"`
+	// Model is a Hugging Face model folder (config.json, tokenizer.json, onnx/model.onnx).
+	Model string `yaml:"model"`
+	// RefModel optionally names a reference policy; its teacher-forced
+	// logprobs go into ref_logprobs.
+	RefModel string `yaml:"ref_model"`
+	// Prompts is a JSONL file of {id, prompt | messages, answer, meta}.
+	Prompts string `yaml:"prompts"`
+	// Limit caps the number of prompts read (0 = all).
+	Limit int `yaml:"limit"`
+	// SkipInvalid skips malformed prompt lines (counted and reported) instead
+	// of stopping the job.
+	SkipInvalid bool `yaml:"skip_invalid"`
+	// GroupSize is G, the samples per prompt. Default 8.
+	GroupSize int `yaml:"group_size"`
+	// Seed is the job seed; each trajectory's RNG derives from (Seed, prompt
+	// id, sample index).
+	Seed uint64 `yaml:"seed"`
+	// PolicyVersion tags every trajectory (the trainer's version of the weights).
+	PolicyVersion int64 `yaml:"policy_version"`
+
+	// Format is how prompts become tokens: "plain" (the model folder's
+	// prompt_format.json), "chat" (tokenizer_config.json's chat template), or
+	// "auto" (plain when the folder ships prompt_format.json). Default auto.
+	Format string `yaml:"format"`
+	// SystemPrompt is prepended as a system message in chat format.
+	SystemPrompt string `yaml:"system_prompt"`
+
+	Sampling Sampling `yaml:"sampling"`
+
+	// Tools is a tools registry file; default: the model folder's tools.yaml
+	// when it ships one.
+	Tools string `yaml:"tools"`
+	// ToolCallFormat is "bracket" ([CALC: 1+2]) or "hermes"
+	// (<tool_call>{...}</tool_call>). Default: prompt_format.json's, else hermes.
+	ToolCallFormat string `yaml:"tool_call_format"`
+	// ToolConcurrency caps tool calls in flight across the job. Default 64.
+	ToolConcurrency int `yaml:"tool_concurrency"`
+
+	Rewards RewardConfig `yaml:"rewards"`
+	Limits  Limits       `yaml:"limits"`
+
+	// Batch is the most sequences decoded together in one ORT Run. Default 64.
+	Batch int `yaml:"batch"`
+	// Threads sets ONNX Runtime's intra-op threads (0 = ORT's default).
+	Threads int `yaml:"threads"`
+	// Provider is "cpu" (default) or "cuda".
+	Provider string `yaml:"provider"`
+
+	// Out is the sink: a .jsonl or .parquet path, or a redis:// URL.
+	Out string `yaml:"out"`
+	// Resume skips groups already present in Out. Default true.
+	Resume *bool `yaml:"resume"`
+	// RecordLatency keeps tool latencies in the output; off by default because
+	// wall times make otherwise identical runs differ byte for byte.
+	RecordLatency bool `yaml:"record_latency"`
+}
+
+// Sampling holds the decoding settings.
+type Sampling struct {
+	// Temperature; 0 means greedy. Default 1.0 (an explicit 0 needs greedy: true).
+	Temperature float64 `yaml:"temperature"`
+	Greedy      bool    `yaml:"greedy"`
+	TopK        int     `yaml:"top_k"`
+	TopP        float64 `yaml:"top_p"`
+	MinP        float64 `yaml:"min_p"`
+	// MaxNewTokens caps the tokens sampled in one turn. Default 256.
+	MaxNewTokens int `yaml:"max_new_tokens"`
+	// Stop strings end a turn (the model's EOS ids always do).
+	Stop []string `yaml:"stop"`
+}
+
+// Limits bound a trajectory.
+type Limits struct {
+	// MaxTurns is the most model turns (a turn ends at a tool call or EOS). Default 4.
+	MaxTurns int `yaml:"max_turns"`
+	// MaxToolCalls is the most tool calls per trajectory. Default 3.
+	MaxToolCalls int `yaml:"max_tool_calls"`
+	// MaxToolCallsPerTurn is the most calls executed in one turn. Default 1.
+	MaxToolCallsPerTurn int `yaml:"max_tool_calls_per_turn"`
+	// MaxTokens caps the whole response (sampled + injected). Default 512.
+	MaxTokens int `yaml:"max_tokens"`
+}
+
+// LoadJob reads a YAML job file strictly: an unknown key is an error naming
+// the file and line, because a misspelt key would otherwise silently mean
+// "default".
+func LoadJob(path string) (Job, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Job{}, fmt.Errorf("read job file: %w", err)
+	}
+	var job Job
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&job); err != nil && !errors.Is(err, io.EOF) {
+		return Job{}, fmt.Errorf("job file %s: %w", path, err)
+	}
+	// Relative paths in a job file are relative to the file.
+	base := filepath.Dir(path)
+	for _, p := range []*string{&job.Model, &job.RefModel, &job.Prompts, &job.Tools} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
+	if job.Out != "" && !strings.Contains(job.Out, "://") && !filepath.IsAbs(job.Out) {
+		job.Out = filepath.Join(base, job.Out)
+	}
+	return job, nil
+}
+
+var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// Normalize fills defaults and checks every field, naming the one at fault.
+func (j *Job) Normalize() error {
+	if j.ID == "" {
+		j.ID = "rollout"
+	}
+	if !jobIDPattern.MatchString(j.ID) {
+		return fmt.Errorf("job: %q may hold only letters, digits, '.', '_' and '-' (it becomes a Redis hash tag and a trajectory id prefix)", j.ID)
+	}
+	if j.Model == "" {
+		return errors.New("model: no model folder given (job file `model:` or --model)")
+	}
+	if j.Prompts == "" {
+		return errors.New("prompts: no prompts file given (job file `prompts:` or --prompts)")
+	}
+	if j.GroupSize == 0 {
+		j.GroupSize = 8
+	}
+	if j.GroupSize < 1 {
+		return fmt.Errorf("group_size: %d, want ≥ 1", j.GroupSize)
+	}
+	if j.Limit < 0 {
+		return fmt.Errorf("limit: %d, want ≥ 0", j.Limit)
+	}
+	switch j.Format {
+	case "":
+		j.Format = "auto"
+	case "auto", "plain", "chat":
+	default:
+		return fmt.Errorf("format: %q, want auto, plain or chat", j.Format)
+	}
+	switch j.ToolCallFormat {
+	case "", "bracket", "hermes":
+	default:
+		return fmt.Errorf("tool_call_format: %q, want bracket or hermes", j.ToolCallFormat)
+	}
+	if err := j.Sampling.normalize(); err != nil {
+		return err
+	}
+	if j.ToolConcurrency == 0 {
+		j.ToolConcurrency = 64
+	}
+	if j.Batch == 0 {
+		j.Batch = 64
+	}
+	if j.Batch < 1 {
+		return fmt.Errorf("batch: %d, want ≥ 1", j.Batch)
+	}
+	if j.Provider == "" {
+		j.Provider = "cpu"
+	}
+	l := &j.Limits
+	if l.MaxTurns == 0 {
+		l.MaxTurns = 4
+	}
+	if l.MaxToolCalls == 0 {
+		l.MaxToolCalls = 3
+	}
+	if l.MaxToolCallsPerTurn == 0 {
+		l.MaxToolCallsPerTurn = 1
+	}
+	if l.MaxTokens == 0 {
+		l.MaxTokens = 512
+	}
+	if l.MaxTurns < 1 || l.MaxToolCalls < 0 || l.MaxTokens < 1 || l.MaxToolCallsPerTurn < 1 {
+		return fmt.Errorf("limits: max_turns %d, max_tool_calls %d, max_tool_calls_per_turn %d, max_tokens %d: want positive values", l.MaxTurns, l.MaxToolCalls, l.MaxToolCallsPerTurn, l.MaxTokens)
+	}
+	if j.Out == "" {
+		j.Out = filepath.Join("out", j.ID+".jsonl")
+	}
+	if j.Resume == nil {
+		yes := true
+		j.Resume = &yes
+	}
+	return j.Rewards.normalize()
+}
+
+func (s *Sampling) normalize() error {
+	if s.Greedy {
+		s.Temperature = 0
+	} else if s.Temperature == 0 {
+		s.Temperature = 1
+	}
+	if s.Temperature < 0 {
+		return fmt.Errorf("sampling.temperature: %g, want ≥ 0", s.Temperature)
+	}
+	if s.TopP == 0 {
+		s.TopP = 1
+	}
+	if s.TopP <= 0 || s.TopP > 1 {
+		return fmt.Errorf("sampling.top_p: %g, want in (0, 1]", s.TopP)
+	}
+	if s.MinP < 0 || s.MinP >= 1 {
+		return fmt.Errorf("sampling.min_p: %g, want in [0, 1)", s.MinP)
+	}
+	if s.TopK < 0 {
+		return fmt.Errorf("sampling.top_k: %d, want ≥ 0", s.TopK)
+	}
+	if s.MaxNewTokens == 0 {
+		s.MaxNewTokens = 256
+	}
+	if s.MaxNewTokens < 1 {
+		return fmt.Errorf("sampling.max_new_tokens: %d, want ≥ 1", s.MaxNewTokens)
+	}
+	return nil
+}

@@ -1,0 +1,230 @@
+package orchestrator
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"regexp"
+	"strings"
+
+	"github.com/toolrl/toolrl/tools"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// Reward part names the orchestrator adds to the tool parts of tools.ComputeRewards.
+const (
+	PartOutcome = "outcome"
+	PartFormat  = "format"
+)
+
+// RewardConfig weights the reward parts and says how answers are extracted.
+// An unset weight takes its default; write 0 to turn a part off.
+type RewardConfig struct {
+	// Outcome is paid when the extracted answer equals the reference. Default 1.
+	Outcome *float64 `yaml:"outcome"`
+	// Format is paid when the response ends cleanly (EOS) with an explicitly
+	// marked answer ("The answer is N", \boxed{N} or the regex). Default 0.1.
+	Format *float64 `yaml:"format"`
+	// The tool parts (defaults from tools.DefaultRewardWeights).
+	ToolSuccess *float64 `yaml:"tool_success"`
+	ToolUse     *float64 `yaml:"tool_use"`
+	CallCost    *float64 `yaml:"call_cost"`
+	InvalidCall *float64 `yaml:"invalid_call"`
+	OverCap     *float64 `yaml:"over_cap"`
+
+	// Extract lists the answer extractors tried in order: boxed, answer_is,
+	// regex, last_number. Default [boxed, answer_is, regex, last_number]
+	// (regex only when Regex is set).
+	Extract []string `yaml:"extract"`
+	// Regex is a custom extractor; its first capture group (or whole match) is
+	// the answer, and the last match in the text wins.
+	Regex string `yaml:"regex"`
+	// Tolerance is the absolute tolerance for numeric answers. Default 1e-6.
+	Tolerance float64 `yaml:"tolerance"`
+
+	regex *regexp.Regexp
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func (c *RewardConfig) normalize() error {
+	d := tools.DefaultRewardWeights()
+	for _, f := range []struct {
+		p   **float64
+		def float64
+	}{
+		{&c.Outcome, 1}, {&c.Format, 0.1}, {&c.ToolSuccess, d.ToolSuccess}, {&c.ToolUse, d.ToolUse},
+		{&c.CallCost, d.CallCost}, {&c.InvalidCall, d.InvalidCall}, {&c.OverCap, d.OverCap},
+	} {
+		if *f.p == nil {
+			*f.p = ptr(f.def)
+		}
+	}
+	if c.Tolerance == 0 {
+		c.Tolerance = 1e-6
+	}
+	if c.Tolerance < 0 {
+		return fmt.Errorf("rewards.tolerance: %g, want ≥ 0", c.Tolerance)
+	}
+	if c.Regex != "" {
+		re, err := regexp.Compile(c.Regex)
+		if err != nil {
+			return fmt.Errorf("rewards.regex: %w", err)
+		}
+		c.regex = re
+	}
+	userList := len(c.Extract) > 0
+	if !userList {
+		c.Extract = []string{"boxed", "answer_is", "regex", "last_number"}
+	}
+	for i, e := range c.Extract {
+		switch e {
+		case "boxed", "answer_is", "last_number":
+		case "regex":
+			if userList && c.regex == nil {
+				return fmt.Errorf("rewards.extract[%d]: regex needs rewards.regex", i)
+			}
+		default:
+			return fmt.Errorf("rewards.extract[%d]: unknown extractor %q (want boxed, answer_is, regex, last_number)", i, e)
+		}
+	}
+	return nil
+}
+
+func (c *RewardConfig) toolWeights() tools.RewardWeights {
+	return tools.RewardWeights{ToolSuccess: *c.ToolSuccess, ToolUse: *c.ToolUse, CallCost: *c.CallCost,
+		InvalidCall: *c.InvalidCall, OverCap: *c.OverCap}
+}
+
+var (
+	boxedPattern    = regexp.MustCompile(`\\boxed\{([^{}]*)\}`)
+	answerIsPattern = regexp.MustCompile(`(?i)the (?:final )?answer is[:\s]*\$?\s*(-?[0-9][0-9,]*(?:\.[0-9]+)?(?:/[0-9]+)?|[^\s.]+)`)
+	numberPattern   = regexp.MustCompile(`-?[0-9][0-9,]*(?:\.[0-9]+)?`)
+)
+
+// Extraction is the answer found in a response, and by which extractor.
+type Extraction struct {
+	Answer string
+	By     string // boxed | answer_is | regex | last_number | "" (none)
+}
+
+// Marked reports whether the answer was explicitly marked (not just the last number).
+func (e Extraction) Marked() bool { return e.By != "" && e.By != "last_number" }
+
+// ExtractAnswer applies the configured extractors in order to the model's own
+// text (tool results are not part of it, so a call's result alone never counts
+// as an answer).
+func (c *RewardConfig) ExtractAnswer(text string) Extraction {
+	for _, e := range c.Extract {
+		var m string
+		switch e {
+		case "boxed":
+			m = lastGroup(boxedPattern, text)
+		case "answer_is":
+			m = lastGroup(answerIsPattern, text)
+		case "regex":
+			if c.regex != nil {
+				m = lastGroup(c.regex, text)
+			}
+		case "last_number":
+			if all := numberPattern.FindAllString(text, -1); len(all) > 0 {
+				m = all[len(all)-1]
+			}
+		}
+		if m = strings.TrimSpace(m); m != "" {
+			return Extraction{Answer: m, By: e}
+		}
+	}
+	return Extraction{}
+}
+
+func lastGroup(re *regexp.Regexp, text string) string {
+	all := re.FindAllStringSubmatch(text, -1)
+	if len(all) == 0 {
+		return ""
+	}
+	last := all[len(all)-1]
+	if len(last) > 1 {
+		return last[1]
+	}
+	return last[0]
+}
+
+// AnswerMatches compares an extracted answer with the reference: numerically
+// (exact rationals, thousands separators ignored, within Tolerance) when both
+// parse as numbers, else as trimmed case-insensitive strings.
+func (c *RewardConfig) AnswerMatches(got, want string) bool {
+	got, want = strings.TrimSpace(got), strings.TrimSpace(want)
+	if got == "" || want == "" {
+		return false
+	}
+	g, gok := parseNumber(got)
+	w, wok := parseNumber(want)
+	if gok && wok {
+		diff := new(big.Rat).Sub(g, w)
+		f, _ := diff.Abs(diff).Float64()
+		return f <= c.Tolerance
+	}
+	return strings.EqualFold(strings.TrimRight(got, "."), strings.TrimRight(want, "."))
+}
+
+func parseNumber(s string) (*big.Rat, bool) {
+	s = strings.TrimSuffix(strings.ReplaceAll(strings.TrimSpace(s), ",", ""), ".")
+	s = strings.TrimPrefix(s, "$")
+	if s == "" {
+		return nil, false
+	}
+	r, ok := new(big.Rat).SetString(s)
+	return r, ok
+}
+
+// Score fills t.Reward and t.StepRewards from the trajectory's segments and
+// the reference answer. Tool parts come from tools.ComputeRewards; outcome and
+// format are paid to the last model segment, so the step rewards sum to the
+// total. It returns whether the outcome was correct.
+func (c *RewardConfig) Score(t *traj.Trajectory, answer string) bool {
+	tr := tools.ComputeRewards(t.Segments, c.toolWeights())
+	parts := make(map[string]float64, len(tr.Parts)+2)
+	for k, v := range tr.Parts {
+		parts[k] = v
+	}
+	var modelText strings.Builder
+	for _, s := range t.Segments {
+		if s.Kind == traj.SegmentModel {
+			modelText.WriteString(s.Text)
+		}
+	}
+	ex := c.ExtractAnswer(modelText.String())
+	correct := ex.By != "" && c.AnswerMatches(ex.Answer, answer)
+	parts[PartOutcome] = 0
+	if correct {
+		parts[PartOutcome] = *c.Outcome
+	}
+	parts[PartFormat] = 0
+	if t.FinishReason == traj.FinishStop && ex.Marked() && tr.Invalid == 0 {
+		parts[PartFormat] = *c.Format
+	}
+	steps := tr.Steps
+	if len(steps) == 0 {
+		steps = []float64{0}
+	}
+	steps[len(steps)-1] += parts[PartOutcome] + parts[PartFormat]
+	total := 0.0
+	for _, v := range steps {
+		total += v
+	}
+	// Summing steps and summing parts differ only in float rounding; the total
+	// is the sum of the steps so that the two views agree exactly.
+	t.Reward = traj.Reward{Total: roundTo(total, 12), Parts: parts}
+	if t.ModelSegments() == 0 {
+		t.StepRewards = nil
+	} else {
+		t.StepRewards = steps
+	}
+	return correct
+}
+
+func roundTo(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
