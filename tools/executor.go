@@ -176,17 +176,18 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 	done := make(chan outcome, 1)
 	returned := make(chan struct{})
 	go func() {
+		o := e.run(callCtx, ent.tool, args) // run recovers panics
 		// The slots are freed when the tool really returns, so that the
-		// limits bound the work in flight even for a tool that ignores ctx.
-		defer func() {
-			e.inFlight.Add(-1)
-			e.global.Release(1)
-			if sem := e.perTool[c.Name]; sem != nil {
-				sem.Release(1)
-			}
-			close(returned)
-		}()
-		done <- e.run(callCtx, ent.tool, args)
+		// limits bound the work in flight even for a tool that ignores ctx;
+		// and before the result is handed over, so that the caller sees
+		// its own call out of the counts.
+		e.inFlight.Add(-1)
+		e.global.Release(1)
+		if sem := e.perTool[c.Name]; sem != nil {
+			sem.Release(1)
+		}
+		close(returned)
+		done <- o
 	}()
 
 	var out traj.ToolResult
