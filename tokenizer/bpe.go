@@ -36,12 +36,21 @@ type bpeModel struct {
 }
 
 func buildBPE(raw json.RawMessage, bl *byteLevelTables) (*bpeModel, map[string]int32, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, nil, fmt.Errorf("tokenizer.json model: %w", err)
+	}
+	if head.Type != "BPE" && head.Type != "" {
+		return nil, nil, fmt.Errorf("tokenizer.json model: unsupported model %q", head.Type)
+	}
 	var mj modelJSON
 	if err := json.Unmarshal(raw, &mj); err != nil {
 		return nil, nil, fmt.Errorf("tokenizer.json model: %w", err)
 	}
-	if mj.Type != "BPE" && !(mj.Type == "" && mj.Merges != nil) {
-		return nil, nil, fmt.Errorf("tokenizer.json model: unsupported model %q", mj.Type)
+	if mj.Merges == nil {
+		return nil, nil, fmt.Errorf("tokenizer.json model: no merges (only BPE models are supported)")
 	}
 	if mj.Dropout != nil && *mj.Dropout > 0 {
 		return nil, nil, fmt.Errorf("tokenizer.json model: BPE dropout %v is not supported (non-deterministic)", *mj.Dropout)

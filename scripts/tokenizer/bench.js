@@ -1,0 +1,53 @@
+'use strict';
+// Reference throughput of the npm `tokenizers` binding on the parity corpus.
+//
+//   node scripts/tokenizer/bench.js [name ...]
+//
+// Prints one JSON object per tokenizer: encode and decode seconds over the
+// whole corpus (one string per call, awaited in turn, as a caller decoding a
+// stream would), with bytes and token counts. tokenizer/bench_test.go runs it
+// and divides, so both sides are measured in one run on the same machine.
+const { Tokenizer } = require('tokenizers');
+const { buildCorpus } = require('./corpus.js');
+const { listTokenizers, loadTokenizerJSON } = require('./list.js');
+
+const MIN_SECONDS = Number(process.env.BENCH_MIN_SECONDS || 1);
+
+async function timeIt(fn) {
+  // One warm-up pass, then repeat until MIN_SECONDS.
+  await fn();
+  let passes = 0;
+  const t0 = process.hrtime.bigint();
+  let elapsed = 0;
+  do {
+    await fn();
+    passes++;
+    elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+  } while (elapsed < MIN_SECONDS);
+  return elapsed / passes;
+}
+
+async function main() {
+  const corpus = buildCorpus();
+  const bytes = corpus.reduce((n, s) => n + Buffer.byteLength(s), 0);
+  const only = process.argv.slice(2);
+  for (const entry of listTokenizers()) {
+    if (only.length && !only.includes(entry.name)) continue;
+    const tok = Tokenizer.fromString(loadTokenizerJSON(entry));
+    const ids = [];
+    for (const s of corpus) ids.push((await tok.encode(s, null, { addSpecialTokens: false })).getIds());
+    const tokens = ids.reduce((n, a) => n + a.length, 0);
+    const encode = await timeIt(async () => {
+      for (const s of corpus) await tok.encode(s, null, { addSpecialTokens: false });
+    });
+    const decode = await timeIt(async () => {
+      for (const a of ids) await tok.decode(a, false);
+    });
+    console.log(JSON.stringify({ name: entry.name, bytes, tokens, strings: corpus.length, encode_s: encode, decode_s: decode }));
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

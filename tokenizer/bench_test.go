@@ -1,0 +1,169 @@
+package tokenizer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// benchSet is one tokenizer with the corpus encoded.
+type benchSet struct {
+	tok    *Tokenizer
+	corpus []string
+	ids    [][]int32
+	bytes  int64
+	tokens int64
+}
+
+func loadBenchSet(b testing.TB, e goldenEntry) *benchSet {
+	tok := loadGoldenTokenizer(b, e)
+	s := &benchSet{tok: tok, corpus: readCorpus(b)}
+	for _, text := range s.corpus {
+		ids, err := tok.Encode(text, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.ids = append(s.ids, ids)
+		s.bytes += int64(len(text))
+		s.tokens += int64(len(ids))
+	}
+	return s
+}
+
+func (s *benchSet) encode(b *testing.B) {
+	b.SetBytes(s.bytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, text := range s.corpus {
+			if _, err := s.tok.Encode(text, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(s.tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+func (s *benchSet) decode(b *testing.B) {
+	b.SetBytes(s.bytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ids := range s.ids {
+			if _, err := s.tok.Decode(ids, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(s.tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+func (s *benchSet) stream(b *testing.B) {
+	b.SetBytes(s.bytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ids := range s.ids {
+			sd := s.tok.NewStreamDecoder(false)
+			for _, id := range ids {
+				if _, err := sd.Add(id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sd.Flush()
+		}
+	}
+	b.ReportMetric(float64(s.tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// streamAllocsPerToken measures allocations per Add over the corpus (one
+// decoder per string, decoder creation included).
+func (s *benchSet) streamAllocsPerToken() float64 {
+	allocs := testing.AllocsPerRun(1, func() {
+		for _, ids := range s.ids {
+			sd := s.tok.NewStreamDecoder(false)
+			for _, id := range ids {
+				sd.Add(id)
+			}
+			sd.Flush()
+		}
+	})
+	return allocs / float64(s.tokens)
+}
+
+func forEachBenchTokenizer(b *testing.B, f func(b *testing.B, s *benchSet)) {
+	for _, e := range listGoldens(b) {
+		if e.patch != "" {
+			continue
+		}
+		b.Run(e.name, func(b *testing.B) { f(b, loadBenchSet(b, e)) })
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	forEachBenchTokenizer(b, func(b *testing.B, s *benchSet) { s.encode(b) })
+}
+
+func BenchmarkDecode(b *testing.B) {
+	forEachBenchTokenizer(b, func(b *testing.B, s *benchSet) { s.decode(b) })
+}
+
+func BenchmarkStreamDecode(b *testing.B) {
+	forEachBenchTokenizer(b, func(b *testing.B, s *benchSet) {
+		s.stream(b)
+		b.ReportMetric(s.streamAllocsPerToken(), "allocs/token")
+	})
+}
+
+// TestBenchVsReference measures this package and the npm reference
+// (scripts/tokenizer/bench.js) on the same corpus in one run and prints the
+// ratios. It only runs with TOOLRL_TOKENIZER_BENCH=1 (make bench-tokenizer).
+func TestBenchVsReference(t *testing.T) {
+	if os.Getenv("TOOLRL_TOKENIZER_BENCH") != "1" {
+		t.Skip("set TOOLRL_TOKENIZER_BENCH=1 (make bench-tokenizer)")
+	}
+	root := repoRoot(t)
+	var names []string
+	sets := map[string]*benchSet{}
+	for _, e := range listGoldens(t) {
+		if e.patch != "" {
+			continue
+		}
+		names = append(names, e.name)
+		sets[e.name] = loadBenchSet(t, e)
+	}
+	cmd := exec.Command("node", append([]string{filepath.Join(root, "scripts", "tokenizer", "bench.js")}, names...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node bench.js: %v", err)
+	}
+	type refResult struct {
+		Name    string  `json:"name"`
+		EncodeS float64 `json:"encode_s"`
+		DecodeS float64 `json:"decode_s"`
+	}
+	fmt.Printf("%-10s %12s %12s %12s %8s | %12s %12s %8s | %12s\n", "tokenizer", "Go enc MB/s", "Go enc tok/s", "ref enc MB/s", "ratio", "Go dec tok/s", "ref dec tok/s", "ratio", "stream alloc/tok")
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var r refResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("bench.js output %q: %v", sc.Text(), err)
+		}
+		s := sets[r.Name]
+		if s == nil {
+			continue
+		}
+		enc := testing.Benchmark(s.encode)
+		dec := testing.Benchmark(s.decode)
+		encS := enc.T.Seconds() / float64(enc.N)
+		decS := dec.T.Seconds() / float64(dec.N)
+		mb := float64(s.bytes) / 1e6
+		fmt.Printf("%-10s %12.2f %12.0f %12.2f %7.1fx | %12.0f %12.0f %7.1fx | %12.3f\n",
+			r.Name, mb/encS, float64(s.tokens)/encS, mb/r.EncodeS, r.EncodeS/encS,
+			float64(s.tokens)/decS, float64(s.tokens)/r.DecodeS, r.DecodeS/decS, s.streamAllocsPerToken())
+	}
+	fmt.Println("ratio = reference seconds / Go seconds (>1: Go is faster); reference = npm tokenizers, one awaited call per string")
+}

@@ -1,0 +1,40 @@
+package tokenizer
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestScannerMatchesRegexp2 proves the hand-written scanners equal the
+// general regexp2 engine on every corpus string (and the goldens prove the
+// scanners equal the reference).
+func TestScannerMatchesRegexp2(t *testing.T) {
+	corpus := readCorpus(t)
+	extra := []string{"", " ", "  a", "a  ", "\n\n  x", " \t\n", "'S 'LL 'Re 'x", "123456789", "a1b22c333d4444", " !!\n\n", "\r\n\r\n  \r\n"}
+	for _, pattern := range []string{patternGPT2, patternLlama3, patternQwen2} {
+		fast, err := newRegexMatcher(pattern, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fast.scan == 0 {
+			t.Fatalf("no scanner for %q", pattern)
+		}
+		slow, err := newRegexMatcher(pattern, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range append(extra, corpus...) {
+			got, err := fast.find(s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := slow.find(s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("pattern %q on %q:\n scanner %v\n regexp2 %v", pattern, s, got, want)
+			}
+		}
+	}
+}
