@@ -2,7 +2,6 @@ package tools
 
 import "errors"
 
-func (b builder) python() ([]Tool, error)              { return nil, errors.New("todo") }
 func (b builder) search() ([]Tool, error)              { return nil, errors.New("todo") }
 func (b builder) http(fn *functionDoc) ([]Tool, error) { return nil, errors.New("todo") }
 func (b builder) mcp() ([]Tool, error)                 { return nil, errors.New("todo") }

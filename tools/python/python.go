@@ -1,0 +1,343 @@
+// Package python runs model-written Python code in a python3 subprocess
+// inside a sandbox: rlimits on CPU time, address space, file size and open
+// files; no network; writes confined to a fresh temp dir; and the whole
+// process tree killed at the deadline.
+//
+// The sandbox is layered from what the host allows, and Runner.Isolation
+// says what it got. As root: new network, PID and IPC namespaces (the
+// unshare(2) flags, through clone), the code runs as nobody (65534), and the
+// sandbox preamble lowers the rlimits and confines writes with Landlock.
+// Unprivileged: a user namespace carries the same namespaces when the kernel
+// allows it. Without namespaces, Landlock (ABI 4 and later) still denies TCP
+// connect and bind; without either, the network is open and Isolation says so.
+package python
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+//go:embed sandbox.py
+var preamble string
+
+// Options configure a Runner. Zero values mean the defaults beside them.
+type Options struct {
+	// Interpreter is the python3 to run (default /usr/bin/python3 when it
+	// exists, else python3 on PATH). When the runner drops to nobody, the
+	// interpreter must be readable by nobody.
+	Interpreter string `yaml:"interpreter" json:"interpreter"`
+	// CPUSeconds is RLIMIT_CPU (default 5).
+	CPUSeconds int `yaml:"cpu_seconds" json:"cpu_seconds"`
+	// MemoryMB is RLIMIT_AS in MiB (default 512).
+	MemoryMB int `yaml:"memory_mb" json:"memory_mb"`
+	// FileSizeMB is RLIMIT_FSIZE in MiB (default 16).
+	FileSizeMB int `yaml:"file_size_mb" json:"file_size_mb"`
+	// OpenFiles is RLIMIT_NOFILE (default 64).
+	OpenFiles int `yaml:"open_files" json:"open_files"`
+	// MaxOutputBytes bounds the stdout and the stderr kept (default 65536 each).
+	MaxOutputBytes int `yaml:"max_output_bytes" json:"max_output_bytes"`
+	// AllowNetwork turns the network isolation off.
+	AllowNetwork bool `yaml:"allow_network" json:"allow_network"`
+	// TempRoot is where each run's temp dir is made (default os.TempDir()).
+	TempRoot string `yaml:"temp_root" json:"temp_root"`
+}
+
+func (o Options) withDefaults() Options {
+	if o.Interpreter == "" {
+		o.Interpreter = "python3"
+		if _, err := os.Stat("/usr/bin/python3"); err == nil {
+			o.Interpreter = "/usr/bin/python3"
+		}
+	}
+	if o.CPUSeconds <= 0 {
+		o.CPUSeconds = 5
+	}
+	if o.MemoryMB <= 0 {
+		o.MemoryMB = 512
+	}
+	if o.FileSizeMB <= 0 {
+		o.FileSizeMB = 16
+	}
+	if o.OpenFiles <= 0 {
+		o.OpenFiles = 64
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = 65536
+	}
+	if o.TempRoot == "" {
+		o.TempRoot = os.TempDir()
+	}
+	return o
+}
+
+// Isolation is what the sandbox got on this host.
+type Isolation struct {
+	// Namespaces is "root" (net+pid+ipc namespaces, run as nobody), "user"
+	// (the same inside a user namespace) or "" (none).
+	Namespaces string `json:"namespaces"`
+	// NetworkIsolated is true when the code cannot reach the network: a
+	// network namespace, or Landlock's TCP rules.
+	NetworkIsolated bool `json:"network_isolated"`
+	// Landlock is the Landlock ABI that confines writes (0: not confined).
+	Landlock int `json:"landlock"`
+	// Notes say what is missing and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+func (i Isolation) String() string {
+	s := fmt.Sprintf("namespaces=%q network_isolated=%v landlock=%d", i.Namespaces, i.NetworkIsolated, i.Landlock)
+	if len(i.Notes) > 0 {
+		s += " (" + strings.Join(i.Notes, "; ") + ")"
+	}
+	return s
+}
+
+// Runner runs code under the sandbox. It is safe for concurrent use.
+type Runner struct {
+	opts      Options
+	interp    string
+	isolation Isolation
+	attr      func() *syscall.SysProcAttr
+	asNobody  bool
+}
+
+// nobody is the uid and gid code runs as when the runner is root.
+const nobody = 65534
+
+// New probes the host and returns a runner with the strongest sandbox it
+// allows. It fails only when python3 cannot run at all.
+func New(ctx context.Context, opts Options) (*Runner, error) {
+	opts = opts.withDefaults()
+	interp, err := exec.LookPath(opts.Interpreter)
+	if err != nil {
+		return nil, fmt.Errorf("python interpreter %q: %w", opts.Interpreter, err)
+	}
+	r := &Runner{opts: opts, interp: interp}
+	type mode struct {
+		name     string
+		asNobody bool
+		attr     func() *syscall.SysProcAttr
+	}
+	var modes []mode
+	if !opts.AllowNetwork {
+		if os.Geteuid() == 0 {
+			modes = append(modes, mode{"root", true, func() *syscall.SysProcAttr {
+				return &syscall.SysProcAttr{
+					Setpgid:    true,
+					Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
+					Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}},
+				}
+			}})
+		}
+		uid, gid := os.Getuid(), os.Getgid()
+		modes = append(modes, mode{"user", false, func() *syscall.SysProcAttr {
+			return &syscall.SysProcAttr{
+				Setpgid:     true,
+				Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
+				UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+				GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			}
+		}})
+	}
+	modes = append(modes, mode{"", false, func() *syscall.SysProcAttr {
+		return &syscall.SysProcAttr{Setpgid: true}
+	}})
+	var notes []string
+	for _, m := range modes {
+		r.attr, r.asNobody = m.attr, m.asNobody
+		out, err := r.probe(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if m.name != "" {
+				notes = append(notes, fmt.Sprintf("%s namespaces unavailable: %v", m.name, err))
+				continue
+			}
+			return nil, fmt.Errorf("python sandbox probe with %s: %w", interp, err)
+		}
+		r.isolation = Isolation{Namespaces: m.name, Landlock: out.Landlock, Notes: notes}
+		break
+	}
+	iso := &r.isolation
+	iso.NetworkIsolated = iso.Namespaces != "" || (!opts.AllowNetwork && iso.Landlock >= 4)
+	if opts.AllowNetwork {
+		iso.Notes = append(iso.Notes, "network allowed by allow_network")
+	} else if !iso.NetworkIsolated {
+		iso.Notes = append(iso.Notes, "network NOT isolated: no namespaces and no Landlock ABI >= 4")
+	}
+	if iso.Landlock == 0 {
+		iso.Notes = append(iso.Notes, "writes NOT confined to the temp dir: the kernel has no Landlock")
+	}
+	return r, nil
+}
+
+// Isolation says what the sandbox got on this host.
+func (r *Runner) Isolation() Isolation { return r.isolation }
+
+type probeOut struct {
+	Landlock int `json:"landlock"`
+	UID      int `json:"uid"`
+}
+
+func (r *Runner) probe(ctx context.Context) (probeOut, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := r.Run(ctx, "", true)
+	if err != nil {
+		return probeOut{}, err
+	}
+	if out.ExitCode != 0 {
+		return probeOut{}, fmt.Errorf("exit %d: %s", out.ExitCode, lastLines(out.Stderr, 3))
+	}
+	var p probeOut
+	if err := json.Unmarshal([]byte(out.Stdout), &p); err != nil {
+		return probeOut{}, fmt.Errorf("probe output %q: %w", out.Stdout, err)
+	}
+	return p, nil
+}
+
+// Output is what one run printed and how it ended.
+type Output struct {
+	Stdout, Stderr string
+	// ExitCode is the exit status, or -1 when a signal killed the process.
+	ExitCode int
+	// Signal names the signal that killed the process, if one did.
+	Signal string
+	// Truncated is true when stdout or stderr exceeded MaxOutputBytes.
+	Truncated bool
+}
+
+// Run runs code as the __main__ module in a fresh temp dir (removed
+// afterwards). At ctx's deadline the process group (and, with namespaces,
+// every process of the sandbox) is killed and Run returns ctx.Err().
+// probe=true runs the sandbox preamble's self-report instead of code.
+func (r *Runner) Run(ctx context.Context, code string, probe bool) (Output, error) {
+	dir, err := os.MkdirTemp(r.opts.TempRoot, "toolrl-py-")
+	if err != nil {
+		return Output{}, fmt.Errorf("python temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	main := filepath.Join(dir, "main.py")
+	if err := os.WriteFile(main, []byte(code), 0o644); err != nil {
+		return Output{}, fmt.Errorf("python temp dir: %w", err)
+	}
+	if r.asNobody {
+		if err := os.Chown(dir, nobody, nobody); err != nil {
+			return Output{}, fmt.Errorf("python temp dir: %w", err)
+		}
+	}
+	net := "0"
+	if r.opts.AllowNetwork {
+		net = "1"
+	}
+	args := []string{"-I", "-B", "-c", preamble, dir,
+		strconv.Itoa(r.opts.CPUSeconds),
+		strconv.Itoa(r.opts.MemoryMB << 20),
+		strconv.Itoa(r.opts.FileSizeMB << 20),
+		strconv.Itoa(r.opts.OpenFiles),
+		net,
+	}
+	if probe {
+		args = append(args, "--probe")
+	}
+	cmd := exec.CommandContext(ctx, r.interp, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8", "PYTHONIOENCODING=utf-8"}
+	cmd.SysProcAttr = r.attr()
+	cmd.Cancel = func() error {
+		// The whole process group, not only python.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	// Children that escaped the group may hold the pipes: stop waiting.
+	cmd.WaitDelay = 20 * time.Millisecond
+	stdout := &limitedBuffer{max: r.opts.MaxOutputBytes}
+	stderr := &limitedBuffer{max: r.opts.MaxOutputBytes}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err = cmd.Run()
+	out := Output{Stdout: stdout.String(), Stderr: stderr.String(), Truncated: stdout.truncated || stderr.truncated}
+	if ctx.Err() != nil {
+		return out, ctx.Err()
+	}
+	// Kill what the code may have left in the group after python exited.
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		out.ExitCode = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			out.Signal = ws.Signal().String()
+		}
+	case errors.Is(err, exec.ErrWaitDelay):
+	default:
+		return out, fmt.Errorf("start python: %w", err)
+	}
+	return out, nil
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	buf       bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); room < len(p) {
+		b.truncated = true
+		if room > 0 {
+			b.buf.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *limitedBuffer) String() string { return b.buf.String() }
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Summary turns an output into the text a model reads and an error for a
+// failed run: stdout, then stderr under a "[stderr]" line when there is any.
+// A non-zero exit or a signal is an error whose message ends with the last
+// lines of stderr.
+func Summary(out Output) (string, error) {
+	text := out.Stdout
+	if out.Stderr != "" && out.ExitCode == 0 && out.Signal == "" {
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		text += "[stderr]\n" + out.Stderr
+	}
+	if out.Truncated {
+		text += "\n[output truncated]"
+	}
+	switch {
+	case out.Signal != "":
+		return text, fmt.Errorf("python killed by signal %s: %s", out.Signal, lastLines(out.Stderr, 5))
+	case out.ExitCode != 0:
+		return text, fmt.Errorf("python exited with status %d: %s", out.ExitCode, lastLines(out.Stderr, 5))
+	}
+	return text, nil
+}

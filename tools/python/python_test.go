@@ -1,0 +1,160 @@
+package python
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolrl/toolrl/tools/internal/proctest"
+)
+
+func newRunner(t *testing.T, opts Options) *Runner {
+	t.Helper()
+	r, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("isolation: %s", r.Isolation())
+	return r
+}
+
+func run(t *testing.T, r *Runner, code string) Output {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := r.Run(ctx, code, false)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return out
+}
+
+func TestRun(t *testing.T) {
+	r := newRunner(t, Options{})
+	out := run(t, r, "import sys\nprint(6 * 7)\nprint('warn', file=sys.stderr)")
+	text, err := Summary(out)
+	if err != nil || text != "42\n[stderr]\nwarn\n" {
+		t.Errorf("Summary = %q, %v", text, err)
+	}
+	out = run(t, r, "1/0")
+	if _, err := Summary(out); err == nil || !strings.Contains(err.Error(), "ZeroDivisionError") || out.ExitCode != 1 {
+		t.Errorf("1/0: %+v %v", out, err)
+	}
+	out = run(t, r, "print('x' * 100000)")
+	if !out.Truncated || len(out.Stdout) != 65536 {
+		t.Errorf("big output: truncated=%v len=%d", out.Truncated, len(out.Stdout))
+	}
+	// Its own temp dir: the working directory, writable, removed afterwards.
+	out = run(t, r, "import os\nopen('f.txt','w').write('hi')\nprint(os.getcwd())")
+	dir := strings.TrimSpace(out.Stdout)
+	if !strings.Contains(dir, "toolrl-py-") || out.ExitCode != 0 {
+		t.Errorf("cwd %q exit %d: %s", dir, out.ExitCode, out.Stderr)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temp dir %s still exists: %v", dir, err)
+	}
+}
+
+// TestSandboxNoNetwork: the code cannot reach a server listening on the
+// host's loopback, nor any other address.
+func TestSandboxNoNetwork(t *testing.T) {
+	r := newRunner(t, Options{})
+	if !r.Isolation().NetworkIsolated {
+		t.Skipf("this host gives no network isolation: %s", r.Isolation())
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	code := fmt.Sprintf(`import socket
+for addr in [("127.0.0.1", %d), ("1.1.1.1", 53)]:
+    try:
+        s = socket.create_connection(addr, timeout=2)
+        print("CONNECTED", addr)
+    except OSError as e:
+        print("blocked", addr, type(e).__name__)
+`, port)
+	out := run(t, r, code)
+	if strings.Contains(out.Stdout, "CONNECTED") || strings.Count(out.Stdout, "blocked") != 2 {
+		t.Errorf("network reachable from the sandbox:\n%s%s", out.Stdout, out.Stderr)
+	}
+}
+
+// TestSandboxWritesConfined: the code can write in its own dir but not in a
+// world-writable dir outside it, nor in /tmp.
+func TestSandboxWritesConfined(t *testing.T) {
+	r := newRunner(t, Options{})
+	if r.Isolation().Landlock == 0 {
+		t.Skipf("this host cannot confine writes: %s", r.Isolation())
+	}
+	outside := t.TempDir()
+	if err := os.Chmod(outside, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(outside, "escaped.txt")
+	tmpTarget := filepath.Join(os.TempDir(), fmt.Sprintf("toolrl-escape-%d.txt", time.Now().UnixNano()))
+	code := fmt.Sprintf(`import os
+for p in [%q, %q, "inside.txt"]:
+    try:
+        with open(p, "w") as f:
+            f.write("x")
+        print("WROTE", p)
+    except OSError as e:
+        print("denied", p, type(e).__name__)
+try:
+    os.mkdir(%q)
+    print("WROTE dir")
+except OSError as e:
+    print("denied dir", type(e).__name__)
+`, target, tmpTarget, filepath.Join(outside, "d"))
+	out := run(t, r, code)
+	for _, p := range []string{target, tmpTarget, filepath.Join(outside, "d")} {
+		if _, err := os.Stat(p); err == nil {
+			os.RemoveAll(p)
+			t.Errorf("sandbox wrote %s", p)
+		}
+	}
+	if !strings.Contains(out.Stdout, "WROTE inside.txt") || strings.Count(out.Stdout, "denied") != 3 {
+		t.Errorf("unexpected sandbox output:\n%s%s", out.Stdout, out.Stderr)
+	}
+}
+
+func TestSandboxLimits(t *testing.T) {
+	r := newRunner(t, Options{MemoryMB: 128, FileSizeMB: 1, CPUSeconds: 1})
+	out := run(t, r, "b = bytearray(512 * 1024 * 1024)")
+	if _, err := Summary(out); err == nil || !strings.Contains(err.Error(), "MemoryError") {
+		t.Errorf("memory limit: %+v", out)
+	}
+	out = run(t, r, "open('big', 'wb').write(b'x' * (2 << 20))")
+	if _, err := Summary(out); err == nil || !strings.Contains(err.Error(), "File too large") {
+		t.Errorf("file size limit: %+v", out)
+	}
+	out = run(t, r, "while True: pass")
+	if out.Signal == "" {
+		t.Errorf("cpu limit: %+v", out)
+	}
+}
+
+// TestTimeoutKillsProcessTree: code that starts a child and hangs is killed
+// with its child at the deadline.
+func TestTimeoutKillsProcessTree(t *testing.T) {
+	r := newRunner(t, Options{CPUSeconds: 30})
+	before := proctest.Descendants(os.Getpid())
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := r.Run(ctx, "import subprocess, time\nsubprocess.Popen(['sleep', '60'])\nsubprocess.Popen(['sh', '-c', 'sleep 60 & sleep 60'])\ntime.sleep(60)", false)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run = %v, want deadline exceeded", err)
+	}
+	if err := proctest.WaitDescendants(os.Getpid(), before, 5*time.Second); err != nil {
+		t.Error(err)
+	}
+}
