@@ -2,6 +2,5 @@ package tools
 
 import "errors"
 
-func (b builder) search() ([]Tool, error)              { return nil, errors.New("todo") }
 func (b builder) http(fn *functionDoc) ([]Tool, error) { return nil, errors.New("todo") }
 func (b builder) mcp() ([]Tool, error)                 { return nil, errors.New("todo") }
