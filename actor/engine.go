@@ -1,0 +1,631 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolrl/toolrl/traj"
+)
+
+// EngineOptions tunes an Engine. Zero values take the defaults.
+type EngineOptions struct {
+	// MaxBatch is the most sequences decoded together (default 64). A
+	// group must fit in it whole.
+	MaxBatch int
+	// MaxSeqLen caps a sequence's total length (prompt + response); a
+	// sequence that reaches it finishes with FinishLength. 0 means the
+	// model's max_position_embeddings (or 4096 when the config has none).
+	MaxSeqLen int
+}
+
+// GroupRequest asks for G samples of one prompt.
+type GroupRequest struct {
+	// ID names the group (for example "job/prompt_id"); it is echoed by
+	// Sequence.GroupID.
+	ID string
+	// Prompt is the prompt's token ids (chat template already applied).
+	Prompt []int32
+	// Seeds holds one RNG seed per sample (see SampleSeed); G = len(Seeds).
+	Seeds []uint64
+	// Sampling applies to every sample of the group.
+	Sampling Sampling
+	// NewDetector, when set, makes each sample's tool-call detector.
+	NewDetector func() CallDetector
+}
+
+// EventKind says what happened to a sequence during a Step.
+type EventKind int
+
+const (
+	// EventToolCall: the sequence completed a tool call and paused. Call
+	// Inject with the result's tokens (or Finish) to continue.
+	EventToolCall EventKind = iota + 1
+	// EventFinished: the sequence ended (EOS, stop string or a length cap).
+	EventFinished
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventToolCall:
+		return "tool_call"
+	case EventFinished:
+		return "finished"
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Event reports a sequence that paused or finished during a Step.
+type Event struct {
+	Kind EventKind
+	Seq  *Sequence
+}
+
+// Stats counts an engine's work since it was made.
+type Stats struct {
+	Steps         int           // Step calls that ran the model
+	DecodeRuns    int           // batched decode Runs
+	PrefillRuns   int           // batched prefill Runs
+	Repacks       int           // times the decode batch's cache was re-laid out
+	SampledTokens int64         // tokens sampled
+	PrefillTokens int64         // prompt and injected tokens prefilled (padding excluded)
+	RowSteps      int64         // sum over decode Runs of the batch size
+	RunTime       time.Duration // wall time inside ONNX Runtime
+	StepTime      time.Duration // wall time inside Step
+}
+
+// Overhead is the fraction of Step wall time spent outside ONNX Runtime.
+func (s Stats) Overhead() float64 {
+	if s.StepTime <= 0 {
+		return 0
+	}
+	return float64(s.StepTime-s.RunTime) / float64(s.StepTime)
+}
+
+// Engine decodes many sequences of one policy with continuous batching. It
+// has one owner: Step, AddGroup and the Sequence methods must be called from
+// one goroutine (or under the caller's lock). See the package comment.
+type Engine struct {
+	pol    *Policy
+	opts   EngineOptions
+	maxLen int
+
+	queue []workItem
+	rows  []*Sequence // decode batch, in row order
+	pads  []int       // left padding of each row in cur
+	dirty bool        // rows changed since cur was packed
+
+	cur, spare     *kvBlock // cur is the decode batch's cache (cols = P)
+	prefillPast    *kvBlock
+	prefillPresent *kvBlock
+	decodeBuf      runBuffers
+	prefillBuf     runBuffers
+	sm             sampler
+	stats          Stats
+	closed         bool
+}
+
+type workItem struct {
+	grp *group    // a new group, or
+	seq *Sequence // a resumed sequence
+}
+
+type group struct {
+	id       string
+	prompt   []int32
+	sampling Sampling
+	eos      []int32
+	maxStop  int
+	seqs     []*Sequence
+}
+
+// NewEngine makes an engine on pol. It holds no ONNX Runtime values between
+// steps; Close releases its buffers.
+func NewEngine(pol *Policy, opts EngineOptions) *Engine {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 64
+	}
+	maxLen := opts.MaxSeqLen
+	if maxLen <= 0 {
+		maxLen = pol.maxPositions
+		if maxLen <= 0 {
+			maxLen = 4096
+		}
+	}
+	return &Engine{
+		pol: pol, opts: opts, maxLen: maxLen,
+		cur: &kvBlock{}, spare: &kvBlock{}, prefillPast: &kvBlock{}, prefillPresent: &kvBlock{},
+	}
+}
+
+// Close drops the engine's buffers. Sequences keep their recorded data.
+func (e *Engine) Close() {
+	e.closed = true
+	e.cur, e.spare, e.prefillPast, e.prefillPresent = &kvBlock{}, &kvBlock{}, &kvBlock{}, &kvBlock{}
+	e.decodeBuf, e.prefillBuf = runBuffers{}, runBuffers{}
+	e.rows, e.queue = nil, nil
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats { return e.stats }
+
+// Running is the number of sequences in the decode batch.
+func (e *Engine) Running() int {
+	n := 0
+	for _, s := range e.rows {
+		if s.state == StateRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// Queued is the number of sequences waiting for a batch slot.
+func (e *Engine) Queued() int {
+	n := 0
+	for _, w := range e.queue {
+		if w.grp != nil {
+			n += len(w.grp.seqs)
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// Idle reports whether Step has nothing to do: no sequence running or
+// queued. Paused sequences wait for the caller, not for Step.
+func (e *Engine) Idle() bool { return e.Running() == 0 && len(e.queue) == 0 }
+
+// AddGroup queues G = len(req.Seeds) samples of one prompt and returns
+// their sequences (index i uses Seeds[i]). They share one prefill of the
+// prompt when admitted.
+func (e *Engine) AddGroup(req GroupRequest) ([]*Sequence, error) {
+	if e.closed {
+		return nil, fmt.Errorf("add group %q: engine is closed", req.ID)
+	}
+	G := len(req.Seeds)
+	switch {
+	case G == 0:
+		return nil, fmt.Errorf("add group %q: no seeds (one per sample)", req.ID)
+	case G > e.opts.MaxBatch:
+		return nil, fmt.Errorf("add group %q: %d samples do not fit MaxBatch %d", req.ID, G, e.opts.MaxBatch)
+	case len(req.Prompt) == 0:
+		return nil, fmt.Errorf("add group %q: empty prompt", req.ID)
+	case len(req.Prompt) >= e.maxLen:
+		return nil, fmt.Errorf("add group %q: prompt of %d tokens leaves no room under the %d-token limit", req.ID, len(req.Prompt), e.maxLen)
+	}
+	V := int32(e.pol.io.vocab)
+	for i, id := range req.Prompt {
+		if id < 0 || id >= V {
+			return nil, fmt.Errorf("add group %q: prompt token %d at position %d is outside the vocabulary [0, %d)", req.ID, id, i, V)
+		}
+	}
+	if err := req.Sampling.Validate(); err != nil {
+		return nil, fmt.Errorf("add group %q: %w", req.ID, err)
+	}
+	g := &group{id: req.ID, prompt: append([]int32(nil), req.Prompt...), sampling: req.Sampling}
+	g.sampling.StopStrings = append([]string(nil), req.Sampling.StopStrings...)
+	g.eos = req.Sampling.EOS
+	if g.eos == nil {
+		g.eos = e.pol.special.EOSIDs
+	}
+	g.eos = append([]int32(nil), g.eos...)
+	for _, s := range g.sampling.StopStrings {
+		g.maxStop = max(g.maxStop, len(s))
+	}
+	for i, seed := range req.Seeds {
+		s := &Sequence{
+			eng: e, group: g, index: i, seed: seed,
+			rng:       newTrajectoryRNG(seed),
+			decoder:   e.pol.tok.NewStreamDecoder(true),
+			tokens:    append(make([]int32, 0, len(g.prompt)+64), g.prompt...),
+			promptLen: len(g.prompt),
+		}
+		if req.NewDetector != nil {
+			s.detector = req.NewDetector()
+		}
+		g.seqs = append(g.seqs, s)
+	}
+	e.queue = append(e.queue, workItem{grp: g})
+	return append([]*Sequence(nil), g.seqs...), nil
+}
+
+// resume queues a paused sequence with injected tokens.
+func (e *Engine) resume(s *Sequence, inj []int32) error {
+	V := int32(e.pol.io.vocab)
+	for i, id := range inj {
+		if id < 0 || id >= V {
+			return fmt.Errorf("inject into sequence %s/%d: token %d at %d is outside the vocabulary [0, %d)", s.group.id, s.index, id, i, V)
+		}
+	}
+	s.closeModelSegment()
+	if len(inj) > 0 {
+		start := len(s.tokens) - s.promptLen
+		s.tokens = append(s.tokens, inj...)
+		for range inj {
+			s.mask = append(s.mask, 0)
+			s.logprobs = append(s.logprobs, 0)
+		}
+		text, _ := e.pol.tok.Decode(inj, true)
+		s.segments = append(s.segments, traj.Segment{Kind: traj.SegmentTool, Turn: s.turn(), Start: start, End: start + len(inj), Text: text})
+	}
+	capped := s.group.sampling.MaxNewTokens > 0 && s.sampled >= s.group.sampling.MaxNewTokens
+	if capped || len(s.tokens) >= e.maxLen {
+		s.release(traj.FinishLength)
+		return nil
+	}
+	s.inject = inj
+	s.state = StateQueued
+	e.queue = append(e.queue, workItem{seq: s})
+	return nil
+}
+
+// abandon finishes a sequence on the caller's request.
+func (e *Engine) abandon(s *Sequence, reason traj.FinishReason) {
+	if s.state == StateRunning {
+		e.dirty = true
+	}
+	s.closeModelSegment()
+	s.release(reason)
+}
+
+// Step admits queued work, prefills it, and advances every running sequence
+// by one token with one batched decode Run. It returns the sequences that
+// paused at a tool call or finished during the step, in row order. With
+// nothing to do it returns no events and no error.
+func (e *Engine) Step(ctx context.Context) ([]Event, error) {
+	if e.closed {
+		return nil, fmt.Errorf("step: engine is closed")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	defer func() { e.stats.StepTime += time.Since(start) }()
+
+	// Survivors of the last step keep their order.
+	survivors := e.rows[:0:0]
+	var survivorPads []int
+	for i, s := range e.rows {
+		if s.state == StateRunning {
+			survivors = append(survivors, s)
+			survivorPads = append(survivorPads, e.pads[i])
+		}
+	}
+	if len(survivors) != len(e.rows) {
+		e.dirty = true
+	}
+	admitted := e.admit(len(survivors))
+	if len(survivors) == 0 && len(admitted) == 0 {
+		e.rows, e.pads = nil, nil
+		return nil, nil
+	}
+	e.stats.Steps++
+	if len(admitted) > 0 || e.dirty {
+		if err := e.repack(survivors, survivorPads, admitted); err != nil {
+			return nil, err
+		}
+	}
+	return e.decode()
+}
+
+// admit pops work from the queue, first in first out, while it fits.
+func (e *Engine) admit(running int) []workItem {
+	free := e.opts.MaxBatch - running
+	n := 0
+	var out []workItem
+	for n < len(e.queue) {
+		w := e.queue[n]
+		need := 1
+		if w.grp != nil {
+			need = 0
+			for _, s := range w.grp.seqs {
+				if s.state == StateQueued {
+					need++
+				}
+			}
+		} else if w.seq.state != StateQueued {
+			need = 0 // finished while queued
+		}
+		if need > free {
+			break
+		}
+		free -= need
+		n++
+		if need > 0 {
+			out = append(out, w)
+		}
+	}
+	e.queue = e.queue[:copy(e.queue, e.queue[n:])]
+	return out
+}
+
+// prefillRow is one row of the prefill batch.
+type prefillRow struct {
+	past    rowSource // the row's existing cache (resumes), or empty
+	pastLen int
+	tokens  []int32
+}
+
+// repack lays out the decode batch's cache for survivors followed by the
+// admitted work, running one batched prefill for the admitted work first.
+func (e *Engine) repack(survivors []*Sequence, survivorPads []int, admitted []workItem) error {
+	l := &e.pol.io
+	var pre []prefillRow
+	preIndex := make([]int, len(admitted)) // prefill row of each admitted item, -1 if none
+	for i, w := range admitted {
+		preIndex[i] = -1
+		switch {
+		case w.grp != nil && len(w.grp.prompt) > 1:
+			preIndex[i] = len(pre)
+			pre = append(pre, prefillRow{tokens: w.grp.prompt[:len(w.grp.prompt)-1]})
+		case w.seq != nil && len(w.seq.inject) > 0:
+			s := w.seq
+			toks := make([]int32, 0, len(s.inject))
+			toks = append(toks, s.tokens[len(s.tokens)-len(s.inject)-1:len(s.tokens)-1]...)
+			preIndex[i] = len(pre)
+			pre = append(pre, prefillRow{
+				past:    rowSource{blk: s.kv, spans: [2]span{{0, s.kv.cols}}},
+				pastLen: s.kv.cols, tokens: toks,
+			})
+		}
+	}
+	var preP, preN int
+	if len(pre) > 0 {
+		var err error
+		if preP, preN, err = e.prefill(pre); err != nil {
+			return err
+		}
+	}
+
+	// Sources of the new batch, in row order.
+	var rows []*Sequence
+	var srcs []rowSource
+	for i, s := range survivors {
+		rows = append(rows, s)
+		srcs = append(srcs, rowSource{blk: e.cur, row: i, spans: [2]span{{survivorPads[i], e.cur.cols}}})
+	}
+	for i, w := range admitted {
+		var src rowSource
+		if j := preIndex[i]; j >= 0 {
+			r := pre[j]
+			src = rowSource{blk: e.prefillPresent, row: j, spans: [2]span{
+				{preP - r.pastLen, preP},
+				{preP + preN - len(r.tokens), preP + preN},
+			}}
+		} else if w.seq != nil {
+			src = rowSource{blk: w.seq.kv, spans: [2]span{{0, w.seq.kv.cols}}}
+		} else {
+			src = rowSource{blk: e.cur} // one-token prompt: empty cache
+		}
+		if w.grp != nil {
+			for _, s := range w.grp.seqs {
+				if s.state == StateQueued {
+					rows = append(rows, s)
+					srcs = append(srcs, src)
+				}
+			}
+		} else {
+			rows = append(rows, w.seq)
+			srcs = append(srcs, src)
+		}
+	}
+	P := 0
+	for _, src := range srcs {
+		P = max(P, src.len())
+	}
+	e.spare.reshape(l, len(rows), P)
+	pads := make([]int, len(rows))
+	for r, src := range srcs {
+		pads[r] = P - src.len()
+		copyRow(l, e.spare, r, pads[r], src)
+	}
+	e.cur, e.spare = e.spare, e.cur
+	for r, s := range rows {
+		s.state = StateRunning
+		s.row = r
+		s.kv = nil
+		s.inject = nil
+	}
+	e.rows, e.pads = rows, pads
+	e.dirty = false
+	e.stats.Repacks++
+	return nil
+}
+
+// prefill runs the rows' new tokens on top of their caches in one batched
+// Run. The past region is left-padded to preP columns and the new tokens to
+// preN; the present cache lands in e.prefillPresent.
+func (e *Engine) prefill(rows []prefillRow) (preP, preN int, err error) {
+	l := &e.pol.io
+	for _, r := range rows {
+		preP = max(preP, r.pastLen)
+		preN = max(preN, len(r.tokens))
+	}
+	B := len(rows)
+	e.prefillPast.reshape(l, B, preP)
+	for i, r := range rows {
+		if r.pastLen > 0 {
+			copyRow(l, e.prefillPast, i, preP-r.pastLen, r.past)
+		} else if preP > 0 {
+			copyRow(l, e.prefillPast, i, preP, rowSource{blk: e.prefillPast})
+		}
+	}
+	rb := &e.prefillBuf
+	ids, mask, pos := rb.prepare(B, preN, preP)
+	T := preP + preN
+	for i, r := range rows {
+		padN := preN - len(r.tokens)
+		for j := 0; j < preN; j++ {
+			if j < padN {
+				ids[i*preN+j], pos[i*preN+j] = 0, 0
+			} else {
+				ids[i*preN+j] = int64(r.tokens[j-padN])
+				pos[i*preN+j] = int64(r.pastLen + j - padN)
+			}
+		}
+		m := mask[i*T : (i+1)*T]
+		for c := range m {
+			real := (c >= preP-r.pastLen && c < preP) || c >= preP+padN
+			if real {
+				m[c] = 1
+			} else {
+				m[c] = 0
+			}
+		}
+		e.stats.PrefillTokens += int64(len(r.tokens))
+	}
+	e.prefillPresent.reshape(l, B, T)
+	rb.past, rb.present = e.prefillPast, e.prefillPresent
+	took, err := e.pol.run(rb)
+	e.stats.RunTime += took
+	e.stats.PrefillRuns++
+	if err != nil {
+		return 0, 0, fmt.Errorf("prefill: %w", err)
+	}
+	return preP, preN, nil
+}
+
+// decode feeds every row's pending token, samples the next one, and
+// reports the rows that paused or finished.
+func (e *Engine) decode() ([]Event, error) {
+	l := &e.pol.io
+	B, P := len(e.rows), e.cur.cols
+	rb := &e.decodeBuf
+	ids, mask, pos := rb.prepare(B, 1, P)
+	T := P + 1
+	for r, s := range e.rows {
+		ids[r] = int64(s.tokens[len(s.tokens)-1])
+		pos[r] = int64(P - e.pads[r])
+		m := mask[r*T : (r+1)*T]
+		pad := e.pads[r]
+		clear(m[:pad])
+		for c := pad; c < T; c++ {
+			m[c] = 1
+		}
+	}
+	e.spare.reshape(l, B, T)
+	rb.past, rb.present = e.cur, e.spare
+	took, err := e.pol.run(rb)
+	e.stats.RunTime += took
+	e.stats.DecodeRuns++
+	e.stats.RowSteps += int64(B)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	e.cur, e.spare = e.spare, e.cur
+
+	var events []Event
+	V := l.vocab
+	for r, s := range e.rows {
+		kind := e.advance(s, rb.logits[r*V:(r+1)*V])
+		if kind == 0 {
+			continue
+		}
+		e.dirty = true
+		if kind == EventToolCall {
+			s.kv = extract(l, rowSource{blk: e.cur, row: r, spans: [2]span{{e.pads[r], T}}})
+		}
+		events = append(events, Event{Kind: kind, Seq: s})
+	}
+	return events, nil
+}
+
+// advance samples a row's next token and records it; it returns the event
+// the token caused, or 0.
+func (e *Engine) advance(s *Sequence, logits []float32) EventKind {
+	g := s.group
+	id, lp := e.sm.sample(logits, &g.sampling, s.rng.uniform())
+	e.stats.SampledTokens++
+	if !s.open {
+		start := len(s.tokens) - s.promptLen
+		s.segments = append(s.segments, traj.Segment{Kind: traj.SegmentModel, Turn: s.turn(), Start: start, End: start})
+		s.open = true
+	}
+	s.tokens = append(s.tokens, id)
+	s.mask = append(s.mask, 1)
+	s.logprobs = append(s.logprobs, lp)
+	s.segments[len(s.segments)-1].End++
+	s.sampled++
+
+	delta, err := s.decoder.Add(id)
+	if err != nil {
+		delta = ""
+	}
+	s.text.WriteString(delta)
+	for _, eos := range g.eos {
+		if id == eos {
+			s.closeModelSegment()
+			s.release(traj.FinishStop)
+			return EventFinished
+		}
+	}
+	if g.maxStop > 0 && delta != "" && s.stopMatched(delta) {
+		s.closeModelSegment()
+		s.release(traj.FinishStop)
+		return EventFinished
+	}
+	if s.detector != nil && delta != "" && s.detector.Feed(delta) {
+		s.state = StatePaused
+		return EventToolCall
+	}
+	if (g.sampling.MaxNewTokens > 0 && s.sampled >= g.sampling.MaxNewTokens) || len(s.tokens) >= e.maxLen {
+		s.closeModelSegment()
+		s.release(traj.FinishLength)
+		return EventFinished
+	}
+	return 0
+}
+
+// stopMatched reports whether a stop string ends inside delta, keeping the
+// last maxStop-1 bytes of text for matches that straddle tokens.
+func (s *Sequence) stopMatched(delta string) bool {
+	g := s.group
+	s.tail = append(s.tail, delta...)
+	window := string(s.tail)
+	hit := false
+	for _, stop := range g.sampling.StopStrings {
+		if strings.Contains(window, stop) {
+			hit = true
+			break
+		}
+	}
+	if keep := g.maxStop - 1; len(s.tail) > keep {
+		s.tail = s.tail[:copy(s.tail, s.tail[len(s.tail)-keep:])]
+	}
+	return hit
+}
+
+// turn is the model turn the next segment belongs to: the number of tool
+// segments so far.
+func (s *Sequence) turn() int {
+	n := 0
+	for _, seg := range s.segments {
+		if seg.Kind == traj.SegmentTool {
+			n++
+		}
+	}
+	return n
+}
+
+// closeModelSegment fixes the open model segment's text, flushing any
+// unfinished character.
+func (s *Sequence) closeModelSegment() {
+	if !s.open {
+		return
+	}
+	s.text.WriteString(s.decoder.Flush())
+	s.segments[len(s.segments)-1].Text = s.text.String()
+	s.text.Reset()
+	s.open = false
+}
+
+// release finishes the sequence and drops its cache.
+func (s *Sequence) release(reason traj.FinishReason) {
+	s.state = StateFinished
+	s.finish = reason
+	s.kv = nil
+	s.inject = nil
+}

@@ -1,0 +1,96 @@
+package actor
+
+// kvBlock holds the key/value cache of rows sequences for every layer, in
+// the model's layout [rows, kvHeads, cols, headDim] per layer, as raw bytes
+// (float32 or float16). Its buffers are reused across steps: reshape only
+// allocates when the new shape needs more room than it has.
+type kvBlock struct {
+	rows, cols int
+	keys       [][]byte // per layer
+	values     [][]byte // per layer
+}
+
+// reshape sets the block's shape, growing the buffers when needed. Contents
+// are not preserved.
+func (b *kvBlock) reshape(l *ioLayout, rows, cols int) {
+	need := rows * l.kvHeads * cols * l.headDim * l.kvElem
+	if b.keys == nil {
+		b.keys = make([][]byte, l.layers)
+		b.values = make([][]byte, l.layers)
+	}
+	for i := range b.keys {
+		if cap(b.keys[i]) < need {
+			// A quarter of headroom: the cache grows by one column a step.
+			b.keys[i] = make([]byte, need+need/4)
+			b.values[i] = make([]byte, need+need/4)
+		}
+		b.keys[i] = b.keys[i][:cap(b.keys[i])]
+		b.values[i] = b.values[i][:cap(b.values[i])]
+	}
+	b.rows, b.cols = rows, cols
+}
+
+// bytes is the size of one layer's keys (or values) at the current shape.
+func (b *kvBlock) bytes(l *ioLayout) int {
+	return b.rows * l.kvHeads * b.cols * l.headDim * l.kvElem
+}
+
+// span is a half-open range of cache columns.
+type span struct{ from, to int }
+
+func (s span) len() int { return s.to - s.from }
+
+// rowSource is one row of a block and the columns of it that hold real
+// (unpadded) cache entries, in order.
+type rowSource struct {
+	blk   *kvBlock
+	row   int
+	spans [2]span // the second may be empty
+}
+
+func (r rowSource) len() int { return r.spans[0].len() + r.spans[1].len() }
+
+// copyRow writes src's real columns, compacted, into dst's row at columns
+// [at, at+src.len()), for every layer and head, and zeroes dst's columns
+// before at (left padding; zero rather than stale values so that masked
+// positions can never hold a NaN).
+func copyRow(l *ioLayout, dst *kvBlock, dstRow, at int, src rowSource) {
+	colBytes := l.headDim * l.kvElem
+	for layer := 0; layer < l.layers; layer++ {
+		for kv := 0; kv < 2; kv++ {
+			d, s := dst.keys[layer], src.blk.keys[layer]
+			if kv == 1 {
+				d, s = dst.values[layer], src.blk.values[layer]
+			}
+			for h := 0; h < l.kvHeads; h++ {
+				dOff := ((dstRow*l.kvHeads + h) * dst.cols) * colBytes
+				clear(d[dOff : dOff+at*colBytes])
+				dOff += at * colBytes
+				sBase := ((src.row*l.kvHeads + h) * src.blk.cols) * colBytes
+				for _, sp := range src.spans {
+					if sp.len() == 0 {
+						continue
+					}
+					n := copy(d[dOff:dOff+sp.len()*colBytes], s[sBase+sp.from*colBytes:sBase+sp.to*colBytes])
+					dOff += n
+				}
+			}
+		}
+	}
+}
+
+// extract copies one row's real columns into a new single-row block.
+func extract(l *ioLayout, src rowSource) *kvBlock {
+	b := &kvBlock{}
+	b.keys = make([][]byte, l.layers)
+	b.values = make([][]byte, l.layers)
+	n := src.len()
+	size := l.kvHeads * n * l.headDim * l.kvElem
+	for i := range b.keys {
+		b.keys[i] = make([]byte, max(size, 1))
+		b.values[i] = make([]byte, max(size, 1))
+	}
+	b.rows, b.cols = 1, n
+	copyRow(l, b, 0, 0, src)
+	return b
+}

@@ -1,0 +1,272 @@
+package actor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	ortgo "github.com/yalue/onnxruntime_go"
+
+	"github.com/toolrl/toolrl/internal/ort"
+	"github.com/toolrl/toolrl/tokenizer"
+)
+
+// LoadOptions says which model folder to load and how to run it.
+type LoadOptions struct {
+	// Dir is a Hugging Face model folder: config.json, tokenizer.json,
+	// tokenizer_config.json, generation_config.json (optional) and an ONNX
+	// decoder in optimum's text-generation-with-past layout.
+	Dir string
+	// ModelFile is the ONNX file relative to Dir; empty means the first of
+	// onnx/model.onnx, onnx/decoder_model_merged.onnx, model.onnx,
+	// decoder_model_merged.onnx that exists.
+	ModelFile string
+	// Provider is "cpu" (default) or "cuda".
+	Provider string
+	// DeviceID selects the GPU for the cuda provider.
+	DeviceID int
+	// IntraOpThreads and InterOpThreads size ONNX Runtime's thread pools;
+	// 0 leaves ONNX Runtime's default (one thread per core).
+	IntraOpThreads int
+	InterOpThreads int
+}
+
+// modelCandidates are the ONNX files Load looks for, in order.
+var modelCandidates = []string{
+	"onnx/model.onnx",
+	"onnx/decoder_model_merged.onnx",
+	"model.onnx",
+	"decoder_model_merged.onnx",
+}
+
+// Policy is a loaded model: an ONNX Runtime session, the model's tokenizer
+// and its generation settings. Score is safe for concurrent use; an Engine
+// built on the policy is owned by one goroutine. Close releases the session.
+type Policy struct {
+	dir, modelPath string
+	sess           *ortgo.DynamicAdvancedSession
+	io             ioLayout
+	tok            *tokenizer.Tokenizer
+	special        tokenizer.SpecialTokens
+	maxPositions   int
+	defaults       Sampling
+}
+
+// Load opens the model folder described by opts. The ONNX file's inputs and
+// outputs are discovered from the model and checked: an input or output the
+// actor cannot feed, or one with an unexpected element type, is an error that
+// names it.
+func Load(ctx context.Context, opts LoadOptions) (*Policy, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := ort.Init(); err != nil {
+		return nil, fmt.Errorf("load policy %s: %w", opts.Dir, err)
+	}
+	p := &Policy{dir: opts.Dir}
+	var err error
+	if p.modelPath, err = findModelFile(opts); err != nil {
+		return nil, err
+	}
+	if err := p.readConfig(); err != nil {
+		return nil, err
+	}
+	tokPath := filepath.Join(opts.Dir, "tokenizer.json")
+	if p.tok, err = tokenizer.Load(tokPath); err != nil {
+		return nil, fmt.Errorf("load policy %s: %w", opts.Dir, err)
+	}
+	if p.special, err = tokenizer.LoadSpecialFromConfig(opts.Dir, p.tok); err != nil {
+		return nil, fmt.Errorf("load policy %s: %w", opts.Dir, err)
+	}
+	if p.defaults, err = readGenerationConfig(opts.Dir); err != nil {
+		return nil, err
+	}
+
+	so, err := sessionOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer so.Destroy()
+	ins, outs, err := ortgo.GetInputOutputInfoWithOptions(p.modelPath, so)
+	if err != nil {
+		return nil, fmt.Errorf("load policy: read inputs and outputs of %s: %w", p.modelPath, err)
+	}
+	if p.io, err = discoverIO(ins, outs); err != nil {
+		return nil, fmt.Errorf("load policy %s: %w", p.modelPath, err)
+	}
+	if p.sess, err = ortgo.NewDynamicAdvancedSession(p.modelPath, p.io.inputNames, p.io.outputNames, so); err != nil {
+		return nil, fmt.Errorf("load policy: create session for %s: %w", p.modelPath, err)
+	}
+	if v := p.tok.VocabSize(); v > p.io.vocab {
+		p.Close()
+		return nil, fmt.Errorf("load policy %s: tokenizer has %d tokens but the model's logits have %d", opts.Dir, v, p.io.vocab)
+	}
+	return p, nil
+}
+
+func findModelFile(opts LoadOptions) (string, error) {
+	if opts.ModelFile != "" {
+		path := filepath.Join(opts.Dir, opts.ModelFile)
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("load policy: model file: %w", err)
+		}
+		return path, nil
+	}
+	for _, c := range modelCandidates {
+		path := filepath.Join(opts.Dir, c)
+		if _, err := os.Stat(path); err == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("load policy %s: no ONNX model (looked for %s)", opts.Dir, strings.Join(modelCandidates, ", "))
+}
+
+// sessionOptions builds ONNX Runtime session options for the provider.
+func sessionOptions(opts LoadOptions) (*ortgo.SessionOptions, error) {
+	so, err := ortgo.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("load policy: session options: %w", err)
+	}
+	fail := func(err error) (*ortgo.SessionOptions, error) {
+		so.Destroy()
+		return nil, err
+	}
+	if opts.IntraOpThreads > 0 {
+		if err := so.SetIntraOpNumThreads(opts.IntraOpThreads); err != nil {
+			return fail(fmt.Errorf("load policy: intra-op threads %d: %w", opts.IntraOpThreads, err))
+		}
+	}
+	if opts.InterOpThreads > 0 {
+		if err := so.SetInterOpNumThreads(opts.InterOpThreads); err != nil {
+			return fail(fmt.Errorf("load policy: inter-op threads %d: %w", opts.InterOpThreads, err))
+		}
+	}
+	switch strings.ToLower(opts.Provider) {
+	case "", "cpu":
+	case "cuda":
+		cuda, err := ortgo.NewCUDAProviderOptions()
+		if err != nil {
+			return fail(fmt.Errorf("load policy: execution provider CUDAExecutionProvider is not available in %s: %w", ort.LoadedPath(), err))
+		}
+		defer cuda.Destroy()
+		if err := cuda.Update(map[string]string{"device_id": strconv.Itoa(opts.DeviceID)}); err != nil {
+			return fail(fmt.Errorf("load policy: CUDAExecutionProvider options (device_id %d): %w", opts.DeviceID, err))
+		}
+		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
+			return fail(fmt.Errorf("load policy: execution provider CUDAExecutionProvider is not available in %s: %w", ort.LoadedPath(), err))
+		}
+	default:
+		return fail(fmt.Errorf("load policy: unknown provider %q (want cpu or cuda)", opts.Provider))
+	}
+	return so, nil
+}
+
+// readConfig takes the context length from config.json.
+func (p *Policy) readConfig() error {
+	path := filepath.Join(p.dir, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("load policy: %w", err)
+	}
+	var c struct {
+		MaxPositionEmbeddings int `json:"max_position_embeddings"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("load policy: parse %s: %w", path, err)
+	}
+	p.maxPositions = c.MaxPositionEmbeddings
+	return nil
+}
+
+// readGenerationConfig reads the sampling defaults of generation_config.json
+// (absent file: greedy).
+func readGenerationConfig(dir string) (Sampling, error) {
+	path := filepath.Join(dir, "generation_config.json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Sampling{}, nil
+	}
+	if err != nil {
+		return Sampling{}, fmt.Errorf("load policy: %w", err)
+	}
+	var g struct {
+		DoSample     bool     `json:"do_sample"`
+		Temperature  *float64 `json:"temperature"`
+		TopK         *int     `json:"top_k"`
+		TopP         *float64 `json:"top_p"`
+		MinP         *float64 `json:"min_p"`
+		MaxNewTokens int      `json:"max_new_tokens"`
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		return Sampling{}, fmt.Errorf("load policy: parse %s: %w", path, err)
+	}
+	s := Sampling{MaxNewTokens: g.MaxNewTokens}
+	if g.DoSample {
+		// transformers' defaults when do_sample is set and a field is absent.
+		s.Temperature, s.TopK, s.TopP = 1, 50, 1
+		if g.Temperature != nil {
+			s.Temperature = *g.Temperature
+		}
+		if g.TopK != nil {
+			s.TopK = *g.TopK
+		}
+		if g.TopP != nil {
+			s.TopP = *g.TopP
+		}
+		if g.MinP != nil {
+			s.MinP = *g.MinP
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return Sampling{}, fmt.Errorf("load policy: %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close releases the ONNX Runtime session. The policy and every engine on
+// it must not be used afterwards.
+func (p *Policy) Close() error {
+	if p.sess == nil {
+		return nil
+	}
+	err := p.sess.Destroy()
+	p.sess = nil
+	return err
+}
+
+// Tokenizer is the model's tokenizer (tokenizer.json).
+func (p *Policy) Tokenizer() *tokenizer.Tokenizer { return p.tok }
+
+// Special is the model's special tokens, with generation_config.json's EOS
+// ids.
+func (p *Policy) Special() tokenizer.SpecialTokens { return p.special }
+
+// EOS returns the ids that end generation by default.
+func (p *Policy) EOS() []int32 { return append([]int32(nil), p.special.EOSIDs...) }
+
+// GenerationDefaults is the Sampling of generation_config.json (greedy when
+// it does not set do_sample); EOS is left nil, meaning the policy's EOS ids.
+func (p *Policy) GenerationDefaults() Sampling { return p.defaults }
+
+// VocabSize is the width of the model's logits.
+func (p *Policy) VocabSize() int { return p.io.vocab }
+
+// Layers is the number of decoder layers (key/value cache pairs).
+func (p *Policy) Layers() int { return p.io.layers }
+
+// MaxPositions is the model's context length (config.json
+// max_position_embeddings; 0 when absent).
+func (p *Policy) MaxPositions() int { return p.maxPositions }
+
+// ModelPath is the ONNX file the policy runs.
+func (p *Policy) ModelPath() string { return p.modelPath }
+
+// KVType is the element type of the key/value cache: "float32" or
+// "float16".
+func (p *Policy) KVType() string { return p.io.kvType.String() }

@@ -1,0 +1,280 @@
+package actor
+
+import (
+	"fmt"
+	"math"
+)
+
+// Sampling says how a group's tokens are drawn and when its sequences stop.
+// The zero value is greedy decoding until an EOS id or the context limit.
+type Sampling struct {
+	// Temperature divides the logits before the softmax; 0 means greedy
+	// (argmax, ties to the lowest id).
+	Temperature float64
+	// TopK keeps the K most likely tokens; 0 keeps all.
+	TopK int
+	// TopP keeps the smallest set of most likely tokens whose probability
+	// (after TopK) reaches TopP; 0 or 1 keeps all.
+	TopP float64
+	// MinP keeps tokens whose probability is at least MinP times the most
+	// likely token's; 0 keeps all.
+	MinP float64
+	// MaxNewTokens caps the tokens the model samples over the whole
+	// trajectory (injected tokens do not count); 0 means no cap other than
+	// the model's context. A sequence that reaches it finishes with
+	// FinishLength.
+	MaxNewTokens int
+	// StopStrings end a sequence (FinishStop) as soon as its generated text
+	// ends with one of them; the token that completed it is kept.
+	StopStrings []string
+	// EOS lists the ids that end a sequence (FinishStop; the id is kept in
+	// the trajectory with its logprob). Nil means the policy's EOS ids
+	// (generation_config.json eos_token_id, which may be a list).
+	EOS []int32
+}
+
+// Validate reports a setting out of range, naming the field.
+func (s Sampling) Validate() error {
+	switch {
+	case s.Temperature < 0 || math.IsNaN(s.Temperature) || math.IsInf(s.Temperature, 0):
+		return fmt.Errorf("sampling: temperature %v must be a finite number >= 0", s.Temperature)
+	case s.TopK < 0:
+		return fmt.Errorf("sampling: top_k %d must be >= 0", s.TopK)
+	case s.TopP < 0 || s.TopP > 1 || math.IsNaN(s.TopP):
+		return fmt.Errorf("sampling: top_p %v must be in [0, 1]", s.TopP)
+	case s.MinP < 0 || s.MinP > 1 || math.IsNaN(s.MinP):
+		return fmt.Errorf("sampling: min_p %v must be in [0, 1]", s.MinP)
+	case s.MaxNewTokens < 0:
+		return fmt.Errorf("sampling: max_new_tokens %d must be >= 0", s.MaxNewTokens)
+	}
+	for i, stop := range s.StopStrings {
+		if stop == "" {
+			return fmt.Errorf("sampling: stop_strings[%d] is empty", i)
+		}
+	}
+	return nil
+}
+
+// truncates reports whether any of top-k, top-p or min-p is active.
+func (s *Sampling) truncates(vocab int) bool {
+	return (s.TopK > 0 && s.TopK < vocab) || (s.TopP > 0 && s.TopP < 1) || s.MinP > 0
+}
+
+// sampler draws tokens from logit rows. It owns scratch buffers sized to the
+// vocabulary, so one sampler serves one goroutine.
+type sampler struct {
+	weights []float32 // exp((logit - max) / T) per id
+	idx     []int32   // candidate ids when truncating
+}
+
+// sample draws one token from logits with the uniform draw u in [0, 1) and
+// returns it with its logprob by the package's convention:
+// log-softmax(logits/T) over the full vocabulary, T = 1 when greedy.
+func (sm *sampler) sample(logits []float32, s *Sampling, u float64) (int32, float32) {
+	if s.Temperature == 0 {
+		best, max := argmax(logits)
+		return int32(best), float32(-logSumExpShifted(logits, max))
+	}
+	V := len(logits)
+	if cap(sm.weights) < V {
+		sm.weights = make([]float32, V)
+	}
+	w := sm.weights[:V]
+	_, max := argmax(logits)
+	invT := float32(1 / s.Temperature)
+	sum := expShiftedScaled(w, logits, max, invT)
+	logSum := math.Log(sum)
+	logprob := func(id int32) float32 {
+		return float32(float64((logits[id]-max)*invT) - logSum)
+	}
+	if !s.truncates(V) {
+		id := inverseCDF(w, nil, u*sum)
+		return id, logprob(id)
+	}
+	cand := sm.candidates(w, s)
+	var mass float64
+	for _, id := range cand {
+		mass += float64(w[id])
+	}
+	id := inverseCDF(w, cand, u*mass)
+	return id, logprob(id)
+}
+
+// candidates applies top-k, then top-p, then min-p (the order of Hugging
+// Face's logits warpers) to the weights and returns the surviving ids.
+func (sm *sampler) candidates(w []float32, s *Sampling) []int32 {
+	V := len(w)
+	if cap(sm.idx) < V {
+		sm.idx = make([]int32, V)
+	}
+	idx := sm.idx[:V]
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	if s.TopK > 0 && s.TopK < V {
+		selectTop(idx, w, s.TopK)
+		idx = idx[:s.TopK]
+	}
+	if s.TopP > 0 && s.TopP < 1 {
+		var mass float64
+		for _, id := range idx {
+			mass += float64(w[id])
+		}
+		idx = idx[:nucleus(idx, w, s.TopP*mass)]
+	}
+	if s.MinP > 0 {
+		// The most likely token has weight exp(0) = 1, so the threshold
+		// relative to it is MinP itself.
+		thr := float32(s.MinP)
+		n := 0
+		for _, id := range idx {
+			if w[id] >= thr {
+				idx[n] = id
+				n++
+			}
+		}
+		idx = idx[:n]
+	}
+	return idx
+}
+
+// inverseCDF returns the first id (over cand, or over all ids when cand is
+// nil) at which the running sum of weights exceeds target. Rounding can leave
+// target at or past the total; then the last id with a positive weight wins.
+func inverseCDF(w []float32, cand []int32, target float64) int32 {
+	var acc float64
+	last := int32(-1)
+	if cand == nil {
+		for i, x := range w {
+			if x > 0 {
+				acc += float64(x)
+				last = int32(i)
+				if acc > target {
+					return last
+				}
+			}
+		}
+	} else {
+		for _, id := range cand {
+			if x := w[id]; x > 0 {
+				acc += float64(x)
+				last = id
+				if acc > target {
+					return last
+				}
+			}
+		}
+	}
+	if last < 0 { // every weight underflowed: cannot happen with a finite max
+		return 0
+	}
+	return last
+}
+
+// argmax returns the index and value of the largest logit (the lowest index
+// among ties).
+func argmax(x []float32) (int, float32) {
+	best, max := 0, x[0]
+	for i, v := range x {
+		if v > max {
+			best, max = i, v
+		}
+	}
+	return best, max
+}
+
+// logSumExpShifted returns log(sum(exp(x - max))) for max = max(x).
+func logSumExpShifted(x []float32, max float32) float64 {
+	var sum float64
+	for _, v := range x {
+		sum += float64(expf(v - max))
+	}
+	return math.Log(sum)
+}
+
+// expShiftedScaled writes w[i] = exp((x[i] - max) * invT) and returns the sum
+// (accumulated in float64).
+func expShiftedScaled(w, x []float32, max, invT float32) float64 {
+	var sum float64
+	w = w[:len(x)]
+	for i, v := range x {
+		e := expf((v - max) * invT)
+		w[i] = e
+		sum += float64(e)
+	}
+	return sum
+}
+
+// selectTop partially orders idx so that idx[:k] holds the k ids of largest
+// weight (quickselect, median-of-three pivots; deterministic).
+func selectTop(idx []int32, w []float32, k int) {
+	lo, hi := 0, len(idx)
+	for hi-lo > 1 {
+		gt, eq := partition3(idx[lo:hi], w)
+		gt += lo
+		eq += lo
+		switch {
+		case k <= gt:
+			hi = gt
+		case k <= eq:
+			return
+		default:
+			lo = eq
+		}
+	}
+}
+
+// nucleus partially orders idx by descending weight and returns the length
+// n of the shortest prefix whose weight reaches target (top-p).
+func nucleus(idx []int32, w []float32, target float64) int {
+	lo, hi := 0, len(idx)
+	var acc float64 // weight of idx[:lo], all heavier than idx[lo:]
+	for hi-lo > 1 {
+		gt, eq := partition3(idx[lo:hi], w)
+		var mGT float64
+		for _, id := range idx[lo : lo+gt] {
+			mGT += float64(w[id])
+		}
+		if acc+mGT >= target {
+			hi = lo + gt
+			continue
+		}
+		acc += mGT
+		for j := lo + gt; j < lo+eq; j++ {
+			acc += float64(w[idx[j]])
+			if acc >= target {
+				return j + 1
+			}
+		}
+		lo += eq
+	}
+	if lo >= len(idx) {
+		return len(idx)
+	}
+	return lo + 1
+}
+
+// partition3 rearranges ids into weight > pivot, == pivot, < pivot and
+// returns the ends of the first two parts. The pivot is the median of the
+// first, middle and last weights.
+func partition3(ids []int32, w []float32) (gt, eq int) {
+	a, b, c := w[ids[0]], w[ids[len(ids)/2]], w[ids[len(ids)-1]]
+	p := max(min(a, b), min(max(a, b), c))
+	// Dutch national flag, descending.
+	i, j, k := 0, 0, len(ids)
+	for j < k {
+		v := w[ids[j]]
+		switch {
+		case v > p:
+			ids[i], ids[j] = ids[j], ids[i]
+			i++
+			j++
+		case v < p:
+			k--
+			ids[j], ids[k] = ids[k], ids[j]
+		default:
+			j++
+		}
+	}
+	return i, k
+}

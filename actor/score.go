@@ -1,0 +1,104 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// scoreTokenBudget bounds the tokens (batch x length) of one scoring Run, so
+// that its logits ([batch, length, vocab] float32) stay near 256 MiB.
+const scoreLogitsBytes = 256 << 20
+
+// Score returns teacher-forced logprobs of the given sequences at
+// temperature 1: for each sequence i, one value per response token
+// (positions promptLens[i] .. len(seqs[i])-1), log-softmax(logits) of the
+// token given everything before it. Sequences are batched. It is the
+// reference-policy scoring of DESIGN.md and is safe for concurrent use.
+func (p *Policy) Score(ctx context.Context, seqs [][]int32, promptLens []int) ([][]float32, error) {
+	return p.ScoreTemperature(ctx, seqs, promptLens, 1)
+}
+
+// ScoreTemperature is Score with the logits divided by temperature (> 0),
+// the quantity Sequence.Logprobs records for a group sampled at that
+// temperature.
+func (p *Policy) ScoreTemperature(ctx context.Context, seqs [][]int32, promptLens []int, temperature float64) ([][]float32, error) {
+	if len(promptLens) != len(seqs) {
+		return nil, fmt.Errorf("score: %d sequences but %d prompt lengths", len(seqs), len(promptLens))
+	}
+	if !(temperature > 0) || math.IsInf(temperature, 0) {
+		return nil, fmt.Errorf("score: temperature %v must be a finite number > 0", temperature)
+	}
+	V := p.io.vocab
+	for i, s := range seqs {
+		if promptLens[i] < 1 || promptLens[i] > len(s) {
+			return nil, fmt.Errorf("score: sequence %d: prompt length %d outside [1, %d]", i, promptLens[i], len(s))
+		}
+		for j, id := range s {
+			if id < 0 || int(id) >= V {
+				return nil, fmt.Errorf("score: sequence %d: token %d at position %d is outside the vocabulary [0, %d)", i, id, j, V)
+			}
+		}
+	}
+	out := make([][]float32, len(seqs))
+	maxTokens := max(scoreLogitsBytes/(4*V), 1)
+	var rb runBuffers
+	past, present := &kvBlock{}, &kvBlock{}
+	var sm sampler
+	for lo := 0; lo < len(seqs); {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// Greedy chunking in input order: add sequences while the padded
+		// batch stays under the budget (a single long sequence runs alone).
+		hi, S := lo+1, len(seqs[lo])
+		for hi < len(seqs) {
+			s2 := max(S, len(seqs[hi]))
+			if (hi-lo+1)*s2 > maxTokens {
+				break
+			}
+			S = s2
+			hi++
+		}
+		B := hi - lo
+		ids, mask, pos := rb.prepare(B, S, 0)
+		for b := 0; b < B; b++ {
+			s := seqs[lo+b]
+			pad := S - len(s)
+			for j := 0; j < S; j++ {
+				if j < pad {
+					ids[b*S+j], mask[b*S+j], pos[b*S+j] = 0, 0, 0
+				} else {
+					ids[b*S+j], mask[b*S+j], pos[b*S+j] = int64(s[j-pad]), 1, int64(j-pad)
+				}
+			}
+		}
+		past.reshape(&p.io, B, 0)
+		present.reshape(&p.io, B, S)
+		rb.past, rb.present = past, present
+		if _, err := p.run(&rb); err != nil {
+			return nil, fmt.Errorf("score sequences %d..%d: %w", lo, hi-1, err)
+		}
+		invT := float32(1 / temperature)
+		for b := 0; b < B; b++ {
+			s := seqs[lo+b]
+			pad := S - len(s)
+			lp := make([]float32, len(s)-promptLens[lo+b])
+			for t := promptLens[lo+b]; t < len(s); t++ {
+				row := rb.logits[(b*S+pad+t-1)*V : (b*S+pad+t)*V]
+				lp[t-promptLens[lo+b]] = logSoftmaxAt(&sm, row, s[t], invT)
+			}
+			out[lo+b] = lp
+		}
+		lo = hi
+	}
+	return out, nil
+}
+
+// logSoftmaxAt returns log-softmax(row * invT)[id].
+func logSoftmaxAt(sm *sampler, row []float32, id int32, invT float32) float32 {
+	_, m := argmax(row)
+	sm.weights = grow(sm.weights, len(row))
+	sum := expShiftedScaled(sm.weights, row, m, invT)
+	return float32(float64((row[id]-m)*invT) - math.Log(sum))
+}
