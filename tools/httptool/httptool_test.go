@@ -1,0 +1,88 @@
+package httptool
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestPost(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "elsewhere")
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch r.URL.Path {
+		case "/echo":
+			if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("X-Key") != "k" {
+				http.Error(w, "bad request shape", 400)
+				return
+			}
+			w.Write(append([]byte("got "), body...))
+		case "/big":
+			w.Write([]byte(strings.Repeat("x", 2000)))
+		case "/fail":
+			http.Error(w, "no such thing", 404)
+		case "/redirect":
+			http.Redirect(w, r, other.URL+"/x", http.StatusTemporaryRedirect)
+		case "/hang":
+			<-r.Context().Done()
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	mk := func(path string, o Options) *Client {
+		t.Helper()
+		o.URL = srv.URL + path
+		c, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	out, err := mk("/echo", Options{Headers: map[string]string{"X-Key": "k"}}).Post(ctx, []byte(`{"a":1}`))
+	if err != nil || out != `got {"a":1}` {
+		t.Errorf("echo = %q, %v", out, err)
+	}
+	if _, err := mk("/big", Options{MaxResponseBytes: 1000}).Post(ctx, []byte(`{}`)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("big: %v", err)
+	}
+	if out, err := mk("/big", Options{MaxResponseBytes: 2000}).Post(ctx, []byte(`{}`)); err != nil || len(out) != 2000 {
+		t.Errorf("big at the limit: %d bytes, %v", len(out), err)
+	}
+	if _, err := mk("/fail", Options{}).Post(ctx, []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "status 404: no such thing") {
+		t.Errorf("fail: %v", err)
+	}
+	if _, err := mk("/redirect", Options{}).Post(ctx, []byte(`{}`)); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("redirect off the allowlist: %v", err)
+	}
+	if _, err := mk("/hang", Options{Timeout: "50ms"}).Post(ctx, []byte(`{}`)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("hang: %v", err)
+	}
+}
+
+func TestNewChecks(t *testing.T) {
+	cases := []struct {
+		o    Options
+		want string
+	}{
+		{Options{URL: "ftp://x/y"}, "absolute http or https"},
+		{Options{URL: "/relative"}, "absolute http or https"},
+		{Options{URL: "http://evil.example/x", AllowHosts: []string{"good.example"}}, "host not in allow_hosts"},
+		{Options{URL: "http://good.example/x", Timeout: "soon"}, "positive duration"},
+	}
+	for _, c := range cases {
+		if _, err := New(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v) = %v, want %q", c.o, err, c.want)
+		}
+	}
+	if _, err := New(Options{URL: "http://good.example:8080/x", AllowHosts: []string{"good.example"}}); err != nil {
+		t.Errorf("host without port in the allowlist: %v", err)
+	}
+}
