@@ -26,7 +26,7 @@ func ioNames(cfg Config) (in, out []string) {
 	return in, out
 }
 
-func newORTModel(t *testing.T, cfg Config, w Weights) *ortModel {
+func newORTModel(t testing.TB, cfg Config, w Weights) *ortModel {
 	t.Helper()
 	testsupport.RequireORT(t)
 	var buf bytes.Buffer
@@ -38,7 +38,7 @@ func newORTModel(t *testing.T, cfg Config, w Weights) *ortModel {
 	})
 }
 
-func newORTSession(t *testing.T, cfg Config, open func(in, out []string, opts *ortgo.SessionOptions) (*ortgo.DynamicAdvancedSession, error)) *ortModel {
+func newORTSession(t testing.TB, cfg Config, open func(in, out []string, opts *ortgo.SessionOptions) (*ortgo.DynamicAdvancedSession, error)) *ortModel {
 	t.Helper()
 	opts, err := ortgo.NewSessionOptions()
 	if err != nil {
@@ -71,7 +71,7 @@ func flat(rows [][]int64) []int64 {
 
 // run feeds one step and returns logits and the present cache in the
 // reference's layout.
-func (m *ortModel) run(t *testing.T, in Inputs, past *KVCache) *Output {
+func (m *ortModel) run(t testing.TB, in Inputs, past *KVCache) *Output {
 	t.Helper()
 	cfg := m.cfg
 	B, S := len(in.InputIDs), len(in.InputIDs[0])
