@@ -1,0 +1,225 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// ErrBackpressure is returned (wrapped) by a Producer in fail mode when a
+// stream's unconsumed backlog is at its limit.
+var ErrBackpressure = errors.New("redis: stream backlog at its limit")
+
+// Field is one field of a stream entry.
+type Field struct {
+	Name  string
+	Value []byte
+}
+
+// ProducerOptions tunes a Producer. The zero value blocks at 10000
+// unconsumed entries, re-checking every 50 ms.
+type ProducerOptions struct {
+	// MaxBacklog is the most unconsumed entries a stream may hold before Add
+	// waits (or fails). Unconsumed means not yet acknowledged by a consumer
+	// group: delivered-but-pending plus not-yet-delivered. 0 means 10000;
+	// negative disables backpressure. The producer never trims a stream.
+	MaxBacklog int64
+	// Fail makes Add return ErrBackpressure instead of waiting.
+	Fail bool
+	// Poll is how often a waiting Add re-checks the backlog; 0 means 50 ms.
+	Poll time.Duration
+	// Groups are the consumer groups whose backlog counts; the largest wins.
+	// Empty means every group of the stream; a stream without groups counts
+	// all its entries as unconsumed.
+	Groups []string
+}
+
+// Producer appends entries to streams, applying backpressure on their
+// unconsumed backlog. It is safe for concurrent use.
+type Producer struct {
+	client goredis.UniversalClient
+	opts   ProducerOptions
+
+	mu sync.Mutex
+	// estimate is an upper bound of each stream's backlog: the last measured
+	// value plus what this producer has added since. The backlog is measured
+	// again only when the estimate reaches the limit, so the common case
+	// costs no extra round trip.
+	estimate map[string]int64
+}
+
+// NewProducer returns a producer over client.
+func NewProducer(client goredis.UniversalClient, opts ProducerOptions) *Producer {
+	if opts.MaxBacklog == 0 {
+		opts.MaxBacklog = 10000
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 50 * time.Millisecond
+	}
+	return &Producer{client: client, opts: opts, estimate: map[string]int64{}}
+}
+
+// Add XADDs one entry to stream after waiting for room, and returns its id.
+func (p *Producer) Add(ctx context.Context, stream string, fields ...Field) (string, error) {
+	if err := p.wait(ctx, stream, 1); err != nil {
+		return "", err
+	}
+	values := make([]any, 0, 2*len(fields))
+	for _, f := range fields {
+		values = append(values, f.Name, f.Value)
+	}
+	id, err := p.client.XAdd(ctx, &goredis.XAddArgs{Stream: stream, Values: values}).Result()
+	if err != nil {
+		return "", fmt.Errorf("redis: xadd %s: %w", stream, err)
+	}
+	return id, nil
+}
+
+// AddGroup writes g to the job's groups stream as one entry (fields group_id,
+// policy_version, schema, and group: the JSON of traj.Group) unless a group
+// with the same group_id was already written; it reports whether it wrote.
+// The check and the write are one Lua script, so a retried call never
+// duplicates a group.
+func (p *Producer) AddGroup(ctx context.Context, job string, g *traj.Group) (bool, error) {
+	written, err := p.AddGroups(ctx, job, []*traj.Group{g})
+	if err != nil {
+		return false, err
+	}
+	return written[0], nil
+}
+
+// AddGroups is AddGroup for several groups in one round trip.
+func (p *Producer) AddGroups(ctx context.Context, job string, groups []*traj.Group) ([]bool, error) {
+	keys := JobKeys(job)
+	if err := p.wait(ctx, keys.Groups, int64(len(groups))); err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, 4*len(groups))
+	for _, g := range groups {
+		payload, err := EncodeGroup(g)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, g.GroupID, strconv.FormatInt(g.PolicyVersion, 10), g.Schema, payload)
+	}
+	ids, err := addGroupsScript.Run(ctx, p.client, []string{keys.Groups, keys.GroupsWritten}, args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redis: add %d groups to %s: %w", len(groups), keys.Groups, err)
+	}
+	written := make([]bool, len(ids))
+	n := int64(0)
+	for i, id := range ids {
+		written[i] = id != ""
+		if written[i] {
+			n++
+		}
+	}
+	p.added(keys.Groups, n-int64(len(groups)))
+	return written, nil
+}
+
+// wait reserves room for n entries in stream, blocking (or failing) while the
+// backlog is at the limit.
+func (p *Producer) wait(ctx context.Context, stream string, n int64) error {
+	if p.opts.MaxBacklog < 0 {
+		return nil
+	}
+	var ticker *time.Ticker
+	for {
+		p.mu.Lock()
+		est, known := p.estimate[stream]
+		if known && est+n <= p.opts.MaxBacklog {
+			p.estimate[stream] = est + n
+			p.mu.Unlock()
+			return nil
+		}
+		p.mu.Unlock()
+		backlog, err := Backlog(ctx, p.client, stream, p.opts.Groups, p.opts.MaxBacklog+1)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.estimate[stream] = backlog
+		if backlog+n <= p.opts.MaxBacklog || backlog == 0 {
+			// An empty stream always takes a batch, even one above the limit.
+			p.estimate[stream] = backlog + n
+			p.mu.Unlock()
+			return nil
+		}
+		p.mu.Unlock()
+		if p.opts.Fail {
+			return fmt.Errorf("%w: %s has %d unconsumed entries, limit %d", ErrBackpressure, stream, backlog, p.opts.MaxBacklog)
+		}
+		if ticker == nil {
+			ticker = time.NewTicker(p.opts.Poll)
+			defer ticker.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redis: waiting for room in %s (%d unconsumed, limit %d): %w", stream, backlog, p.opts.MaxBacklog, ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+// added corrects the estimate by delta (negative when fewer entries were
+// written than reserved).
+func (p *Producer) added(stream string, delta int64) {
+	if delta == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.estimate[stream] = max(0, p.estimate[stream]+delta)
+	p.mu.Unlock()
+}
+
+// Backlog returns the number of unconsumed entries of stream: for each
+// consumer group (those named, or all), pending plus not yet delivered, and
+// the largest over groups; all entries when the stream has no group. It counts
+// at most limit undelivered entries when Redis cannot report a group's lag.
+func Backlog(ctx context.Context, client goredis.UniversalClient, stream string, groups []string, limit int64) (int64, error) {
+	infos, err := client.XInfoGroups(ctx, stream).Result()
+	if err != nil && !isNoSuchKey(err) {
+		return 0, fmt.Errorf("redis: xinfo groups %s: %w", stream, err)
+	}
+	var worst int64 = -1
+	for _, info := range infos {
+		if len(groups) > 0 && !contains(groups, info.Name) {
+			continue
+		}
+		lag := info.Lag
+		if lag < 0 {
+			// Redis cannot tell the lag (entries deleted mid-stream): count
+			// what follows the last delivered id, up to limit.
+			msgs, err := client.XRangeN(ctx, stream, "("+info.LastDeliveredID, "+", limit).Result()
+			if err != nil {
+				return 0, fmt.Errorf("redis: xrange %s after %s: %w", stream, info.LastDeliveredID, err)
+			}
+			lag = int64(len(msgs))
+		}
+		worst = max(worst, info.Pending+lag)
+	}
+	if worst >= 0 {
+		return worst, nil
+	}
+	n, err := client.XLen(ctx, stream).Result()
+	if err != nil {
+		return 0, fmt.Errorf("redis: xlen %s: %w", stream, err)
+	}
+	return n, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

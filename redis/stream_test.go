@@ -1,0 +1,267 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/traj"
+)
+
+func connect(t *testing.T, url string) goredis.UniversalClient {
+	t.Helper()
+	c, err := Connect(context.Background(), url, ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func testGroup(job, prompt string, g int) *traj.Group {
+	trs := make([]traj.Trajectory, g)
+	for i := range trs {
+		trs[i] = traj.Trajectory{
+			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, i), JobID: job, PromptID: prompt,
+			GroupID: traj.GroupID(job, prompt), GroupSize: g, SampleIndex: i, PolicyVersion: 3,
+			Model: traj.ModelRef{Name: "m"}, Tokens: []int32{1, 2, 3, 4, 5}, PromptLen: 2,
+			LossMask: traj.Mask{1, 0, 1}, Logprobs: []float32{-0.5, 0, -1.25e-7},
+			Segments: []traj.Segment{
+				{Kind: traj.SegmentModel, Start: 0, End: 1, Text: "<call> & \"q\""},
+				{Kind: traj.SegmentTool, Start: 1, End: 2, Result: &traj.ToolResult{OK: true, Content: "<r>"}},
+				{Kind: traj.SegmentModel, Turn: 1, Start: 2, End: 3},
+			},
+			FinishReason: traj.FinishStop, Reward: traj.Reward{Total: float64(i) / 3, Parts: map[string]float64{"outcome": 1}},
+			StepRewards: []float64{0.1, float64(i)},
+		}
+	}
+	gr := traj.NewGroup(trs)
+	return &gr
+}
+
+func TestCodecMatchesTraj(t *testing.T) {
+	g := testGroup("j", "p", 3)
+	fast, err := EncodeGroup(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	std, err := traj.MarshalGroup(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(fast) != string(std) {
+		t.Fatalf("EncodeGroup differs from traj.MarshalGroup:\n%s\n%s", fast, std)
+	}
+	back, err := DecodeGroup(fast)
+	if err != nil || !reflect.DeepEqual(back, g) {
+		t.Fatalf("round trip: %v", err)
+	}
+	if _, err := DecodeGroup(append(fast[:len(fast)-1:len(fast)-1], []byte(`,"extra":1}`)...)); err == nil {
+		t.Error("unknown field accepted")
+	}
+}
+
+func TestAddGroupIsIdempotent(t *testing.T) {
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connect(t, r.URL())
+	ctx := context.Background()
+	p := NewProducer(client, ProducerOptions{})
+	g := testGroup("j", "p1", 2)
+	for i, want := range []bool{true, false, false} {
+		written, err := p.AddGroup(ctx, "j", g)
+		if err != nil || written != want {
+			t.Fatalf("AddGroup #%d = %v, %v; want %v", i, written, err, want)
+		}
+	}
+	keys := JobKeys("j")
+	msgs, err := client.XRange(ctx, keys.Groups, "-", "+").Result()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("groups stream holds %d entries (%v), want 1", len(msgs), err)
+	}
+	back, err := DecodeGroupEntry(Message{ID: msgs[0].ID, Values: msgs[0].Values})
+	if err != nil || !reflect.DeepEqual(back, g) {
+		t.Fatalf("entry does not decode to the group: %v", err)
+	}
+	if msgs[0].Values[FieldPolicyVersion] != "3" || msgs[0].Values[FieldSchema] != traj.TrajectorySchema {
+		t.Errorf("entry fields %v", msgs[0].Values)
+	}
+}
+
+func TestProducerBackpressure(t *testing.T) {
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connect(t, r.URL())
+	ctx := context.Background()
+	const stream = "s"
+	cons, err := NewConsumer(client, ConsumerOptions{Stream: stream, Group: "g", Consumer: "c", Count: 2, Block: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	failing := NewProducer(client, ProducerOptions{MaxBacklog: 4, Fail: true, Groups: []string{"g"}})
+	for i := 0; i < 4; i++ {
+		if _, err := failing.Add(ctx, stream, Field{"n", []byte(fmt.Sprint(i))}); err != nil {
+			t.Fatalf("add %d: %v", i, err)
+		}
+	}
+	if _, err := failing.Add(ctx, stream, Field{"n", []byte("4")}); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("fifth add: %v, want ErrBackpressure", err)
+	}
+	// Delivered but unacknowledged entries still count.
+	msgs, err := cons.Read(ctx)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("read: %d, %v", len(msgs), err)
+	}
+	if _, err := failing.Add(ctx, stream, Field{"n", []byte("4")}); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("add with 2 pending + 2 undelivered: %v, want ErrBackpressure", err)
+	}
+
+	// A blocking producer waits until the consumer acknowledges.
+	blocking := NewProducer(client, ProducerOptions{MaxBacklog: 4, Poll: time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		_, err := blocking.Add(ctx, stream, Field{"n", []byte("4")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("blocking add returned before any ack: %v", err)
+	default:
+	}
+	if err := cons.Ack(ctx, msgs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("blocking add: %v", err)
+	}
+	if n, _ := client.XLen(ctx, stream).Result(); n != 5 {
+		t.Errorf("stream length %d, want 5 (nothing trimmed)", n)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := blocking.Add(cctx, stream, Field{"n", []byte("5")}); !errors.Is(err, context.Canceled) {
+		t.Errorf("add at the limit with a cancelled context: %v", err)
+	}
+}
+
+func TestConsumerClaimsDeadLettersAndCommits(t *testing.T) {
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connect(t, r.URL())
+	exerciseConsumer(t, client, "j")
+}
+
+func TestConsumerOnCluster(t *testing.T) {
+	c := testsupport.StartCluster(t)
+	client := connect(t, "redis://"+c.Addrs[0]+","+c.Addrs[1]+","+c.Addrs[2])
+	if _, ok := client.(*goredis.ClusterClient); !ok {
+		t.Fatalf("client is %T, want a cluster client", client)
+	}
+	exerciseConsumer(t, client, "cj")
+	ctx := context.Background()
+	p := NewProducer(client, ProducerOptions{})
+	if w, err := p.AddGroup(ctx, "cj", testGroup("cj", "p", 2)); err != nil || !w {
+		t.Fatalf("AddGroup on the cluster: %v %v", w, err)
+	}
+}
+
+// exerciseConsumer: three entries; consumer a reads them and dies; b claims
+// them after the idle time (delivery 2), commits one twice (written once),
+// dead-letters one and leaves one; c then finds the last one over its
+// delivery limit and dead-letters it.
+func exerciseConsumer(t *testing.T, client goredis.UniversalClient, job string) {
+	ctx := context.Background()
+	keys := JobKeys(job)
+	opts := func(name string) ConsumerOptions {
+		return ConsumerOptions{Stream: keys.Groups, Group: AdvantageGroup, Consumer: name, DeadLetter: keys.Dead,
+			Block: 10 * time.Millisecond, ClaimIdle: 5 * time.Millisecond, MaxDeliveries: 2}
+	}
+	a, _ := NewConsumer(client, opts("a"))
+	if err := a.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.EnsureGroup(ctx); err != nil {
+		t.Fatalf("second EnsureGroup: %v", err)
+	}
+	for i := 0; i < 3; i++ {
+		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Groups, Values: []any{"n", i}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := a.Read(ctx)
+	if err != nil || len(got) != 3 || got[0].Deliveries != 1 {
+		t.Fatalf("a read %d entries, %v", len(got), err)
+	}
+
+	b, _ := NewConsumer(client, opts("b"))
+	claimed := readUntil(t, b, 3)
+	for _, m := range claimed {
+		if m.Deliveries != 2 {
+			t.Errorf("claimed %s with %d deliveries, want 2", m.ID, m.Deliveries)
+		}
+	}
+	out := []Output{{ID: claimed[0].ID, Done: "g0", Entries: [][]Field{{{"x", []byte("1")}}, {{"x", []byte("2")}}}}}
+	for i, want := range []bool{true, false} {
+		written, err := b.Commit(ctx, keys.GroupsDone, keys.Advantages, out)
+		if err != nil || len(written) != 1 || written[0] != want {
+			t.Fatalf("commit #%d = %v, %v; want %v", i, written, err, want)
+		}
+	}
+	if n, _ := client.XLen(ctx, keys.Advantages).Result(); n != 2 {
+		t.Errorf("advantages stream has %d entries, want 2 (one commit)", n)
+	}
+	if err := b.DeadLetter(ctx, DeadLetter{Message: claimed[1], Reason: "cannot decode"}); err != nil {
+		t.Fatal(err)
+	}
+
+	c, _ := NewConsumer(client, opts("c"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if n, _ := client.XLen(ctx, keys.Dead).Result(); n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the over-delivered entry never reached the dead letters")
+		}
+		msgs, err := c.Read(ctx)
+		if err != nil || len(msgs) != 0 {
+			t.Fatalf("c read %d entries (%v), want the poison entry dead-lettered", len(msgs), err)
+		}
+	}
+	dead, _ := client.XRange(ctx, keys.Dead, "-", "+").Result()
+	if dead[0].Values[FieldReason] != "cannot decode" || dead[0].Values[FieldSourceID] != claimed[1].ID || dead[0].Values["field:n"] != "1" {
+		t.Errorf("dead letter 0: %v", dead[0].Values)
+	}
+	if dead[1].Values[FieldSourceID] != claimed[2].ID || dead[1].Values[FieldDeliveries] != "3" {
+		t.Errorf("dead letter 1: %v", dead[1].Values)
+	}
+	if p, err := c.Pending(ctx); err != nil || p != 0 {
+		t.Errorf("pending %d (%v), want 0", p, err)
+	}
+}
+
+// readUntil reads until n entries came back in one batch; the claim idle time
+// is a few milliseconds, so the loop ends soon.
+func readUntil(t *testing.T, c *Consumer, n int) []Message {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		msgs, err := c.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == n {
+			return msgs
+		}
+		if len(msgs) != 0 {
+			t.Fatalf("read %d entries, want %d", len(msgs), n)
+		}
+	}
+	t.Fatalf("no batch of %d entries within 10 s", n)
+	return nil
+}
