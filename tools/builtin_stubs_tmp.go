@@ -1,5 +1,0 @@
-package tools
-
-import "errors"
-
-func (b builder) mcp() ([]Tool, error) { return nil, errors.New("todo") }

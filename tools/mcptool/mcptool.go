@@ -1,0 +1,144 @@
+// Package mcptool is a client for the tools of an MCP server that runs as a
+// subprocess and speaks over stdio, through the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk).
+package mcptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options say which server to start and which of its tools to expose.
+type Options struct {
+	// Command is the server program and its arguments.
+	Command []string `yaml:"command" json:"command"`
+	// Env is added to the server's environment (which is otherwise toolrl's).
+	Env map[string]string `yaml:"env" json:"env"`
+	// Dir is the server's working directory.
+	Dir string `yaml:"dir" json:"dir"`
+	// Prefix is prepended to every tool name in the registry, e.g. "fs_".
+	Prefix string `yaml:"prefix" json:"prefix"`
+	// Include lists the server's tools to expose (default: all).
+	Include []string `yaml:"include" json:"include"`
+}
+
+// ToolInfo describes one tool of the server.
+type ToolInfo struct {
+	Name        string
+	Description string
+	// Schema is the tool's input JSON Schema.
+	Schema json.RawMessage
+}
+
+// Server is a running MCP server and the client session to it. It is safe
+// for concurrent use; Close stops the process.
+type Server struct {
+	session *mcp.ClientSession
+	tools   []ToolInfo
+}
+
+// Start runs the server, initialises the session and lists its tools, all
+// under ctx.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if len(opts.Command) == 0 {
+		return nil, errors.New("mcp: command is required")
+	}
+	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
+	cmd.Dir = opts.Dir
+	cmd.Stderr = os.Stderr
+	if len(opts.Env) > 0 {
+		cmd.Env = os.Environ()
+		for k, v := range opts.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolrl", Version: "v1"}, nil)
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: start %s: %w", strings.Join(opts.Command, " "), err)
+	}
+	s := &Server{session: session}
+	for t, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			session.Close()
+			return nil, fmt.Errorf("mcp: list tools of %s: %w", opts.Command[0], err)
+		}
+		if len(opts.Include) > 0 && !slices.Contains(opts.Include, t.Name) {
+			continue
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil || t.InputSchema == nil {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		s.tools = append(s.tools, ToolInfo{Name: t.Name, Description: t.Description, Schema: schema})
+	}
+	for _, name := range opts.Include {
+		if !slices.ContainsFunc(s.tools, func(t ToolInfo) bool { return t.Name == name }) {
+			session.Close()
+			return nil, fmt.Errorf("mcp: %s has no tool %q (include)", opts.Command[0], name)
+		}
+	}
+	return s, nil
+}
+
+// Tools returns the tools listed at start, filtered by Include.
+func (s *Server) Tools() []ToolInfo { return s.tools }
+
+// ErrTool marks a result the server flagged as an error (isError).
+var ErrTool = errors.New("mcp tool error")
+
+// Call calls a tool with a JSON object of arguments and returns its content
+// as text: text parts joined by newlines, other parts as "[type]", and the
+// structured content as JSON when there is no content. A result flagged
+// isError is returned as an error wrapping ErrTool.
+func (s *Server) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
+	var m map[string]any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return "", fmt.Errorf("mcp %s: arguments: %w", name, err)
+		}
+	}
+	res, err := s.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: m})
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("mcp %s: %w", name, err)
+	}
+	var parts []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, c.Text)
+		case *mcp.ImageContent:
+			parts = append(parts, "[image "+c.MIMEType+"]")
+		case *mcp.AudioContent:
+			parts = append(parts, "[audio "+c.MIMEType+"]")
+		default:
+			parts = append(parts, fmt.Sprintf("[%T]", c))
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err == nil {
+			parts = append(parts, string(b))
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if res.IsError {
+		return "", fmt.Errorf("%w: %s", ErrTool, text)
+	}
+	return text, nil
+}
+
+// Close ends the session and stops the server process.
+func (s *Server) Close() error { return s.session.Close() }

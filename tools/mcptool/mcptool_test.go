@@ -1,0 +1,91 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolrl/toolrl/tools/internal/proctest"
+)
+
+// BuildTestServer compiles testdata/server (an MCP server made with the same
+// SDK) into dir and returns its path.
+func BuildTestServer(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "mcp-test-server")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	cmd := exec.Command(gobin, "build", "-o", bin, "./testdata/server")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the test MCP server: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestServer(t *testing.T) {
+	bin := BuildTestServer(t, t.TempDir())
+	before := proctest.Descendants(os.Getpid())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Start(ctx, Options{Command: []string{bin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ti := range s.Tools() {
+		names = append(names, ti.Name)
+	}
+	if got := strings.Join(names, ","); got != "add,fail,shout,sleep" {
+		t.Errorf("tools = %q", got)
+	}
+	var schema struct {
+		Properties map[string]any `json:"properties"`
+	}
+	json.Unmarshal(s.Tools()[0].Schema, &schema)
+	if _, ok := schema.Properties["a"]; !ok {
+		t.Errorf("add schema = %s", s.Tools()[0].Schema)
+	}
+	out, err := s.Call(ctx, "add", json.RawMessage(`{"a": 20, "b": 22}`))
+	if err != nil || out != "42" {
+		t.Errorf("add = %q, %v", out, err)
+	}
+	if _, err := s.Call(ctx, "fail", json.RawMessage(`{"text": "x"}`)); !errors.Is(err, ErrTool) || !strings.Contains(err.Error(), "failed: x") {
+		t.Errorf("fail: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = s.Call(short, "sleep", json.RawMessage(`{"ms": 60000}`))
+	cancelShort()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("sleep past the deadline: %v", err)
+	}
+	// The session still works after a canceled call.
+	if out, err := s.Call(ctx, "shout", json.RawMessage(`{"text": "hi"}`)); err != nil || out != "HI" {
+		t.Errorf("shout = %q, %v", out, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := proctest.WaitDescendants(os.Getpid(), before, 10*time.Second); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Start(ctx, Options{}); err == nil {
+		t.Error("empty command accepted")
+	}
+	if _, err := Start(ctx, Options{Command: []string{"/nonexistent/server"}}); err == nil {
+		t.Error("missing binary accepted")
+	}
+	bin := BuildTestServer(t, t.TempDir())
+	if _, err := Start(ctx, Options{Command: []string{bin}, Include: []string{"add", "nope"}}); err == nil || !strings.Contains(err.Error(), `no tool "nope"`) {
+		t.Errorf("include of a missing tool: %v", err)
+	}
+}
