@@ -33,6 +33,8 @@ type bpeModel struct {
 	byteIDs   [256]int32
 	rawVocab  map[string]int32
 	tables    *byteLevelTables
+
+	cache *wordCache
 }
 
 func buildBPE(raw json.RawMessage, bl *byteLevelTables) (*bpeModel, map[string]int32, error) {
@@ -62,6 +64,7 @@ func buildBPE(raw json.RawMessage, bl *byteLevelTables) (*bpeModel, map[string]i
 		byteFallback: mj.ByteFallback,
 		ignoreMerges: mj.IgnoreMerges,
 		tables:       bl,
+		cache:        newWordCache(),
 	}
 	if mj.ContinuingSubwordPrefix != nil {
 		m.prefix = *mj.ContinuingSubwordPrefix
@@ -150,6 +153,19 @@ func (m *bpeModel) tokenize(p piece, dst []int32, scratch *bpeScratch) ([]int32,
 	if p.text == "" {
 		return dst, nil
 	}
+	if ids, ok := m.cache.get(p.text); ok {
+		return append(dst, ids...), nil
+	}
+	n := len(dst)
+	dst, err := m.tokenizeWord(p, dst, scratch)
+	if err == nil {
+		m.cache.put(p.text, dst[n:])
+	}
+	return dst, err
+}
+
+// tokenizeWord runs the model on one piece, without the cache.
+func (m *bpeModel) tokenizeWord(p piece, dst []int32, scratch *bpeScratch) ([]int32, error) {
 	if p.byteLevel {
 		if m.fastBytes {
 			if m.ignoreMerges {

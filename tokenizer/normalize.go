@@ -104,7 +104,12 @@ func (seq sequenceNormalizer) normalize(s string) (string, error) {
 
 type unicodeNormalizer struct{ form norm.Form }
 
-func (u unicodeNormalizer) normalize(s string) (string, error) { return u.form.String(s), nil }
+func (u unicodeNormalizer) normalize(s string) (string, error) {
+	if u.form.IsNormalString(s) {
+		return s, nil
+	}
+	return u.form.String(s), nil
+}
 
 // lowercaseNormalizer lowercases rune by rune like Rust's char::to_lowercase
 // (no final-sigma context); U+0130 is its one multi-rune mapping.

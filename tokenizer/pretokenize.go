@@ -56,12 +56,14 @@ func splitEach(pieces []piece, f func(p piece, out []piece) ([]piece, error)) ([
 
 // splitByMatcher splits p with m and behaviour b.
 func splitByMatcher(p piece, out []piece, m matcher, b splitBehavior, invert bool) ([]piece, error) {
-	var buf [32]span
-	matches, err := m.find(p.text, buf[:0])
+	matches, err := m.find(p.text, make([]span, 0, 8+len(p.text)/4))
 	if err != nil {
 		return nil, err
 	}
-	for _, sp := range applyBehavior(matches, b, invert) {
+	if b != behaviorIsolated || invert {
+		matches = applyBehavior(matches, b, invert)
+	}
+	for _, sp := range matches {
 		out = append(out, piece{text: p.text[sp.start:sp.end], id: -1, first: p.first && sp.start == 0, byteLevel: p.byteLevel})
 	}
 	return out, nil
