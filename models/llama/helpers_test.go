@@ -95,3 +95,5 @@ func ones(n int) []int64 {
 	}
 	return out
 }
+
+func float32frombits(b uint32) float32 { return math.Float32frombits(b) }

@@ -1,0 +1,275 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// naiveForward is transformers' LlamaForCausalLM forward for one unpadded
+// sequence written as literally as possible, in float64: explicit repeat_kv,
+// rotate_half by concatenation, a causal mask of -inf. It shares no code with
+// Reference, so agreement checks the reference's semantics, not just its
+// agreement with the graph.
+func naiveForward(cfg Config, w Weights, ids []int64) [][]float64 {
+	H, D := cfg.HiddenSize, cfg.HeadDimension()
+	nH, kvH := cfg.NumAttentionHeads, cfg.KVHeads()
+	S := len(ids)
+	vec := func(name string) []float64 {
+		out := make([]float64, len(w[name].Data))
+		for i, v := range w[name].Data {
+			out[i] = float64(v)
+		}
+		return out
+	}
+	lin := func(x []float64, name string, bias string) []float64 {
+		t := w[name]
+		out := make([]float64, t.Shape[0])
+		for o := range out {
+			var s float64
+			for i, xv := range x {
+				s += xv * float64(t.Data[o*t.Shape[1]+i])
+			}
+			if bias != "" {
+				s += float64(w[bias].Data[o])
+			}
+			out[o] = s
+		}
+		return out
+	}
+	norm := func(x []float64, name string) []float64 {
+		var ms float64
+		for _, v := range x {
+			ms += v * v
+		}
+		r := 1 / math.Sqrt(ms/float64(len(x))+cfg.RMSNormEps)
+		g := vec(name)
+		out := make([]float64, len(x))
+		for i, v := range x {
+			out[i] = v * r * g[i]
+		}
+		return out
+	}
+	rotateHalf := func(x []float64) []float64 {
+		return append(append([]float64{}, negate(x[D/2:])...), x[:D/2]...)
+	}
+	rope := func(x []float64, pos int) []float64 {
+		out := make([]float64, D)
+		rot := rotateHalf(x)
+		for i := 0; i < D; i++ {
+			invFreq := 1 / math.Pow(cfg.Theta(), float64(2*(i%(D/2)))/float64(D))
+			ang := float64(pos) * invFreq
+			out[i] = x[i]*math.Cos(ang) + rot[i]*math.Sin(ang)
+		}
+		return out
+	}
+	bias := func(l int, p string) string {
+		if cfg.QKVBias() {
+			return layerName(l, "self_attn."+p+"_proj.bias")
+		}
+		return ""
+	}
+	h := make([][]float64, S)
+	for s, id := range ids {
+		h[s] = vec(EmbedName)[int(id)*H : int(id+1)*H]
+	}
+	for l := 0; l < cfg.NumHiddenLayers; l++ {
+		q := make([][][]float64, nH)  // [head][s][D]
+		k := make([][][]float64, kvH) // [kvhead][s][D]
+		v := make([][][]float64, kvH)
+		for s := 0; s < S; s++ {
+			x := norm(h[s], layerName(l, "input_layernorm.weight"))
+			qs := lin(x, layerName(l, "self_attn.q_proj.weight"), bias(l, "q"))
+			ks := lin(x, layerName(l, "self_attn.k_proj.weight"), bias(l, "k"))
+			vs := lin(x, layerName(l, "self_attn.v_proj.weight"), bias(l, "v"))
+			for hd := 0; hd < nH; hd++ {
+				q[hd] = append(q[hd], rope(qs[hd*D:(hd+1)*D], s))
+			}
+			for g := 0; g < kvH; g++ {
+				k[g] = append(k[g], rope(ks[g*D:(g+1)*D], s))
+				v[g] = append(v[g], vs[g*D:(g+1)*D])
+			}
+		}
+		// repeat_kv: query head hd uses kv head hd / (nH/kvH).
+		for s := 0; s < S; s++ {
+			attn := make([]float64, nH*D)
+			for hd := 0; hd < nH; hd++ {
+				g := hd / (nH / kvH)
+				scores := make([]float64, S)
+				mx := math.Inf(-1)
+				for t := 0; t < S; t++ {
+					if t > s {
+						scores[t] = math.Inf(-1)
+						continue
+					}
+					var dot float64
+					for i := 0; i < D; i++ {
+						dot += q[hd][s][i] * k[g][t][i]
+					}
+					scores[t] = dot / math.Sqrt(float64(D))
+					mx = math.Max(mx, scores[t])
+				}
+				var sum float64
+				for t := range scores {
+					scores[t] = math.Exp(scores[t] - mx)
+					sum += scores[t]
+				}
+				for t := range scores {
+					for i := 0; i < D; i++ {
+						attn[hd*D+i] += scores[t] / sum * v[g][t][i]
+					}
+				}
+			}
+			ob := ""
+			if cfg.OBias() {
+				ob = layerName(l, "self_attn.o_proj.bias")
+			}
+			o := lin(attn, layerName(l, "self_attn.o_proj.weight"), ob)
+			for i := range o {
+				h[s][i] += o[i]
+			}
+			x := norm(h[s], layerName(l, "post_attention_layernorm.weight"))
+			gate := lin(x, layerName(l, "mlp.gate_proj.weight"), "")
+			up := lin(x, layerName(l, "mlp.up_proj.weight"), "")
+			for i := range gate {
+				gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * up[i]
+			}
+			d := lin(gate, layerName(l, "mlp.down_proj.weight"), "")
+			for i := range d {
+				h[s][i] += d[i]
+			}
+		}
+	}
+	head := LMHeadName
+	if cfg.TieWordEmbeddings {
+		head = EmbedName
+	}
+	out := make([][]float64, S)
+	for s := range h {
+		out[s] = lin(norm(h[s], NormName), head, "")
+	}
+	return out
+}
+
+func negate(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = -v
+	}
+	return out
+}
+
+func TestReferenceMatchesNaiveTransformersMath(t *testing.T) {
+	for name, cfg := range testConfigs(t) {
+		t.Run(name, func(t *testing.T) {
+			w := mustRandom(t, cfg, 11)
+			ref := mustReference(t, cfg, w)
+			ids := tokens(7, cfg.VocabSize, 9)
+			out, err := ref.Forward(Inputs{InputIDs: [][]int64{ids}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := naiveForward(cfg, w, ids)
+			for s := range ids {
+				w32 := make([]float32, len(want[s]))
+				for i, v := range want[s] {
+					w32[i] = float32(v)
+				}
+				assertClose(t, fmt.Sprintf("position %d", s), out.At(0, s), w32, 1e-4)
+			}
+		})
+	}
+}
+
+func TestReferenceIncrementalMatchesFull(t *testing.T) {
+	cfg := testConfigs(t)["qwen2_tied_bias"]
+	w := mustRandom(t, cfg, 12)
+	ref := mustReference(t, cfg, w)
+	ids := tokens(10, cfg.VocabSize, 1)
+	full, err := ref.Forward(Inputs{InputIDs: [][]int64{ids}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ref.NewDecoder()
+	logits, err := d.Append(ids[:4]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertClose(t, "prefill", logits, full.At(0, 3), 1e-5)
+	for s := 4; s < len(ids); s++ {
+		if logits, err = d.Append(ids[s]); err != nil {
+			t.Fatal(err)
+		}
+		assertClose(t, fmt.Sprintf("step %d", s), logits, full.At(0, s), 1e-5)
+	}
+	if d.Len() != len(ids) {
+		t.Errorf("decoder length %d", d.Len())
+	}
+	// Greedy continues exactly as repeated full forwards would.
+	got, err := ref.Greedy(ids[:3], 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := append([]int64(nil), ids[:3]...)
+	for i := 0; i < 4; i++ {
+		o, err := ref.Forward(Inputs{InputIDs: [][]int64{seq}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := int64(Argmax(o.At(0, len(seq)-1)))
+		if got[i] != next {
+			t.Fatalf("greedy step %d = %d, full forward says %d", i, got[i], next)
+		}
+		seq = append(seq, next)
+	}
+}
+
+func TestReferenceLeftPaddingMatchesAlone(t *testing.T) {
+	cfg := testConfigs(t)["tiny"]
+	w := mustRandom(t, cfg, 13)
+	ref := mustReference(t, cfg, w)
+	seqs := [][]int64{tokens(2, cfg.VocabSize, 1), tokens(6, cfg.VocabSize, 2)}
+	batch := leftPadded(seqs, 0)
+	out, err := ref.Forward(batch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertFinite(t, "padded logits", out.Logits)
+	n := len(batch.InputIDs[0])
+	for b, s := range seqs {
+		alone, err := ref.Forward(Inputs{InputIDs: [][]int64{s}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range s {
+			assertClose(t, fmt.Sprintf("row %d pos %d", b, i), out.At(b, n-len(s)+i), alone.At(0, i), 1e-5)
+		}
+	}
+}
+
+func TestPositionIDsLikeGenerate(t *testing.T) {
+	got := PositionIDs([][]int64{{0, 0, 1, 1, 1}, {1, 1, 1, 1, 1}}, 3)
+	if fmt.Sprint(got) != "[[0 1 2] [2 3 4]]" {
+		t.Fatalf("PositionIDs = %v", got)
+	}
+	got = PositionIDs([][]int64{{0, 0, 0, 1}}, 4)
+	if fmt.Sprint(got) != "[[1 1 1 0]]" {
+		t.Fatalf("PositionIDs with padding = %v", got)
+	}
+}
+
+func TestForwardRejectsBadInputs(t *testing.T) {
+	cfg := testConfigs(t)["tiny"]
+	ref := mustReference(t, cfg, mustRandom(t, cfg, 1))
+	bad := []Inputs{
+		{},
+		{InputIDs: [][]int64{{1, 2}, {3}}},
+		{InputIDs: [][]int64{{int64(cfg.VocabSize)}}},
+		{InputIDs: [][]int64{{1}}, AttentionMask: [][]int64{{1, 1}}},
+	}
+	for i, in := range bad {
+		if _, err := ref.Forward(in, nil); err == nil {
+			t.Errorf("case %d accepted", i)
+		}
+	}
+}
