@@ -87,9 +87,10 @@ func (s Stats) Overhead() float64 {
 // has one owner: Step, AddGroup and the Sequence methods must be called from
 // one goroutine (or under the caller's lock). See the package comment.
 type Engine struct {
-	pol    *Policy
-	opts   EngineOptions
-	maxLen int
+	pol      *Policy
+	opts     EngineOptions
+	maxLen   int
+	maxTokID int32
 
 	queue []workItem
 	rows  []*Sequence // decode batch, in row order
@@ -134,7 +135,7 @@ func NewEngine(pol *Policy, opts EngineOptions) *Engine {
 		}
 	}
 	return &Engine{
-		pol: pol, opts: opts, maxLen: maxLen,
+		pol: pol, opts: opts, maxLen: maxLen, maxTokID: pol.tok.MaxID(),
 		cur: &kvBlock{}, spare: &kvBlock{}, prefillPast: &kvBlock{}, prefillPresent: &kvBlock{},
 	}
 }
@@ -287,11 +288,11 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 
 	// Survivors of the last step keep their order.
 	survivors := e.rows[:0:0]
-	var survivorPads []int
+	var survivorRows []int // each survivor's row in e.cur
 	for i, s := range e.rows {
 		if s.state == StateRunning {
 			survivors = append(survivors, s)
-			survivorPads = append(survivorPads, e.pads[i])
+			survivorRows = append(survivorRows, i)
 		}
 	}
 	if len(survivors) != len(e.rows) {
@@ -304,7 +305,7 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 	}
 	e.stats.Steps++
 	if len(admitted) > 0 || e.dirty {
-		if err := e.repack(survivors, survivorPads, admitted); err != nil {
+		if err := e.repack(survivors, survivorRows, admitted); err != nil {
 			return nil, err
 		}
 	}
@@ -351,7 +352,7 @@ type prefillRow struct {
 
 // repack lays out the decode batch's cache for survivors followed by the
 // admitted work, running one batched prefill for the admitted work first.
-func (e *Engine) repack(survivors []*Sequence, survivorPads []int, admitted []workItem) error {
+func (e *Engine) repack(survivors []*Sequence, survivorRows []int, admitted []workItem) error {
 	l := &e.pol.io
 	var pre []prefillRow
 	preIndex := make([]int, len(admitted)) // prefill row of each admitted item, -1 if none
@@ -385,7 +386,8 @@ func (e *Engine) repack(survivors []*Sequence, survivorPads []int, admitted []wo
 	var srcs []rowSource
 	for i, s := range survivors {
 		rows = append(rows, s)
-		srcs = append(srcs, rowSource{blk: e.cur, row: i, spans: [2]span{{survivorPads[i], e.cur.cols}}})
+		r := survivorRows[i]
+		srcs = append(srcs, rowSource{blk: e.cur, row: r, spans: [2]span{{e.pads[r], e.cur.cols}}})
 	}
 	for i, w := range admitted {
 		var src rowSource
@@ -550,9 +552,12 @@ func (e *Engine) advance(s *Sequence, logits []float32) EventKind {
 	s.segments[len(s.segments)-1].End++
 	s.sampled++
 
-	delta, err := s.decoder.Add(id)
-	if err != nil {
-		delta = ""
+	var delta string
+	if id <= e.maxTokID { // models may have more logits than the tokenizer has tokens
+		var err error
+		if delta, err = s.decoder.Add(id); err != nil {
+			delta = ""
+		}
 	}
 	s.text.WriteString(delta)
 	for _, eos := range g.eos {

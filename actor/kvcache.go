@@ -58,9 +58,16 @@ func copyRow(l *ioLayout, dst *kvBlock, dstRow, at int, src rowSource) {
 	colBytes := l.headDim * l.kvElem
 	for layer := 0; layer < l.layers; layer++ {
 		for kv := 0; kv < 2; kv++ {
-			d, s := dst.keys[layer], src.blk.keys[layer]
+			d := dst.keys[layer]
 			if kv == 1 {
-				d, s = dst.values[layer], src.blk.values[layer]
+				d = dst.values[layer]
+			}
+			var s []byte
+			if src.len() > 0 {
+				s = src.blk.keys[layer]
+				if kv == 1 {
+					s = src.blk.values[layer]
+				}
 			}
 			for h := 0; h < l.kvHeads; h++ {
 				dOff := ((dstRow*l.kvHeads + h) * dst.cols) * colBytes
