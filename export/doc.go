@@ -1,0 +1,22 @@
+// Package export reads and writes toolrl datasets: trajectories and advantage
+// records, as JSONL (optionally gzipped) or Parquet, so that trainers load them
+// with the tools they already use (Hugging Face datasets, pandas, DuckDB).
+//
+// The file extension chooses the format: ".jsonl", ".jsonl.gz" or ".parquet".
+// JSONL holds one record per line in traj's JSON codec. Parquet holds one row
+// per record, zstd-compressed, in row groups of WriterOptions.RowsPerGroup rows,
+// with the schema version in the file's key-value metadata under MetaSchema.
+// The Parquet columns are documented in docs/export.md; the trainer-facing ones
+// are input_ids, prompt_len, loss_mask, old_logprobs, ref_logprobs, advantages,
+// kl, reward, reward_<part>, group_id, sample_index, policy_version and
+// segments.
+//
+// Both formats hold the same values: a record read back from either compares
+// equal (reflect.DeepEqual) to what traj's JSON codec decodes from its JSON
+// line, empty lists included. Writers validate every record and readers
+// validate every record they return, so NaN, ±Inf and broken invariants are
+// rejected with the file and line (JSONL) or row (Parquet) named.
+//
+// Readers and writers are not safe for concurrent use; give each goroutine its
+// own or serialise calls.
+package export

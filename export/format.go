@@ -1,0 +1,182 @@
+package export
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/toolrl/toolrl/traj"
+)
+
+// Format is a file format export reads and writes.
+type Format int
+
+// The formats, chosen from the file extension by FormatOf.
+const (
+	// JSONL is one JSON record per line (".jsonl").
+	JSONL Format = iota + 1
+	// JSONLGzip is JSONL in a gzip stream (".jsonl.gz").
+	JSONLGzip
+	// Parquet is an Apache Parquet file (".parquet").
+	Parquet
+)
+
+// String returns the format's usual name.
+func (f Format) String() string {
+	switch f {
+	case JSONL:
+		return "jsonl"
+	case JSONLGzip:
+		return "jsonl.gz"
+	case Parquet:
+		return "parquet"
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// ErrUnknownFormat is returned for a path whose extension is none of .jsonl,
+// .jsonl.gz or .parquet.
+var ErrUnknownFormat = errors.New("unknown file format: want .jsonl, .jsonl.gz or .parquet")
+
+// FormatOf returns the format that a path's extension names (case-insensitive).
+func FormatOf(path string) (Format, error) {
+	lower := strings.ToLower(path)
+	switch {
+	case strings.HasSuffix(lower, ".jsonl.gz"):
+		return JSONLGzip, nil
+	case strings.HasSuffix(lower, ".jsonl"):
+		return JSONL, nil
+	case strings.HasSuffix(lower, ".parquet"):
+		return Parquet, nil
+	}
+	return 0, fmt.Errorf("%s: %w", path, ErrUnknownFormat)
+}
+
+// Kind is what a file holds.
+type Kind int
+
+// The kinds of records a file can hold.
+const (
+	// Trajectories are traj.Trajectory records (schema traj.TrajectorySchema).
+	// A JSONL file of traj.Group lines also has this kind: its readers yield
+	// the groups' trajectories in order.
+	Trajectories Kind = iota + 1
+	// Advantages are traj.AdvantageRecord records (schema traj.AdvantageSchema).
+	Advantages
+)
+
+// String returns "trajectories" or "advantages".
+func (k Kind) String() string {
+	switch k {
+	case Trajectories:
+		return "trajectories"
+	case Advantages:
+		return "advantages"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Schema returns the schema version string of the kind's records.
+func (k Kind) Schema() string {
+	if k == Advantages {
+		return traj.AdvantageSchema
+	}
+	return traj.TrajectorySchema
+}
+
+func kindOfSchema(schema string) (Kind, bool) {
+	switch schema {
+	case traj.TrajectorySchema:
+		return Trajectories, true
+	case traj.AdvantageSchema:
+		return Advantages, true
+	}
+	return 0, false
+}
+
+// DetectKind reads the schema of a file: the MetaSchema key-value metadata of
+// a Parquet file, or the "schema" field of the first non-blank JSONL line. An
+// empty JSONL file has no kind and gives an error.
+func DetectKind(path string) (Kind, error) {
+	format, err := FormatOf(path)
+	if err != nil {
+		return 0, err
+	}
+	if format == Parquet {
+		f, closer, err := openParquetFile(path)
+		if err != nil {
+			return 0, err
+		}
+		defer closer.Close()
+		schema, _ := f.Lookup(MetaSchema)
+		kind, ok := kindOfSchema(schema)
+		if !ok {
+			return 0, fmt.Errorf("%s: key-value metadata %s is %q, want %q or %q", path, MetaSchema, schema, traj.TrajectorySchema, traj.AdvantageSchema)
+		}
+		return kind, nil
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("detect kind: %w", err)
+	}
+	defer file.Close()
+	var r io.Reader = file
+	if format == JSONLGzip {
+		gz, err := gzip.NewReader(file)
+		if err != nil {
+			return 0, fmt.Errorf("%s: gzip: %w", path, err)
+		}
+		defer gz.Close()
+		r = gz
+	}
+	br := bufio.NewReaderSize(r, 1<<16)
+	for line := 1; ; line++ {
+		data, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(data)) > 0 {
+			var head struct {
+				Schema string `json:"schema"`
+			}
+			if jerr := json.Unmarshal(data, &head); jerr != nil {
+				return 0, fmt.Errorf("%s line %d: %w", path, line, jerr)
+			}
+			kind, ok := kindOfSchema(head.Schema)
+			if !ok {
+				return 0, fmt.Errorf("%s line %d: schema is %q, want %q or %q", path, line, head.Schema, traj.TrajectorySchema, traj.AdvantageSchema)
+			}
+			return kind, nil
+		}
+		if err == io.EOF {
+			return 0, fmt.Errorf("%s: no records, so no kind", path)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+	}
+}
+
+// openParquetFile opens path as a Parquet file; the closer closes the OS file.
+func openParquetFile(path string) (*parquet.File, io.Closer, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open parquet: %w", err)
+	}
+	info, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, nil, fmt.Errorf("open parquet: %w", err)
+	}
+	f, err := parquet.OpenFile(file, info.Size())
+	if err != nil {
+		file.Close()
+		return nil, nil, fmt.Errorf("%s: not a readable parquet file: %w", path, err)
+	}
+	return f, file, nil
+}

@@ -1,0 +1,310 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// parquetWriter writes one row per record into a temporary file beside the
+// destination and renames it into place on Close, so a reader never sees a
+// file without its footer. Flush ends the current row group, which bounds the
+// writer's memory; a Parquet file is readable only once Close has written the
+// footer, so a crash before Close loses the file (use JSONL for a log that
+// must survive a crash record by record).
+type parquetWriter[T, R any] struct {
+	path    string
+	tmp     string
+	opts    WriterOptions
+	rows    *rowCodec[T, R]
+	file    *os.File
+	layout  *layout
+	pw      *parquet.Writer
+	encoded []any
+	pending []T // the first row group, held until the columns are fixed
+	err     error
+	closed  bool
+}
+
+func createParquet[T, R any](path string, opts WriterOptions, rows *rowCodec[T, R]) (*parquetWriter[T, R], error) {
+	if opts.RowsPerGroup < 0 {
+		return nil, fmt.Errorf("create %s: RowsPerGroup is %d, want ≥ 0", path, opts.RowsPerGroup)
+	}
+	for key := range opts.Metadata {
+		if strings.HasPrefix(key, "toolrl.") {
+			return nil, fmt.Errorf("create %s: metadata key %q: the toolrl. prefix is reserved", path, key)
+		}
+	}
+	for _, part := range opts.RewardParts {
+		if err := checkPartName(part); err != nil {
+			return nil, fmt.Errorf("create %s: %w", path, err)
+		}
+	}
+	file, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", rows.kind, err)
+	}
+	return &parquetWriter[T, R]{path: path, tmp: file.Name(), opts: opts, rows: rows, file: file}, nil
+}
+
+// start fixes the columns: the declared parts and those of the first row group.
+func (w *parquetWriter[T, R]) start(first []T) error {
+	set := make(map[string]bool)
+	for _, p := range w.opts.RewardParts {
+		set[p] = true
+	}
+	for i := range first {
+		for p := range w.rows.parts(&first[i]) {
+			set[p] = true
+		}
+	}
+	parts := make([]string, 0, len(set))
+	for p := range set {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	l, err := newLayout(reflect.TypeFor[R](), parts)
+	if err != nil {
+		return fmt.Errorf("write %s to %s: %w", w.rows.kind, w.path, err)
+	}
+	rowsPerGroup := w.rowsPerGroup()
+	options := []parquet.WriterOption{
+		l.schema,
+		parquet.Compression(&parquet.Zstd),
+		parquet.MaxRowsPerRowGroup(rowsPerGroup),
+		parquet.CreatedBy("toolrl", "", ""),
+		parquet.KeyValueMetadata(MetaSchema, w.rows.kind.Schema()),
+		parquet.KeyValueMetadata(MetaRewardParts, strings.Join(parts, ",")),
+	}
+	for k, v := range w.opts.Metadata {
+		options = append(options, parquet.KeyValueMetadata(k, v))
+	}
+	config, err := parquet.NewWriterConfig(options...)
+	if err != nil {
+		return fmt.Errorf("write %s: parquet writer config: %w", w.path, err)
+	}
+	w.layout = l
+	w.pw = parquet.NewWriter(w.file, config)
+	return nil
+}
+
+func (w *parquetWriter[T, R]) Write(records ...T) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return fmt.Errorf("write %s: writer is closed", w.path)
+	}
+	for i := range records {
+		if err := w.rows.validate(&records[i]); err != nil {
+			return fmt.Errorf("write %s to %s: record %d of the batch: %w", w.rows.kind, w.path, i, err)
+		}
+	}
+	if w.layout == nil {
+		// The columns are fixed by the first row group: hold its records.
+		w.pending = append(w.pending, records...)
+		if int64(len(w.pending)) < w.rowsPerGroup() {
+			return nil
+		}
+		return w.startPending()
+	}
+	return w.write(records)
+}
+
+func (w *parquetWriter[T, R]) rowsPerGroup() int64 {
+	if w.opts.RowsPerGroup == 0 {
+		return DefaultRowsPerGroup
+	}
+	return w.opts.RowsPerGroup
+}
+
+// startPending fixes the columns from the held records and writes them.
+func (w *parquetWriter[T, R]) startPending() error {
+	if err := w.start(w.pending); err != nil {
+		w.err = err
+		return err
+	}
+	pending := w.pending
+	w.pending = nil
+	if err := w.write(pending); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
+}
+
+func (w *parquetWriter[T, R]) write(records []T) error {
+	// Encode the whole batch before writing any of it: a record with an
+	// unknown reward part rejects the call and writes nothing.
+	w.encoded = w.encoded[:0]
+	var static R
+	sv := reflect.ValueOf(&static).Elem()
+	for i := range records {
+		if err := w.rows.toRow(&records[i], &static); err != nil {
+			return fmt.Errorf("write %s to %s: %s: %w", w.rows.kind, w.path, w.rows.id(&records[i]), err)
+		}
+		row, err := w.layout.encode(sv, w.rows.parts(&records[i]))
+		if err != nil {
+			return fmt.Errorf("write %s to %s: %s: %w", w.rows.kind, w.path, w.rows.id(&records[i]), err)
+		}
+		w.encoded = append(w.encoded, row)
+	}
+	for _, row := range w.encoded {
+		if err := w.pw.Write(row); err != nil {
+			w.err = fmt.Errorf("write %s: %w", w.path, err)
+			return w.err
+		}
+	}
+	clear(w.encoded)
+	return nil
+}
+
+// Flush ends the current row group.
+func (w *parquetWriter[T, R]) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.layout == nil {
+		if len(w.pending) == 0 {
+			return nil
+		}
+		if err := w.startPending(); err != nil {
+			return err
+		}
+	}
+	if err := w.pw.Flush(); err != nil {
+		w.err = fmt.Errorf("flush %s: %w", w.path, err)
+		return w.err
+	}
+	return nil
+}
+
+// Close writes the footer, fsyncs and renames the file into place. After a
+// failed write it removes the temporary file and returns the first error.
+func (w *parquetWriter[T, R]) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.err == nil && w.layout == nil {
+		w.startPending()
+	}
+	if w.err == nil {
+		if err := w.pw.Close(); err != nil {
+			w.err = fmt.Errorf("close %s: %w", w.path, err)
+		}
+	}
+	if w.err == nil {
+		if err := w.file.Sync(); err != nil {
+			w.err = fmt.Errorf("fsync %s: %w", w.path, err)
+		}
+	}
+	if err := w.file.Close(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("close %s: %w", w.path, err)
+	}
+	if w.err == nil {
+		if err := os.Rename(w.tmp, w.path); err != nil {
+			w.err = fmt.Errorf("close %s: %w", w.path, err)
+		}
+	}
+	if w.err != nil {
+		os.Remove(w.tmp)
+		return w.err
+	}
+	return nil
+}
+
+// parquetReader reads the rows of a file written by parquetWriter (or any file
+// with the same columns: extra columns are ignored).
+type parquetReader[T, R any] struct {
+	path   string
+	rows   *rowCodec[T, R]
+	closer io.Closer
+	layout *layout
+	pr     *parquet.Reader
+	row    int64
+	err    error
+}
+
+func openParquet[T, R any](path string, rows *rowCodec[T, R]) (*parquetReader[T, R], error) {
+	f, closer, err := openParquetFile(path)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(format string, args ...any) (*parquetReader[T, R], error) {
+		closer.Close()
+		return nil, fmt.Errorf("%s: "+format, append([]any{path}, args...)...)
+	}
+	want := rows.kind.Schema()
+	schema, ok := f.Lookup(MetaSchema)
+	if !ok {
+		return fail("no %s key-value metadata: not a toolrl %s file", MetaSchema, rows.kind)
+	}
+	if schema != want {
+		if k, known := kindOfSchema(schema); known {
+			return fail("holds %s (%s), not %s", k, schema, rows.kind)
+		}
+		return fail("%s is %q, want %q", MetaSchema, schema, want)
+	}
+	parts, err := partsOfFile(f.Schema(), reflect.TypeFor[R]())
+	if err != nil {
+		return fail("%v", err)
+	}
+	l, err := newLayout(reflect.TypeFor[R](), parts)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return &parquetReader[T, R]{path: path, rows: rows, closer: closer, layout: l, pr: parquet.NewReader(f)}, nil
+}
+
+func (r *parquetReader[T, R]) Next() (rec T, err error) {
+	if r.err != nil {
+		return rec, r.err
+	}
+	defer func() {
+		// parquet-go can panic on a corrupt page; name the row instead.
+		if p := recover(); p != nil {
+			r.err = fmt.Errorf("%s row %d: corrupt parquet data: %v", r.path, r.row+1, p)
+			err = r.err
+		}
+	}()
+	row := reflect.New(r.layout.row)
+	if err := r.pr.Read(row.Interface()); err != nil {
+		if errors.Is(err, io.EOF) {
+			r.err = io.EOF
+		} else {
+			r.err = fmt.Errorf("%s row %d: %w", r.path, r.row+1, err)
+		}
+		return rec, r.err
+	}
+	r.row++
+	var static R
+	parts := r.layout.decode(row, reflect.ValueOf(&static).Elem())
+	rec = r.rows.fromRow(&static, parts)
+	if err := r.rows.validate(&rec); err != nil {
+		r.err = fmt.Errorf("%s row %d: %w", r.path, r.row, err)
+		var zero T
+		return zero, r.err
+	}
+	return rec, nil
+}
+
+// NumRows returns the number of rows in the file.
+func (r *parquetReader[T, R]) NumRows() int64 { return r.pr.NumRows() }
+
+func (r *parquetReader[T, R]) Close() error {
+	if r.closer == nil {
+		return nil
+	}
+	r.pr.Close()
+	err := r.closer.Close()
+	r.closer = nil
+	return err
+}
