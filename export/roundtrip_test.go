@@ -2,10 +2,10 @@ package export
 
 import (
 	"bytes"
-	"fmt"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -31,7 +31,7 @@ func edgeTrajectories() []traj.Trajectory {
 	emptyLists := base("empty-lists")
 	emptyLists.LossMask, emptyLists.Logprobs, emptyLists.Segments = traj.Mask{}, []float32{}, []traj.Segment{}
 	emptyLists.RefLogprobs, emptyLists.StepRewards = []float32{}, []float64{} // omitempty: read back nil
-	emptyLists.Reward.Parts = map[string]float64{}                          // omitempty: read back nil
+	emptyLists.Reward.Parts = map[string]float64{}                            // omitempty: read back nil
 	extreme := base("extreme")
 	extreme.Seed, extreme.PolicyVersion = math.MaxUint64, math.MinInt64
 	extreme.Tokens = []int32{math.MaxInt32, 0, 1, 2}
@@ -250,7 +250,7 @@ func convert[T any](t *testing.T, from, to string, open func(string) (Reader[T],
 func TestWritersRejectNonFiniteValues(t *testing.T) {
 	good := allAdvantages()[5]
 	cases := map[string]func(a *traj.AdvantageRecord){
-		"advantages[0]":  func(a *traj.AdvantageRecord) { a.Advantages[0] = float32(math.NaN()) },
+		"advantages[0]":   func(a *traj.AdvantageRecord) { a.Advantages[0] = float32(math.NaN()) },
 		"old_logprobs[0]": func(a *traj.AdvantageRecord) { a.OldLogprobs[0] = float32(math.Inf(-1)) },
 		"reward.total":    func(a *traj.AdvantageRecord) { a.Reward.Total = math.Inf(1) },
 		"reward.parts.bad": func(a *traj.AdvantageRecord) {
