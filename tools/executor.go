@@ -32,6 +32,10 @@ type ExecutorOptions struct {
 	// executes; calls past a cap fail as over_cap (0: no cap).
 	MaxCallsPerTurn       int
 	MaxCallsPerTrajectory int
+	// TimeoutGrace is how long a timed-out call waits for its tool to
+	// return before it is reported abandoned (default 10ms; the timeout
+	// result comes at most this late after the deadline).
+	TimeoutGrace time.Duration
 	// Logger receives panics and abandoned calls (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -67,6 +71,9 @@ func NewExecutor(reg *Registry, opts ExecutorOptions) *Executor {
 	if opts.CountTokens == nil {
 		opts.CountTokens = EstimateTokens
 	}
+	if opts.TimeoutGrace <= 0 {
+		opts.TimeoutGrace = 10 * time.Millisecond
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -94,8 +101,8 @@ type ExecutorStats struct {
 	PeakInFlight int64 // the most tool executions running at once
 	Timeouts     int64
 	Panics       int64
-	// Abandoned counts timed-out calls whose tool had not returned when the
-	// timeout was reported; their slots are freed when the tool returns.
+	// Abandoned counts timed-out calls whose tool had not returned within
+	// TimeoutGrace of the deadline; their slots are freed when it returns.
 	Abandoned int64
 }
 
@@ -119,8 +126,8 @@ type outcome struct {
 }
 
 // Execute runs one call and returns its result; it never panics and never
-// returns later than the call's deadline (plus scheduling), whatever the tool
-// does. A call that failed parsing is not run: its result carries the parse
+// returns later than the call's deadline plus TimeoutGrace (and scheduling),
+// whatever the tool does. A call that failed parsing is not run: its result carries the parse
 // error class. Waiting for a concurrency slot is bounded by ctx only; the
 // per-call timeout starts once the call holds its slots, and LatencyMS is the
 // time from then to the result.
@@ -199,18 +206,22 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 			out = traj.ToolResult{OK: true, Content: o.res.Content}
 		}
 	case <-callCtx.Done():
-		// The tool has not returned: report now, at the deadline.
-		if ctx.Err() != nil {
+		// The tool has not returned: report at the deadline.
+		if errors.Is(ctx.Err(), context.Canceled) {
 			out = Failure(ClassCanceled, ctx.Err().Error())
 		} else {
 			out = Failure(ClassTimeout, fmt.Sprintf("%s did not finish within %s", c.Name, timeout))
 		}
+		// A tool that honours ctx returns within the grace; one that does
+		// not is left running (its slots stay taken until it returns).
+		grace := time.NewTimer(e.opts.TimeoutGrace)
 		select {
 		case <-returned:
-		default:
+		case <-grace.C:
 			e.abandoned.Add(1)
 			e.opts.Logger.Warn("tool call abandoned at its deadline", "tool", c.Name, "timeout", timeout)
 		}
+		grace.Stop()
 	}
 	if out.ErrorClass == ClassTimeout {
 		e.timeouts.Add(1)
