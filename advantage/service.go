@@ -1,0 +1,397 @@
+package advantage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	goredis "github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// ServiceOptions configures a Service. Job is required; the rest have the
+// documented defaults.
+type ServiceOptions struct {
+	// Job names the job whose streams are used (redis.JobKeys).
+	Job string
+	// Config is the advantage math. CurrentPolicyVersion is ignored: the
+	// service reads the trainer's version from the job's policy_version key
+	// (when the key is missing, nothing is stale).
+	Config Config
+	// Workers is the number of consumers run concurrently; 0 means 2.
+	Workers int
+	// Batch is the most groups one worker reads and commits at once; 0 means 32.
+	Batch int64
+	// Block is how long a read waits for new groups; 0 means 1 s.
+	Block time.Duration
+	// ClaimIdle is how long a group may stay pending with a consumer (e.g. one
+	// that died) before another takes it; 0 means 30 s.
+	ClaimIdle time.Duration
+	// MaxDeliveries sends a group delivered more often to the dead letters;
+	// 0 means 5.
+	MaxDeliveries int64
+	// ConsumerName prefixes the consumers' names; "" means hostname-pid.
+	// Each worker appends "-<n>".
+	ConsumerName string
+	// MetricsInterval is how often lag, pending, groups/s and the policy
+	// version are refreshed; 0 means 1 s.
+	MetricsInterval time.Duration
+	// Registerer receives the metrics; nil means a new registry of the
+	// service's own (see Service.Gatherer).
+	Registerer prometheus.Registerer
+	// Logger receives structured logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Service is the advantage service: it consumes a job's groups stream with
+// consumer group "advantage" and, for each group, writes its advantage records
+// to the advantages stream, marks the group done and acknowledges the entry in
+// one atomic step. Entries that cannot be decoded or computed go to the dead
+// letters with the reason.
+type Service struct {
+	client goredis.UniversalClient
+	opts   ServiceOptions
+	keys   redis.Keys
+	log    *slog.Logger
+	m      *metrics
+	reg    *prometheus.Registry // set when the service owns its registry
+
+	committed     atomic.Int64 // groups committed, for groups/s
+	policyVersion atomic.Int64
+	policyKnown   atomic.Bool
+	healthMu      sync.Mutex
+	healthErr     error
+	healthAt      time.Time
+}
+
+// NewService checks the options and returns a service over client; Run
+// starts it.
+func NewService(client goredis.UniversalClient, opts ServiceOptions) (*Service, error) {
+	if err := redis.ValidateJob(opts.Job); err != nil {
+		return nil, err
+	}
+	if err := opts.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 32
+	}
+	if opts.MetricsInterval <= 0 {
+		opts.MetricsInterval = time.Second
+	}
+	if opts.ConsumerName == "" {
+		host, _ := os.Hostname()
+		opts.ConsumerName = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Service{client: client, opts: opts, keys: redis.JobKeys(opts.Job), log: opts.Logger}
+	reg := opts.Registerer
+	if reg == nil {
+		s.reg = prometheus.NewRegistry()
+		reg = s.reg
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("advantage service: register metrics: %w", err)
+	}
+	s.m = m
+	return s, nil
+}
+
+// Handler serves /metrics (Prometheus, from the service's own registry, or
+// from the default gatherer when a Registerer was given) and /healthz (200
+// while the last Redis check succeeded, 503 otherwise).
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	var g prometheus.Gatherer = prometheus.DefaultGatherer
+	if s.reg != nil {
+		g = s.reg
+	}
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := s.Healthy(); err != nil {
+			http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// Healthy returns nil when the last Redis check (every MetricsInterval)
+// succeeded, else what failed.
+func (s *Service) Healthy() error {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	if s.healthAt.IsZero() {
+		return errors.New("not started")
+	}
+	return s.healthErr
+}
+
+func (s *Service) setHealth(err error) {
+	s.healthMu.Lock()
+	s.healthErr, s.healthAt = err, time.Now()
+	s.healthMu.Unlock()
+}
+
+// Run consumes until ctx is cancelled, then lets every worker finish and
+// commit the batch it holds (graceful shutdown) and returns nil. Redis errors
+// are logged and retried with backoff; Run returns an error only when it
+// cannot start.
+func (s *Service) Run(ctx context.Context) error {
+	consumers := make([]*redis.Consumer, s.opts.Workers)
+	for i := range consumers {
+		c, err := redis.NewConsumer(s.client, redis.ConsumerOptions{
+			Stream: s.keys.Groups, Group: redis.AdvantageGroup, Consumer: fmt.Sprintf("%s-%d", s.opts.ConsumerName, i),
+			DeadLetter: s.keys.Dead, Count: s.opts.Batch, Block: s.opts.Block, ClaimIdle: s.opts.ClaimIdle,
+			MaxDeliveries: s.opts.MaxDeliveries,
+		})
+		if err != nil {
+			return err
+		}
+		consumers[i] = c
+	}
+	if err := retry(ctx, s, "create consumer group", func() error { return consumers[0].EnsureGroup(ctx) }); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	s.log.Info("advantage service started", "job", s.opts.Job, "stream", s.keys.Groups, "workers", s.opts.Workers,
+		"mode", s.opts.Config.Mode, "estimator", s.opts.Config.Estimator, "kl", s.opts.Config.KL)
+	s.refresh(ctx, consumers[0], time.Now(), 0)
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range consumers {
+		g.Go(func() error { s.work(gctx, c); return nil })
+	}
+	g.Go(func() error { s.monitor(gctx, consumers[0]); return nil })
+	err := g.Wait()
+	s.log.Info("advantage service stopped", "job", s.opts.Job, "groups", s.committed.Load())
+	return err
+}
+
+// work is one worker's loop: read a batch, process and commit it.
+func (s *Service) work(ctx context.Context, c *redis.Consumer) {
+	backoff := newBackoff()
+	for ctx.Err() == nil {
+		msgs, err := c.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.m.redisErrors.Inc()
+			s.log.Warn("read groups", "consumer", c.Options().Consumer, "err", err)
+			backoff.wait(ctx)
+			continue
+		}
+		backoff.reset()
+		if len(msgs) == 0 {
+			continue
+		}
+		// The batch is committed even when shutdown began while it was being
+		// read: a bounded grace period, not the cancelled context.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		err = s.process(bctx, c, msgs)
+		cancel()
+		if err != nil {
+			// The entries stay pending and are claimed again after ClaimIdle;
+			// the done set keeps a commit that did land from being repeated.
+			s.m.redisErrors.Inc()
+			s.log.Warn("commit groups", "consumer", c.Options().Consumer, "groups", len(msgs), "err", err)
+			backoff.wait(ctx)
+		}
+	}
+}
+
+// process decodes, computes, encodes and commits one batch.
+func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.Message) error {
+	start := time.Now()
+	cfg := s.opts.Config
+	cfg.CurrentPolicyVersion = s.policyVersion.Load()
+	if !s.policyKnown.Load() {
+		cfg.MaxStaleness = -1
+	}
+	var dead []redis.DeadLetter
+	outputs := make([]redis.Output, 0, len(msgs))
+	var st Stats
+	for _, m := range msgs {
+		out, gst, err := s.compute(m, cfg)
+		if err != nil {
+			dead = append(dead, redis.DeadLetter{Message: m, Reason: err.Error()})
+			continue
+		}
+		st.Add(gst)
+		outputs = append(outputs, out)
+	}
+	if err := c.DeadLetter(ctx, dead...); err != nil {
+		return err
+	}
+	s.m.deadLetters.Add(float64(len(dead)))
+	for _, d := range dead {
+		s.log.Warn("dead-lettered group entry", "id", d.Message.ID, "reason", d.Reason)
+	}
+	written, err := c.Commit(ctx, s.keys.GroupsDone, s.keys.Advantages, outputs)
+	if err != nil {
+		return err
+	}
+	var records, dups int
+	for i, w := range written {
+		if w {
+			records += len(outputs[i].Entries)
+		} else {
+			dups++
+		}
+	}
+	s.committed.Add(int64(len(outputs)))
+	s.m.groups.Add(float64(len(outputs)))
+	s.m.records.Add(float64(records))
+	s.m.duplicates.Add(float64(dups))
+	s.m.staleDropped.Add(float64(st.DroppedStale))
+	s.m.staleFlagged.Add(float64(st.Stale - st.DroppedStale))
+	s.m.zeroVariance.Add(float64(st.ZeroVariance))
+	s.m.zeroDropped.Add(float64(st.DroppedZero))
+	s.m.batchSeconds.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// compute turns one groups-stream entry into its output.
+func (s *Service) compute(m redis.Message, cfg Config) (redis.Output, Stats, error) {
+	g, err := redis.DecodeGroupEntry(m)
+	if err != nil {
+		return redis.Output{}, Stats{}, err
+	}
+	if g.JobID != s.opts.Job {
+		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: group %s belongs to job %q, not %q", m.ID, g.GroupID, g.JobID, s.opts.Job)
+	}
+	recs, st, err := Compute(g, cfg)
+	if err != nil {
+		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
+	}
+	out := redis.Output{ID: m.ID, Done: g.GroupID, Entries: make([][]redis.Field, len(recs))}
+	for i := range recs {
+		r := &recs[i]
+		data, err := redis.EncodeRecord(r)
+		if err != nil {
+			return redis.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
+		}
+		out.Entries[i] = RecordFields(r, data)
+	}
+	return out, st, nil
+}
+
+// RecordFields are the fields of an advantages-stream entry for record r with
+// JSON data.
+func RecordFields(r *traj.AdvantageRecord, data []byte) []redis.Field {
+	return []redis.Field{
+		{Name: redis.FieldTrajectoryID, Value: []byte(r.TrajectoryID)},
+		{Name: redis.FieldGroupID, Value: []byte(r.GroupID)},
+		{Name: redis.FieldPolicyVersion, Value: strconv.AppendInt(nil, r.PolicyVersion, 10)},
+		{Name: redis.FieldSchema, Value: []byte(r.Schema)},
+		{Name: redis.FieldRecord, Value: data},
+	}
+}
+
+// monitor refreshes health, the policy version and the gauges every interval.
+func (s *Service) monitor(ctx context.Context, c *redis.Consumer) {
+	t := time.NewTicker(s.opts.MetricsInterval)
+	defer t.Stop()
+	last, lastCount := time.Now(), s.committed.Load()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.refresh(ctx, c, last, lastCount)
+			last, lastCount = now, s.committed.Load()
+		}
+	}
+}
+
+func (s *Service) refresh(ctx context.Context, c *redis.Consumer, since time.Time, sinceCount int64) {
+	if dt := time.Since(since).Seconds(); dt > 0 && sinceCount > 0 {
+		s.m.groupsPerSec.Set(float64(s.committed.Load()-sinceCount) / dt)
+	}
+	err := s.client.Ping(ctx).Err()
+	if err == nil {
+		var v int64
+		v, err = s.client.Get(ctx, s.keys.PolicyVersion).Int64()
+		switch {
+		case errors.Is(err, goredis.Nil):
+			s.policyKnown.Store(false)
+			err = nil
+		case err == nil:
+			s.policyVersion.Store(v)
+			s.policyKnown.Store(true)
+			s.m.policyVersion.Set(float64(v))
+		default:
+			err = fmt.Errorf("read %s: %w", s.keys.PolicyVersion, err)
+		}
+	}
+	if err == nil {
+		var lag, pending int64
+		if lag, err = c.Lag(ctx); err == nil {
+			s.m.lag.Set(float64(lag))
+			if pending, err = c.Pending(ctx); err == nil {
+				s.m.pending.Set(float64(pending))
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	s.setHealth(err)
+}
+
+// retry calls f until it succeeds or ctx ends, with backoff.
+func retry(ctx context.Context, s *Service, what string, f func() error) error {
+	b := newBackoff()
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		s.log.Warn(what, "err", err)
+		if !b.wait(ctx) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+}
+
+type backoff struct{ d time.Duration }
+
+func newBackoff() *backoff { return &backoff{d: 50 * time.Millisecond} }
+
+func (b *backoff) reset() { b.d = 50 * time.Millisecond }
+
+// wait sleeps the current delay (doubling it, up to 5 s) unless ctx ends
+// first; it reports whether it slept the whole delay.
+func (b *backoff) wait(ctx context.Context) bool {
+	t := time.NewTimer(b.d)
+	defer t.Stop()
+	b.d = min(2*b.d, 5*time.Second)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

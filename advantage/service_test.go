@@ -1,0 +1,441 @@
+package advantage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// The reliability tests run the service as a subprocess (this test binary,
+// re-executed with helperEnv set) so that they can SIGKILL it.
+const (
+	helperEnv    = "TOOLRL_ADVANTAGE_TEST_SERVICE"
+	helperURLEnv = "TOOLRL_ADVANTAGE_TEST_URL"
+	helperJobEnv = "TOOLRL_ADVANTAGE_TEST_JOB"
+	testG        = 4 // trajectories per test group
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Exit(serviceHelper())
+	}
+	os.Exit(m.Run())
+}
+
+func testServiceOptions(job string) ServiceOptions {
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.KL, cfg.ProcessWeight = ModeHybrid, KLK3, 0.5
+	return ServiceOptions{
+		Job: job, Config: cfg, Workers: 2, Batch: 8, Block: 50 * time.Millisecond,
+		ClaimIdle: 400 * time.Millisecond, MetricsInterval: 100 * time.Millisecond,
+	}
+}
+
+// serviceHelper is the subprocess: the service until SIGTERM/SIGINT.
+func serviceHelper() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	client, err := redis.Connect(ctx, os.Getenv(helperURLEnv), redis.ConnectOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer client.Close()
+	svc, err := NewService(client, testServiceOptions(os.Getenv(helperJobEnv)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := svc.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+type helper struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+func startHelper(t *testing.T, url, job string) *helper {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "service.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1", helperURLEnv+"="+url, helperJobEnv+"="+job)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &helper{cmd: cmd, log: logPath, done: make(chan error, 1)}
+	go func() { h.done <- cmd.Wait(); logFile.Close() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-h.done
+		if t.Failed() {
+			data, _ := os.ReadFile(logPath)
+			t.Logf("service log (pid %d):\n%s", cmd.Process.Pid, lastLines(string(data), 30))
+		}
+	})
+	return h
+}
+
+// kill SIGKILLs the service: no graceful shutdown, batches in flight stay
+// pending.
+func (h *helper) kill(t *testing.T) {
+	t.Helper()
+	_ = h.cmd.Process.Kill()
+	err := <-h.done
+	h.done <- err
+}
+
+// stop SIGTERMs the service and checks it exits 0 within 20 s.
+func (h *helper) stop(t *testing.T) {
+	t.Helper()
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-h.done:
+		h.done <- err
+		if err != nil {
+			t.Errorf("service exited after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("service did not stop within 20 s of SIGTERM")
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// streamGroup is group number i of job: testG trajectories with two steps,
+// reference logprobs and rewards that differ (except every 7th group, whose
+// rewards are all equal).
+func streamGroup(job string, i int) *traj.Group {
+	rng := rand.New(rand.NewPCG(uint64(i), 99))
+	g := randomGroup(rng, testG)
+	prompt := fmt.Sprintf("p%05d", i)
+	g.GroupID, g.JobID, g.PromptID = traj.GroupID(job, prompt), job, prompt
+	for k := range g.Trajectories {
+		t := &g.Trajectories[k]
+		t.JobID, t.PromptID, t.GroupID, t.ID = job, prompt, g.GroupID, traj.TrajectoryID(job, prompt, k)
+		if i%7 == 0 {
+			t.Reward.Total = 1
+			for s := range t.StepRewards {
+				t.StepRewards[s] = 1
+			}
+		}
+	}
+	return &g
+}
+
+// produce adds groups [0, n) of job through a blocking producer, retrying
+// failed writes (AddGroup is idempotent, so a retry never duplicates).
+func produce(ctx context.Context, client goredis.UniversalClient, job string, n int, backlog int64) error {
+	p := redis.NewProducer(client, redis.ProducerOptions{MaxBacklog: backlog, Poll: 5 * time.Millisecond, Groups: []string{redis.AdvantageGroup}})
+	for i := 0; i < n; {
+		batch := []*traj.Group{streamGroup(job, i)}
+		if i+1 < n && i%3 == 0 {
+			batch = append(batch, streamGroup(job, i+1)) // exercise AddGroups too
+		}
+		if _, err := p.AddGroups(ctx, job, batch); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			time.Sleep(20 * time.Millisecond) // redis is restarting: retry
+			continue
+		}
+		i += len(batch)
+	}
+	return nil
+}
+
+// addCorrupt adds two entries the service must dead-letter: bad JSON, and a
+// valid group whose group_id field disagrees with its payload.
+func addCorrupt(t *testing.T, client goredis.UniversalClient, job string) {
+	t.Helper()
+	ctx := context.Background()
+	keys := redis.JobKeys(job)
+	good, _ := redis.EncodeGroup(streamGroup(job, 100000))
+	for _, values := range [][]any{
+		{redis.FieldGroupID, job + "/bad", redis.FieldGroup, `{"schema":"toolrl.trajectory/v1","trajectories":[{`},
+		{redis.FieldGroupID, job + "/other", redis.FieldGroup, good},
+	} {
+		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Groups, Values: values}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func doneCount(client goredis.UniversalClient, job string) int64 {
+	n, _ := client.SCard(context.Background(), redis.JobKeys(job).GroupsDone).Result()
+	return n
+}
+
+// verifyExactlyOnce checks that the advantages stream holds every trajectory
+// of groups [0, n) exactly once (except dropped zero-variance groups: none
+// here, they are kept), that the two corrupt entries are dead letters, and
+// that nothing is pending.
+func verifyExactlyOnce(t *testing.T, client goredis.UniversalClient, job string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	keys := redis.JobKeys(job)
+	seen := map[string]int{}
+	start := "-"
+	for {
+		msgs, err := client.XRangeN(ctx, keys.Advantages, start, "+", 1000).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			data, _ := m.Values[redis.FieldRecord].(string)
+			r, err := traj.UnmarshalAdvantage([]byte(data))
+			if err != nil {
+				t.Fatalf("advantages entry %s: %v", m.ID, err)
+			}
+			if m.Values[redis.FieldTrajectoryID] != r.TrajectoryID {
+				t.Fatalf("entry %s: trajectory_id field %v, record %s", m.ID, m.Values[redis.FieldTrajectoryID], r.TrajectoryID)
+			}
+			seen[r.TrajectoryID]++
+		}
+		if len(msgs) < 1000 {
+			break
+		}
+		start = "(" + msgs[len(msgs)-1].ID
+	}
+	if len(seen) != n*testG {
+		t.Errorf("advantages hold %d distinct trajectories, want %d", len(seen), n*testG)
+	}
+	for i := 0; i < n; i++ {
+		for k := 0; k < testG; k++ {
+			id := traj.TrajectoryID(job, fmt.Sprintf("p%05d", i), k)
+			if seen[id] != 1 {
+				t.Errorf("trajectory %s written %d times, want exactly once", id, seen[id])
+			}
+		}
+	}
+	dead, err := client.XRange(ctx, keys.Dead, "-", "+").Result()
+	if err != nil || len(dead) != 2 {
+		t.Fatalf("dead letters: %d (%v), want 2", len(dead), err)
+	}
+	for _, d := range dead {
+		if d.Values[redis.FieldReason] == "" || d.Values["field:"+redis.FieldGroup] == nil {
+			t.Errorf("dead letter without reason or original fields: %v", d.Values)
+		}
+	}
+	p, err := client.XPending(ctx, keys.Groups, redis.AdvantageGroup).Result()
+	if err != nil || p.Count != 0 {
+		t.Errorf("pending after the run: %+v %v", p, err)
+	}
+}
+
+func connectTest(t *testing.T, url string) goredis.UniversalClient {
+	t.Helper()
+	c, err := redis.Connect(context.Background(), url, redis.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// killAndRestart: the service is SIGKILLed at a random point mid-stream and a
+// new one started; every group comes out exactly once.
+func killAndRestart(t *testing.T, url string) {
+	const job, n = "killjob", 240
+	client := connectTest(t, url)
+	addCorrupt(t, client, job)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	var produceErr error
+	wg.Add(1)
+	go func() { defer wg.Done(); produceErr = produce(ctx, client, job, n, 24) }()
+
+	first := startHelper(t, url, job)
+	killAt := int64(20 + rand.IntN(n/2))
+	waitFor(t, fmt.Sprintf("%d groups done before the kill", killAt), 60*time.Second, func() bool { return doneCount(client, job) >= killAt })
+	first.kill(t)
+	t.Logf("SIGKILLed the service after %d groups were done (target %d)", doneCount(client, job), killAt)
+
+	second := startHelper(t, url, job)
+	waitFor(t, "all groups done", 60*time.Second, func() bool { return doneCount(client, job) == n })
+	wg.Wait()
+	if produceErr != nil {
+		t.Fatal(produceErr)
+	}
+	waitFor(t, "the dead letters", 30*time.Second, func() bool {
+		d, _ := client.XLen(ctx, redis.JobKeys(job).Dead).Result()
+		return d == 2
+	})
+	second.stop(t)
+	verifyExactlyOnce(t, client, job, n)
+}
+
+func TestServiceSIGKILLAndRestart(t *testing.T) {
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{AOF: true})
+	killAndRestart(t, r.URL())
+}
+
+func TestServiceSIGKILLAndRestartOnCluster(t *testing.T) {
+	c := testsupport.StartCluster(t)
+	killAndRestart(t, "redis://"+strings.Join(c.Addrs, ","))
+}
+
+func TestServiceTwoReplicas(t *testing.T) {
+	const job, n = "twojob", 200
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connectTest(t, r.URL())
+	a, b := startHelper(t, r.URL(), job), startHelper(t, r.URL(), job)
+	addCorrupt(t, client, job)
+	if err := produce(context.Background(), client, job, n, 32); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all groups done", 60*time.Second, func() bool { return doneCount(client, job) == n })
+	waitFor(t, "the dead letters", 30*time.Second, func() bool {
+		d, _ := client.XLen(context.Background(), redis.JobKeys(job).Dead).Result()
+		return d == 2
+	})
+	a.stop(t)
+	b.stop(t)
+	verifyExactlyOnce(t, client, job, n)
+	consumers, err := client.XInfoConsumers(context.Background(), redis.JobKeys(job).Groups, redis.AdvantageGroup).Result()
+	if err != nil || len(consumers) != 4 {
+		t.Errorf("consumers %d (%v), want 2 replicas × 2 workers", len(consumers), err)
+	}
+}
+
+// TestServiceSurvivesRedisRestart runs the service in process while
+// redis-server (AOF, fsync always) is SIGKILLed and restarted mid-stream.
+func TestServiceSurvivesRedisRestart(t *testing.T) {
+	const job, n = "aofjob", 160
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{AOF: true})
+	client := connectTest(t, r.URL())
+	svc, err := NewService(client, testServiceOptions(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- svc.Run(ctx) }()
+	addCorrupt(t, client, job)
+
+	var wg sync.WaitGroup
+	var produceErr error
+	wg.Add(1)
+	go func() { defer wg.Done(); produceErr = produce(ctx, client, job, n, 16) }()
+	waitFor(t, "a third of the groups done", 60*time.Second, func() bool { return doneCount(client, job) >= n/3 })
+	r.Restart(t)
+	t.Logf("restarted redis-server after %d groups", doneCount(client, job))
+	waitFor(t, "all groups done after the restart", 60*time.Second, func() bool { return doneCount(client, job) == n })
+	wg.Wait()
+	if produceErr != nil {
+		t.Fatal(produceErr)
+	}
+	waitFor(t, "the dead letters", 30*time.Second, func() bool {
+		d, _ := client.XLen(ctx, redis.JobKeys(job).Dead).Result()
+		return d == 2
+	})
+	cancel()
+	if err := <-runDone; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	verifyExactlyOnce(t, client, job, n)
+}
+
+func TestServiceMetricsHealthAndStaleness(t *testing.T) {
+	const job = "metricsjob"
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connectTest(t, r.URL())
+	opts := testServiceOptions(job)
+	opts.Config.MaxStaleness = 1
+	svc, err := NewService(client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc.Handler())
+	defer srv.Close()
+	if code := get(t, srv.URL+"/healthz"); !strings.HasPrefix(code, "503") {
+		t.Errorf("healthz before start: %s", code)
+	}
+	// Groups are at policy version 5; the trainer is at 7: every group is stale.
+	if err := client.Set(context.Background(), redis.JobKeys(job).PolicyVersion, 7, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- svc.Run(ctx) }()
+	addCorrupt(t, client, job)
+	if err := produce(ctx, client, job, 10, 100); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all groups done", 30*time.Second, func() bool { return doneCount(client, job) == 10 })
+	waitFor(t, "metrics", 30*time.Second, func() bool {
+		body := get(t, srv.URL+"/metrics")
+		return strings.Contains(body, "toolrl_advantage_stale_dropped_total 10") &&
+			strings.Contains(body, "toolrl_advantage_dead_letters_total 2") &&
+			strings.Contains(body, "toolrl_advantage_pending 0") && strings.Contains(body, "toolrl_advantage_lag 0") &&
+			strings.Contains(body, "toolrl_advantage_groups_per_second")
+	})
+	if body := get(t, srv.URL+"/healthz"); !strings.HasPrefix(body, "200") {
+		t.Errorf("healthz while running: %s", body)
+	}
+	if n, _ := client.XLen(ctx, redis.JobKeys(job).Advantages).Result(); n != 0 {
+		t.Errorf("stale groups wrote %d records", n)
+	}
+	cancel()
+	if err := <-runDone; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// get returns "STATUS body".
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = io.Copy(&buf, resp.Body)
+	return fmt.Sprintf("%d %s", resp.StatusCode, buf.String())
+}
