@@ -1,13 +1,173 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/orchestrator"
+)
 
 func newRolloutCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		jobFile string
+		flags   orchestrator.Job
+		resume  bool
+		greedy  bool
+	)
+	cmd := &cobra.Command{
 		Use:   "rollout",
-		Short: "Run a rollout job: G samples per prompt, tool calls, rewards",
+		Short: "Run a rollout job: G samples per prompt, tool calls, staged rewards",
+		Long: `rollout samples G trajectories per prompt with an ONNX policy, executes the
+tool calls the policy writes, scores staged rewards (outcome, format, tool
+success, result used, call cost) and writes whole groups to JSONL, Parquet or a
+Redis stream. Settings come from a YAML job file (--job-file); flags override
+its common fields. Rerunning the same job skips the groups already written.
+Ctrl-C stops taking prompts, finishes the groups in flight, prints the summary
+and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
+		Example: `  # the default policy on the shipped calc prompts (what make run does)
+  toolrl rollout --model models/calc --prompts data/calc/prompts.jsonl --limit 64 --group-size 8 --out out/rollout.jsonl
+
+  # a job file, with overrides, into a Redis stream for the advantage service
+  toolrl rollout --job-file job.yaml --seed 7 --out redis://127.0.0.1:6379/0`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return notBuilt("rollout (orchestrator)")
+			job := orchestrator.Job{}
+			if jobFile != "" {
+				var err error
+				if job, err = orchestrator.LoadJob(jobFile); err != nil {
+					return usageError{err}
+				}
+			}
+			set := cmd.Flags().Changed
+			if set("job") {
+				job.ID = flags.ID
+			}
+			if set("model") {
+				job.Model = flags.Model
+			}
+			if set("ref-model") {
+				job.RefModel = flags.RefModel
+			}
+			if set("prompts") {
+				job.Prompts = flags.Prompts
+			}
+			if set("tools") {
+				job.Tools = flags.Tools
+			}
+			if set("group-size") {
+				job.GroupSize = flags.GroupSize
+			}
+			if set("limit") {
+				job.Limit = flags.Limit
+			}
+			if set("seed") {
+				job.Seed = flags.Seed
+			}
+			if set("temperature") {
+				job.Sampling.Temperature = flags.Sampling.Temperature
+			}
+			if set("greedy") {
+				job.Sampling.Greedy = greedy
+			}
+			if set("max-new-tokens") {
+				job.Sampling.MaxNewTokens = flags.Sampling.MaxNewTokens
+			}
+			if set("batch") {
+				job.Batch = flags.Batch
+			}
+			if set("threads") {
+				job.Threads = flags.Threads
+			}
+			if set("provider") {
+				job.Provider = flags.Provider
+			}
+			if set("format") {
+				job.Format = flags.Format
+			}
+			if set("out") {
+				job.Out = flags.Out
+			}
+			if set("skip-invalid") {
+				job.SkipInvalid = flags.SkipInvalid
+			}
+			if set("resume") {
+				job.Resume = &resume
+			}
+			if set("policy-version") {
+				job.PolicyVersion = flags.PolicyVersion
+			}
+			if err := job.Normalize(); err != nil {
+				return usageError{err}
+			}
+			return runRollout(cmd, job)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&jobFile, "job-file", "", "YAML job file (flags override its fields)")
+	f.StringVar(&flags.ID, "job", "", "job id: trajectory ids are JOB/prompt/sample (default rollout)")
+	f.StringVar(&flags.Model, "model", "", "model folder (config.json, tokenizer.json, onnx/model.onnx)")
+	f.StringVar(&flags.RefModel, "ref-model", "", "reference model folder: its logprobs go into ref_logprobs")
+	f.StringVar(&flags.Prompts, "prompts", "", "prompts JSONL: {id, prompt | messages, answer, meta}")
+	f.StringVar(&flags.Tools, "tools", "", "tools registry file (default: the model folder's tools.yaml)")
+	f.IntVar(&flags.GroupSize, "group-size", 8, "G, samples per prompt")
+	f.IntVar(&flags.Limit, "limit", 0, "use at most N prompts (0 = all)")
+	f.Uint64Var(&flags.Seed, "seed", 0, "job seed")
+	f.Float64Var(&flags.Sampling.Temperature, "temperature", 1, "sampling temperature")
+	f.BoolVar(&greedy, "greedy", false, "greedy decoding (temperature 0)")
+	f.IntVar(&flags.Sampling.MaxNewTokens, "max-new-tokens", 256, "most tokens sampled per trajectory")
+	f.IntVar(&flags.Batch, "batch", 64, "most sequences decoded together")
+	f.IntVar(&flags.Threads, "threads", 0, "ONNX Runtime intra-op threads (0 = one per core)")
+	f.StringVar(&flags.Provider, "provider", "cpu", "execution provider: cpu or cuda")
+	f.StringVar(&flags.Format, "format", "auto", "prompt format: auto, plain or chat")
+	f.StringVar(&flags.Out, "out", "", "output: FILE.jsonl, FILE.parquet or redis://host:port/db (default out/JOB.jsonl)")
+	f.BoolVar(&flags.SkipInvalid, "skip-invalid", false, "skip malformed prompt lines (counted) instead of stopping")
+	f.BoolVar(&resume, "resume", true, "skip groups already in the output")
+	f.Int64Var(&flags.PolicyVersion, "policy-version", 0, "policy version recorded in every trajectory")
+	return cmd
+}
+
+// runRollout runs the job with signal handling: the first SIGINT/SIGTERM
+// stops taking prompts and lets in-flight groups finish; a second abandons
+// them. Either way the summary is printed and the exit code is 130.
+func runRollout(cmd *cobra.Command, job orchestrator.Job) error {
+	ctx, stop := context.WithCancel(cmd.Context())
+	defer stop()
+	abort, abortNow := context.WithCancel(context.Background())
+	defer abortNow()
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	go func() {
+		n := 0
+		for range signals {
+			n++
+			if n == 1 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "toolrl: stopping: finishing the groups in flight (Ctrl-C again to abandon them)")
+				stop()
+			} else {
+				abortNow()
+				return
+			}
+		}
+	}()
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort})
+	if summary != nil {
+		summary.Write(cmd.OutOrStdout())
+		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", job.Out)
+	}
+	if ctx.Err() != nil {
+		if err == nil {
+			err = errors.New("interrupted")
+		}
+		return exitError{code: exitInterrupted, err: err}
+	}
+	return err
 }

@@ -1,0 +1,658 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/tools"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// RunOptions are the parts of a run that are not the job: where progress
+// goes, and overrides for the prompt feed and the sink (distributed workers
+// and tests use them).
+type RunOptions struct {
+	Logger *slog.Logger
+	// ProgressOut receives the progress bar or lines (default os.Stderr).
+	ProgressOut io.Writer
+	// Feed overrides reading job.Prompts.
+	Feed PromptFeed
+	// Sink overrides opening job.Out.
+	Sink Sink
+	// Abort, when done, abandons in-flight groups at once (the second
+	// Ctrl-C). Cancelling Run's ctx only stops taking new prompts and lets
+	// in-flight groups finish.
+	Abort context.Context
+}
+
+// PromptFeed hands prompts to the runner.
+type PromptFeed interface {
+	// Next returns the next prompt. With block false it returns at once
+	// (ok false when none is ready); with block true it may wait. ok false
+	// with a nil error and block true means the feed is exhausted.
+	Next(ctx context.Context, block bool) (p Prompt, ok bool, err error)
+	// Done is called once the prompt's group is durably written.
+	Done(ctx context.Context, p Prompt) error
+}
+
+// sliceFeed feeds prompts read from a file.
+type sliceFeed struct {
+	prompts []Prompt
+	next    int
+}
+
+func (f *sliceFeed) Next(ctx context.Context, block bool) (Prompt, bool, error) {
+	if f.next >= len(f.prompts) {
+		return Prompt{}, false, nil
+	}
+	f.next++
+	return f.prompts[f.next-1], true, nil
+}
+
+func (f *sliceFeed) Done(context.Context, Prompt) error { return nil }
+
+// groupRun is one prompt's group in flight.
+type groupRun struct {
+	prompt   Prompt
+	id       string
+	seqs     []*actor.Sequence
+	samples  []*sampleRun
+	finished int
+}
+
+// sampleRun is one trajectory's orchestration state.
+type sampleRun struct {
+	group    *groupRun
+	seq      *actor.Sequence
+	detector *callDetector
+	episode  *tools.Episode
+	calls    []callRecord
+	finish   traj.FinishReason
+}
+
+// callRecord is a call the policy made in a turn, and what became of it.
+type callRecord struct {
+	turn   int
+	call   traj.ToolCall
+	result *traj.ToolResult // nil when the call was not executed (unterminated, caps)
+}
+
+// toolJob is a call waiting to run.
+type toolJob struct {
+	sample *sampleRun
+	turn   int
+	call   tools.Call
+}
+
+type runner struct {
+	job      Job
+	opts     RunOptions
+	log      *slog.Logger
+	pol      *actor.Policy
+	ref      *actor.Policy
+	eng      *actor.Engine
+	format   Format
+	registry *tools.Registry
+	exec     *tools.Executor
+	sink     Sink
+	feed     PromptFeed
+	model    traj.ModelRef
+	sampling actor.Sampling
+	summary  *Summary
+	progress Progress
+
+	bySeq    map[*actor.Sequence]*sampleRun
+	inflight int // sequences of groups not yet written
+	correct  map[*sampleRun]bool
+}
+
+// Run executes a rollout job and returns its summary. Cancelling ctx stops
+// taking prompts; in-flight groups finish and are written whole (see
+// RunOptions.Abort). The summary is returned even when err is not nil.
+func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
+	start := time.Now()
+	if err := job.Normalize(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ProgressOut == nil {
+		opts.ProgressOut = os.Stderr
+	}
+	if opts.Abort == nil {
+		opts.Abort = context.Background()
+	}
+	if job.Batch < job.GroupSize {
+		return nil, fmt.Errorf("batch: %d is smaller than group_size %d; a group is decoded together", job.Batch, job.GroupSize)
+	}
+	r := &runner{job: job, opts: opts, log: opts.Logger, summary: newSummary(job.ID),
+		bySeq: map[*actor.Sequence]*sampleRun{}, correct: map[*sampleRun]bool{}}
+	defer r.close()
+	if err := r.open(ctx); err != nil {
+		return nil, err
+	}
+	err := r.loop(ctx)
+	r.progress.Finish()
+	r.summary.Wall = time.Since(start)
+	r.summary.DecodeWall = r.eng.Stats().StepTime
+	if ctx.Err() != nil {
+		r.summary.Interrupted = true
+	}
+	if cerr := r.sink.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close sink %s: %w", job.Out, cerr)
+	}
+	r.sink = nil
+	return r.summary, err
+}
+
+func (r *runner) open(ctx context.Context) error {
+	job := r.job
+	var err error
+	r.pol, err = actor.Load(ctx, actor.LoadOptions{Dir: job.Model, Provider: job.Provider, IntraOpThreads: job.Threads})
+	if err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	if job.RefModel != "" {
+		r.ref, err = actor.Load(ctx, actor.LoadOptions{Dir: job.RefModel, Provider: job.Provider, IntraOpThreads: job.Threads})
+		if err != nil {
+			return fmt.Errorf("ref_model: %w", err)
+		}
+	}
+	r.model, err = modelRef(job.Model, r.pol.ModelPath())
+	if err != nil {
+		return err
+	}
+	if err := r.openTools(ctx); err != nil {
+		return err
+	}
+	if r.format, err = r.openFormat(); err != nil {
+		return err
+	}
+	r.sampling = actor.Sampling{
+		Temperature: job.Sampling.Temperature, TopK: job.Sampling.TopK, TopP: job.Sampling.TopP,
+		MinP: job.Sampling.MinP, MaxNewTokens: job.Sampling.MaxNewTokens, StopStrings: job.Sampling.Stop,
+	}
+	if err := r.sampling.Validate(); err != nil {
+		return err
+	}
+
+	r.feed = r.opts.Feed
+	total := 0
+	if r.feed == nil {
+		set, err := ReadPrompts(job.Prompts, job.Limit, job.SkipInvalid)
+		if err != nil {
+			return fmt.Errorf("prompts: %w", err)
+		}
+		for _, s := range set.Skipped {
+			r.log.Warn("skipped malformed prompt line", "file", s.File, "line", s.Line, "error", s.Err)
+		}
+		r.summary.PromptsSkipped = len(set.Skipped)
+		r.summary.PromptsTotal = len(set.Prompts)
+		prompts := set.Prompts
+		if r.sink, err = r.openSink(ctx); err != nil {
+			return err
+		}
+		if *job.Resume {
+			done, err := r.sink.Completed(ctx)
+			if err != nil {
+				return fmt.Errorf("resume from %s: %w", job.Out, err)
+			}
+			kept := prompts[:0:0]
+			for _, p := range prompts {
+				if done[traj.GroupID(job.ID, p.ID)] {
+					r.summary.GroupsResumed++
+					continue
+				}
+				kept = append(kept, p)
+			}
+			prompts = kept
+		}
+		r.feed = &sliceFeed{prompts: prompts}
+		total = len(prompts)
+	} else if r.sink, err = r.openSink(ctx); err != nil {
+		return err
+	}
+	r.progress = NewProgress(r.opts.ProgressOut, total, r.log)
+	r.eng = actor.NewEngine(r.pol, actor.EngineOptions{MaxBatch: job.Batch})
+	return nil
+}
+
+func (r *runner) openSink(ctx context.Context) (Sink, error) {
+	if r.opts.Sink != nil {
+		return r.opts.Sink, nil
+	}
+	return OpenSink(ctx, r.job.Out, r.job.ID)
+}
+
+// openTools loads the registry: the job's tools file, else the model
+// folder's tools.yaml, else none (every call is then an unknown tool).
+func (r *runner) openTools(ctx context.Context) error {
+	path := r.job.Tools
+	if path == "" {
+		for _, name := range []string{"tools.yaml", "tools.yml", "tools.json"} {
+			candidate := filepath.Join(r.job.Model, name)
+			if _, err := os.Stat(candidate); err == nil {
+				path = candidate
+				break
+			}
+		}
+	}
+	if path == "" {
+		r.registry = tools.NewRegistry()
+	} else {
+		reg, err := tools.LoadRegistry(ctx, path)
+		if err != nil {
+			return fmt.Errorf("tools: %w", err)
+		}
+		r.registry = reg
+	}
+	tok := r.pol.Tokenizer()
+	r.exec = tools.NewExecutor(r.registry, tools.ExecutorOptions{
+		GlobalLimit:           r.job.ToolConcurrency,
+		MaxCallsPerTurn:       r.job.Limits.MaxToolCallsPerTurn,
+		MaxCallsPerTrajectory: r.job.Limits.MaxToolCalls,
+		Logger:                r.log,
+		CountTokens: func(s string) int {
+			ids, err := tok.Encode(s, false)
+			if err != nil {
+				return tools.EstimateTokens(s)
+			}
+			return len(ids)
+		},
+	})
+	return nil
+}
+
+func (r *runner) openFormat() (Format, error) {
+	job := r.job
+	tok := r.pol.Tokenizer()
+	if job.Format != "chat" {
+		pf, ok, err := LoadPromptFormat(job.Model)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if job.ToolCallFormat != "" {
+				pf.ToolCallFormat = job.ToolCallFormat
+			}
+			return NewPlainFormat(pf, tok), nil
+		}
+		if job.Format == "plain" {
+			return nil, fmt.Errorf("format: plain needs %s", filepath.Join(job.Model, "prompt_format.json"))
+		}
+	}
+	tmpl, vars, err := LoadChatTemplate(job.Model)
+	if err != nil {
+		return nil, fmt.Errorf("format: %w", err)
+	}
+	specs, err := json.Marshal(r.registry.Specs())
+	if err != nil {
+		return nil, err
+	}
+	if r.registry.Len() == 0 {
+		specs = nil
+	}
+	return NewChatFormat(tmpl, vars, tok, job.SystemPrompt, specs)
+}
+
+func (r *runner) newParser() tools.Parser {
+	if r.format.CallForm() == tools.FormHermes {
+		return tools.NewHermesParser(r.registry, tools.ParserOptions{})
+	}
+	return tools.NewBracketParser(r.registry, tools.ParserOptions{})
+}
+
+func (r *runner) close() {
+	if r.sink != nil {
+		r.sink.Close()
+	}
+	if r.eng != nil {
+		r.eng.Close()
+	}
+	if r.registry != nil {
+		r.registry.Close()
+	}
+	if r.ref != nil {
+		r.ref.Close()
+	}
+	if r.pol != nil {
+		r.pol.Close()
+	}
+}
+
+// modelRef names the model and hashes its ONNX file (and external data), so
+// trajectories record exactly which weights produced them.
+func modelRef(dir, onnxPath string) (traj.ModelRef, error) {
+	h := sha256.New()
+	for _, p := range []string{onnxPath, onnxPath + "_data", onnxPath + ".data"} {
+		f, err := os.Open(p)
+		if errors.Is(err, os.ErrNotExist) && p != onnxPath {
+			continue
+		}
+		if err != nil {
+			return traj.ModelRef{}, fmt.Errorf("hash model: %w", err)
+		}
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return traj.ModelRef{}, fmt.Errorf("hash model %s: %w", p, err)
+		}
+	}
+	abs, _ := filepath.Abs(dir)
+	return traj.ModelRef{Name: filepath.Base(abs), Hash: "sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// loop admits groups, steps the engine, runs tool calls and writes finished
+// groups until the feed is exhausted (or ctx is cancelled) and nothing is in
+// flight.
+func (r *runner) loop(ctx context.Context) error {
+	// Work beyond the batch keeps the engine busy while sequences wait on tools.
+	maxInflight := 2 * r.job.Batch
+	// In-flight groups finish under drain even after ctx is cancelled, unless Abort.
+	drain := r.opts.Abort
+	exhausted := false
+	for {
+		stopping := ctx.Err() != nil
+		for !stopping && !exhausted && r.inflight+r.job.GroupSize <= maxInflight {
+			p, ok, err := r.feed.Next(ctx, r.inflight == 0)
+			if err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				return fmt.Errorf("read next prompt: %w", err)
+			}
+			if !ok {
+				if r.inflight == 0 || r.opts.Feed == nil {
+					exhausted = r.opts.Feed == nil || r.inflight == 0
+				}
+				break
+			}
+			if err := r.startGroup(p); err != nil {
+				return err
+			}
+		}
+		if r.inflight == 0 {
+			if stopping || exhausted {
+				return nil
+			}
+			continue
+		}
+		if drain.Err() != nil {
+			return fmt.Errorf("aborted with %d sequences in flight: %w", r.inflight, drain.Err())
+		}
+		events, err := r.eng.Step(drain)
+		if err != nil {
+			return fmt.Errorf("decode step: %w", err)
+		}
+		if err := r.handle(drain, events); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *runner) startGroup(p Prompt) error {
+	ids, err := r.format.PromptTokens(&p)
+	if err != nil {
+		return err
+	}
+	g := &groupRun{prompt: p, id: traj.GroupID(r.job.ID, p.ID)}
+	seeds := make([]uint64, r.job.GroupSize)
+	for i := range seeds {
+		seeds[i] = actor.SampleSeed(r.job.Seed, p.ID, i)
+	}
+	// Detectors are made in sample order by AddGroup; remember them in that order.
+	var detectors []*callDetector
+	seqs, err := r.eng.AddGroup(actor.GroupRequest{
+		ID: g.id, Prompt: ids, Seeds: seeds, Sampling: r.sampling,
+		NewDetector: func() actor.CallDetector {
+			d := newCallDetector(r.newParser())
+			detectors = append(detectors, d)
+			return d
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
+	}
+	g.seqs = seqs
+	for i, s := range seqs {
+		var d *callDetector
+		if det, ok := s.Detector().(*callDetector); ok {
+			d = det
+		} else if i < len(detectors) {
+			d = detectors[i]
+		}
+		sr := &sampleRun{group: g, seq: s, detector: d, episode: r.exec.NewEpisode()}
+		g.samples = append(g.samples, sr)
+		r.bySeq[s] = sr
+	}
+	r.inflight += len(seqs)
+	return nil
+}
+
+// handle reacts to a step's events in their order: paused sequences get
+// their call executed (all of this step's calls concurrently, then injected
+// in event order, so the outcome does not depend on tool timing) and
+// finished sequences close their group when it is complete.
+func (r *runner) handle(ctx context.Context, events []actor.Event) error {
+	var jobs []toolJob
+	for _, ev := range events {
+		sr := r.bySeq[ev.Seq]
+		if sr == nil {
+			return fmt.Errorf("engine reported an unknown sequence %s/%d", ev.Seq.GroupID(), ev.Seq.Index())
+		}
+		switch ev.Kind {
+		case actor.EventToolCall:
+			call, ok := sr.detector.take()
+			if !ok {
+				return fmt.Errorf("sequence %s/%d paused without a parsed call", sr.group.id, ev.Seq.Index())
+			}
+			turn := r.turnOf(sr)
+			if turn+1 >= r.job.Limits.MaxTurns {
+				// No turn is left to read the result in: record the call unexecuted.
+				sr.calls = append(sr.calls, callRecord{turn: turn, call: call.Traj()})
+				ev.Seq.Finish(traj.FinishMaxTurns)
+				sr.finish = traj.FinishMaxTurns
+				if err := r.finished(ctx, sr); err != nil {
+					return err
+				}
+				continue
+			}
+			jobs = append(jobs, toolJob{sample: sr, turn: turn, call: call})
+		case actor.EventFinished:
+			if call, ok := sr.detector.flush(); ok {
+				sr.calls = append(sr.calls, callRecord{turn: r.turnOf(sr), call: call.Traj()})
+			}
+			sr.finish = ev.Seq.FinishReason()
+			if err := r.finished(ctx, sr); err != nil {
+				return err
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	type executed struct {
+		call   traj.ToolCall
+		result traj.ToolResult
+	}
+	results := make([]executed, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, res := j.sample.episode.Execute(ctx, j.turn, j.call)
+			results[i] = executed{c, res}
+		}()
+	}
+	wg.Wait()
+	for i, j := range jobs {
+		sr, res := j.sample, results[i]
+		if !r.job.RecordLatency {
+			res.result.LatencyMS = 0
+		}
+		if res.result.ErrorClass == tools.ClassOverCap {
+			sr.calls = append(sr.calls, callRecord{turn: j.turn, call: res.call})
+			sr.seq.Finish(traj.FinishMaxToolCalls)
+			sr.finish = traj.FinishMaxToolCalls
+			if err := r.finished(ctx, sr); err != nil {
+				return err
+			}
+			continue
+		}
+		_, ids, err := r.format.Injection(res.result)
+		if err != nil {
+			return err
+		}
+		if len(sr.seq.Tokens())-sr.seq.PromptLen()+len(ids) > r.job.Limits.MaxTokens {
+			sr.calls = append(sr.calls, callRecord{turn: j.turn, call: res.call})
+			sr.seq.Finish(traj.FinishLength)
+			sr.finish = traj.FinishLength
+			if err := r.finished(ctx, sr); err != nil {
+				return err
+			}
+			continue
+		}
+		result := res.result
+		sr.calls = append(sr.calls, callRecord{turn: j.turn, call: res.call, result: &result})
+		if err := sr.seq.Inject(ids); err != nil {
+			return fmt.Errorf("inject tool result: %w", err)
+		}
+	}
+	return nil
+}
+
+// turnOf is the index of the sequence's current (last) model turn.
+func (r *runner) turnOf(sr *sampleRun) int {
+	turn := 0
+	for _, s := range sr.seq.Segments() {
+		if s.Kind == traj.SegmentModel {
+			turn = s.Turn
+		}
+	}
+	return turn
+}
+
+// finished marks a sample done and, when its whole group is, writes it.
+func (r *runner) finished(ctx context.Context, sr *sampleRun) error {
+	g := sr.group
+	g.finished++
+	if g.finished < len(g.samples) {
+		return nil
+	}
+	group, correct, err := r.buildGroup(ctx, g)
+	if err != nil {
+		return err
+	}
+	if err := r.sink.WriteGroup(ctx, &group); err != nil {
+		return fmt.Errorf("write group %s to %s: %w", g.id, r.job.Out, err)
+	}
+	if err := r.feed.Done(ctx, g.prompt); err != nil {
+		return fmt.Errorf("mark prompt %s done: %w", g.prompt.ID, err)
+	}
+	r.summary.addGroup(&group, correct)
+	sampled := 0
+	for _, t := range group.Trajectories {
+		for _, m := range t.LossMask {
+			sampled += int(m)
+		}
+	}
+	r.progress.Advance(1, len(group.Trajectories), sampled)
+	for _, s := range g.samples {
+		delete(r.bySeq, s.seq)
+	}
+	r.inflight -= len(g.samples)
+	return nil
+}
+
+// buildGroup turns a finished group's sequences into validated trajectories
+// with rewards (and reference logprobs when a reference model is set).
+func (r *runner) buildGroup(ctx context.Context, g *groupRun) (traj.Group, []bool, error) {
+	out := make([]traj.Trajectory, len(g.samples))
+	correct := make([]bool, len(g.samples))
+	answer := g.prompt.AnswerText()
+	for i, sr := range g.samples {
+		s := sr.seq
+		t := traj.Trajectory{
+			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(r.job.ID, g.prompt.ID, s.Index()),
+			JobID: r.job.ID, PromptID: g.prompt.ID, GroupID: g.id, GroupSize: len(g.samples),
+			SampleIndex: s.Index(), PolicyVersion: r.job.PolicyVersion, Seed: s.Seed(), Model: r.model,
+			Tokens: s.Tokens(), PromptLen: s.PromptLen(), LossMask: s.LossMask(), Logprobs: s.Logprobs(),
+			Segments: attachCalls(s.Segments(), sr.calls), FinishReason: sr.finish,
+			Answer: answer, Meta: g.prompt.Meta,
+		}
+		if t.FinishReason == "" {
+			t.FinishReason = s.FinishReason()
+		}
+		correct[i] = r.job.Rewards.Score(&t, answer)
+		out[i] = t
+	}
+	if r.ref != nil {
+		if err := r.scoreRef(ctx, out); err != nil {
+			return traj.Group{}, nil, err
+		}
+	}
+	group := traj.NewGroup(out)
+	if err := group.Validate(); err != nil {
+		return traj.Group{}, nil, fmt.Errorf("built an invalid group (a bug in toolrl): %w", err)
+	}
+	return group, correct, nil
+}
+
+// attachCalls puts each call on the model segment of its turn (the one that
+// ended in it) and, with its result, on the tool segment that answers it.
+func attachCalls(segs []traj.Segment, calls []callRecord) []traj.Segment {
+	for _, c := range calls {
+		call := c.call
+		for i := range segs {
+			s := &segs[i]
+			if s.Turn != c.turn {
+				continue
+			}
+			switch s.Kind {
+			case traj.SegmentModel:
+				s.Call = &call
+			case traj.SegmentTool:
+				if c.result != nil {
+					s.Call = &call
+					s.Result = c.result
+				}
+			}
+		}
+	}
+	return segs
+}
+
+func (r *runner) scoreRef(ctx context.Context, ts []traj.Trajectory) error {
+	seqs := make([][]int32, len(ts))
+	lens := make([]int, len(ts))
+	for i := range ts {
+		seqs[i], lens[i] = ts[i].Tokens, ts[i].PromptLen
+	}
+	ref, err := r.ref.Score(ctx, seqs, lens)
+	if err != nil {
+		return fmt.Errorf("reference scoring: %w", err)
+	}
+	for i := range ts {
+		lp := ref[i]
+		for j, m := range ts[i].LossMask {
+			if m == 0 {
+				lp[j] = 0
+			}
+		}
+		ts[i].RefLogprobs = lp
+	}
+	return nil
+}

@@ -1,0 +1,283 @@
+package orchestrator
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/toolrl/toolrl/export"
+	toolredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/tools"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// Sink receives whole groups. A group is written whole or not at all: a sink
+// that fails part-way must leave no partial group behind (or be able to cut
+// it on the next Open, see Completed).
+type Sink interface {
+	// Completed returns the ids of the groups already written, so a rerun of
+	// the same job skips them (resume).
+	Completed(ctx context.Context) (map[string]bool, error)
+	// WriteGroup writes one complete group durably.
+	WriteGroup(ctx context.Context, g *traj.Group) error
+	// Close flushes and releases the sink.
+	Close() error
+}
+
+// OpenSink opens the sink that out names: a redis:// or rediss:// URL (the
+// job's groups stream), or a .jsonl / .parquet file.
+func OpenSink(ctx context.Context, out, job string) (Sink, error) {
+	if strings.HasPrefix(out, "redis://") || strings.HasPrefix(out, "rediss://") {
+		return openRedisSink(ctx, out, job)
+	}
+	format, err := export.FormatOf(out)
+	if err != nil {
+		return nil, fmt.Errorf("out: %w", err)
+	}
+	if dir := filepath.Dir(out); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("out: %w", err)
+		}
+	}
+	switch format {
+	case export.JSONL:
+		return &jsonlSink{path: out}, nil
+	case export.Parquet:
+		return &parquetSink{path: out}, nil
+	}
+	return nil, fmt.Errorf("out %s: the rollout writes .jsonl, .parquet or redis:// (not %s)", out, format)
+}
+
+// groupHeader is the part of a trajectory line resume needs.
+type groupHeader struct {
+	GroupID   string `json:"group_id"`
+	GroupSize int    `json:"group_size"`
+}
+
+// jsonlSink appends groups to a JSONL file of trajectories, one line each,
+// flushed (fsync) after every group. On resume it cuts a group a crash left
+// half-written, so the file only ever holds whole groups.
+type jsonlSink struct {
+	path string
+	w    export.TrajectoryWriter
+}
+
+// Completed scans the file's group blocks (a group's lines are contiguous)
+// and truncates it after the last complete one.
+func (s *jsonlSink) Completed(ctx context.Context) (map[string]bool, error) {
+	done := map[string]bool{}
+	f, err := os.Open(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var offset, goodEnd int64
+	var cur groupHeader
+	count, line := 0, 0
+	for {
+		raw, err := r.ReadBytes('\n')
+		if len(raw) > 0 && raw[len(raw)-1] == '\n' {
+			line++
+			var h groupHeader
+			if jerr := json.Unmarshal(raw, &h); jerr != nil || h.GroupID == "" {
+				return nil, fmt.Errorf("%s:%d: not a trajectory line (resume needs the job's own output): %v", s.path, line, jerr)
+			}
+			if h.GroupID != cur.GroupID {
+				cur, count = h, 0
+			}
+			count++
+			offset += int64(len(raw))
+			if count == cur.GroupSize {
+				done[cur.GroupID] = true
+				goodEnd = offset
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.path, err)
+		}
+	}
+	if st, err := f.Stat(); err == nil && st.Size() != goodEnd {
+		if err := os.Truncate(s.path, goodEnd); err != nil {
+			return nil, fmt.Errorf("cut the partial group at the end of %s: %w", s.path, err)
+		}
+	}
+	return done, nil
+}
+
+func (s *jsonlSink) WriteGroup(ctx context.Context, g *traj.Group) error {
+	if s.w == nil {
+		w, err := export.CreateTrajectories(s.path, export.WriterOptions{Append: true})
+		if err != nil {
+			return err
+		}
+		s.w = w
+	}
+	if err := s.w.Write(g.Trajectories...); err != nil {
+		return err
+	}
+	return s.w.Flush()
+}
+
+func (s *jsonlSink) Close() error {
+	if s.w == nil {
+		// A run that wrote nothing still leaves its (possibly empty) output.
+		f, err := os.OpenFile(s.path, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	err := s.w.Close()
+	s.w = nil
+	return err
+}
+
+// parquetSink writes a Parquet file of trajectories. Parquet files cannot be
+// appended to, so on resume the complete groups of the old file are copied
+// into a new one, written beside it and renamed over it at Close: a crash
+// leaves the old file intact.
+type parquetSink struct {
+	path, tmp string
+	keep      []traj.Trajectory
+	w         export.TrajectoryWriter
+}
+
+func (s *parquetSink) Completed(ctx context.Context) (map[string]bool, error) {
+	done := map[string]bool{}
+	r, err := export.OpenTrajectories(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	byGroup := map[string][]traj.Trajectory{}
+	var order []string
+	for {
+		t, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if _, seen := byGroup[t.GroupID]; !seen {
+			order = append(order, t.GroupID)
+		}
+		byGroup[t.GroupID] = append(byGroup[t.GroupID], t)
+	}
+	for _, id := range order {
+		members := byGroup[id]
+		if len(members) == members[0].GroupSize {
+			done[id] = true
+			s.keep = append(s.keep, members...)
+		}
+	}
+	return done, nil
+}
+
+func (s *parquetSink) open() error {
+	s.tmp = s.path + ".partial"
+	w, err := export.CreateTrajectories(s.tmp+".parquet", export.WriterOptions{RewardParts: rewardParts()})
+	if err != nil {
+		return err
+	}
+	s.w = w
+	if len(s.keep) > 0 {
+		if err := s.w.Write(s.keep...); err != nil {
+			return err
+		}
+		s.keep = nil
+	}
+	return nil
+}
+
+func (s *parquetSink) WriteGroup(ctx context.Context, g *traj.Group) error {
+	if s.w == nil {
+		if err := s.open(); err != nil {
+			return err
+		}
+	}
+	return s.w.Write(g.Trajectories...)
+}
+
+func (s *parquetSink) Close() error {
+	if s.w == nil {
+		if len(s.keep) == 0 {
+			if _, err := os.Stat(s.path); err == nil {
+				return nil // resumed with nothing new: the old file stands
+			}
+		}
+		if err := s.open(); err != nil {
+			return err
+		}
+	}
+	if err := s.w.Close(); err != nil {
+		return err
+	}
+	s.w = nil
+	return os.Rename(s.tmp+".parquet", s.path)
+}
+
+// rewardParts lists every part the rollout's rewards can emit, so a Parquet
+// file has a column for each whatever its first row group holds.
+func rewardParts() []string {
+	return []string{PartOutcome, PartFormat, tools.PartToolSuccess, tools.PartToolUse, tools.PartCallCost,
+		tools.PartInvalidCall, tools.PartOverCap}
+}
+
+// redisSink adds each group as one entry of the job's groups stream, with
+// the idempotent producer script, so a retried or resumed write never
+// duplicates a group.
+type redisSink struct {
+	client   goredis.UniversalClient
+	producer *toolredis.Producer
+	job      string
+}
+
+func openRedisSink(ctx context.Context, url, job string) (*redisSink, error) {
+	if err := toolredis.ValidateJob(job); err != nil {
+		return nil, err
+	}
+	client, err := toolredis.Connect(ctx, url, toolredis.ConnectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("out %s: %w", toolredis.Redact(url), err)
+	}
+	return &redisSink{client: client, job: job,
+		producer: toolredis.NewProducer(client, toolredis.ProducerOptions{Groups: []string{"advantage"}})}, nil
+}
+
+func (s *redisSink) Completed(ctx context.Context) (map[string]bool, error) {
+	ids, err := s.client.SMembers(ctx, toolredis.JobKeys(s.job).GroupsWritten).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read written groups: %w", err)
+	}
+	done := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		done[id] = true
+	}
+	return done, nil
+}
+
+func (s *redisSink) WriteGroup(ctx context.Context, g *traj.Group) error {
+	_, err := s.producer.AddGroup(ctx, s.job, g)
+	return err
+}
+
+func (s *redisSink) Close() error { return s.client.Close() }

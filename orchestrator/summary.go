@@ -1,0 +1,143 @@
+package orchestrator
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolrl/toolrl/traj"
+)
+
+// Summary is what a finished (or interrupted) job reports.
+type Summary struct {
+	Job            string
+	PromptsTotal   int // prompts read for this run
+	PromptsSkipped int // malformed lines skipped (--skip-invalid)
+	GroupsResumed  int // groups already in the output, not redone
+	GroupsWritten  int
+	Trajectories   int
+	Correct        int
+	// SampledTokens counts policy tokens; InjectedTokens environment tokens.
+	SampledTokens  int
+	InjectedTokens int
+	// Calls counts every call the policy wrote, by outcome: "ok", or the
+	// error class (timeout, tool_error, bad_json, unknown_tool, over_cap, ...).
+	Calls map[string]int
+	// TrajectoriesWithCall counts trajectories with at least one call.
+	TrajectoriesWithCall int
+	// GroupsWithSignal counts groups whose rewards are not all equal.
+	GroupsWithSignal int
+	RewardSum        float64
+	Finish           map[traj.FinishReason]int
+	Wall             time.Duration
+	// DecodeWall is the time spent in the actor (prefill + decode steps).
+	DecodeWall  time.Duration
+	Interrupted bool
+}
+
+func newSummary(job string) *Summary {
+	return &Summary{Job: job, Calls: map[string]int{}, Finish: map[traj.FinishReason]int{}}
+}
+
+// addGroup folds a written group into the summary.
+func (s *Summary) addGroup(g *traj.Group, correct []bool) {
+	s.GroupsWritten++
+	first := g.Trajectories[0].Reward.Total
+	signal := false
+	for i := range g.Trajectories {
+		t := &g.Trajectories[i]
+		s.Trajectories++
+		if correct[i] {
+			s.Correct++
+		}
+		s.RewardSum += t.Reward.Total
+		if t.Reward.Total != first {
+			signal = true
+		}
+		s.Finish[t.FinishReason]++
+		for _, m := range t.LossMask {
+			if m == 1 {
+				s.SampledTokens++
+			} else {
+				s.InjectedTokens++
+			}
+		}
+		called := false
+		for _, seg := range t.Segments {
+			if seg.Kind != traj.SegmentModel || seg.Call == nil {
+				continue
+			}
+			called = true
+			s.Calls[callOutcome(t, seg)]++
+		}
+		if called {
+			s.TrajectoriesWithCall++
+		}
+	}
+	if signal {
+		s.GroupsWithSignal++
+	}
+}
+
+// callOutcome classifies a model segment's call by its parse error or the
+// result in the tool segment that follows it.
+func callOutcome(t *traj.Trajectory, seg traj.Segment) string {
+	if seg.Call.ParseError != "" {
+		class, _, _ := strings.Cut(seg.Call.ParseError, ":")
+		return strings.TrimSpace(class)
+	}
+	for _, next := range t.Segments {
+		if next.Kind == traj.SegmentTool && next.Start == seg.End && next.Result != nil {
+			if next.Result.OK {
+				return "ok"
+			}
+			return next.Result.ErrorClass
+		}
+	}
+	return "not_executed"
+}
+
+// Write prints the summary for a person.
+func (s *Summary) Write(w io.Writer) {
+	pct := func(a, b int) string {
+		if b == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(b))
+	}
+	status := "done"
+	if s.Interrupted {
+		status = "interrupted (whole groups only were written)"
+	}
+	fmt.Fprintf(w, "rollout %s: %s in %s\n", s.Job, status, s.Wall.Round(time.Millisecond))
+	fmt.Fprintf(w, "  prompts        %d read, %d skipped as malformed, %d groups already done (resume)\n", s.PromptsTotal, s.PromptsSkipped, s.GroupsResumed)
+	fmt.Fprintf(w, "  groups         %d written (%d trajectories); %s with unequal rewards\n", s.GroupsWritten, s.Trajectories, pct(s.GroupsWithSignal, s.GroupsWritten))
+	rate := 0.0
+	if sec := s.DecodeWall.Seconds(); sec > 0 {
+		rate = float64(s.SampledTokens) / sec
+	}
+	fmt.Fprintf(w, "  tokens         %d sampled, %d injected; %.0f sampled tokens/s in the actor (%.0f over the wall)\n",
+		s.SampledTokens, s.InjectedTokens, rate, float64(s.SampledTokens)/max(s.Wall.Seconds(), 1e-9))
+	totalCalls := 0
+	for _, n := range s.Calls {
+		totalCalls += n
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(s.Calls)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, s.Calls[k]))
+	}
+	fmt.Fprintf(w, "  tool calls     %d (%s); call rate %s of trajectories\n", totalCalls, strings.Join(parts, ", "), pct(s.TrajectoriesWithCall, s.Trajectories))
+	var fin []string
+	for _, k := range slices.Sorted(maps.Keys(s.Finish)) {
+		fin = append(fin, fmt.Sprintf("%s %d", k, s.Finish[k]))
+	}
+	fmt.Fprintf(w, "  finish         %s\n", strings.Join(fin, ", "))
+	mean := 0.0
+	if s.Trajectories > 0 {
+		mean = s.RewardSum / float64(s.Trajectories)
+	}
+	fmt.Fprintf(w, "  reward         mean %.3f; accuracy %s (%d/%d)\n", mean, pct(s.Correct, s.Trajectories), s.Correct, s.Trajectories)
+}
