@@ -7,15 +7,6 @@ import (
 	"testing"
 )
 
-func writeTinyFolder(t *testing.T, dir string, cfg Config, seed uint64) Weights {
-	t.Helper()
-	w := mustRandom(t, cfg, seed)
-	if _, err := WriteFolder(dir, FolderSpec{Config: cfg, Weights: w}); err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
 func TestWriteFolderFiles(t *testing.T) {
 	cfg := testConfigs(t)["tiny"]
 	dir := t.TempDir()

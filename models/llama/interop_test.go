@@ -30,9 +30,25 @@ func TestTransformersJSInterop(t *testing.T) {
 	if err != nil {
 		testsupport.SkipOrFail(t, "node not found")
 	}
+	for _, external := range []bool{false, true} {
+		t.Run(fmt.Sprintf("external_data=%v", external), func(t *testing.T) {
+			testInterop(t, node, script, external)
+		})
+	}
+}
+
+func testInterop(t *testing.T, node, script string, external bool) {
 	cfg := testConfigs(t)["tiny"]
 	dir := filepath.Join(t.TempDir(), "toolrl-tiny")
-	w := writeTinyFolder(t, dir, cfg, 42)
+	w := mustRandom(t, cfg, 42)
+	mode := ExternalNever
+	if external {
+		mode = ExternalAlways
+	}
+	f, err := WriteFolder(dir, FolderSpec{Config: cfg, Weights: w, ONNX: ONNXOptions{External: mode}})
+	if err != nil || f.ExternalData != external {
+		t.Fatalf("WriteFolder: external=%v err=%v", f.ExternalData, err)
+	}
 	ref := mustReference(t, cfg, w)
 
 	const maxNew = 16

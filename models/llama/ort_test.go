@@ -40,6 +40,7 @@ func newORTModel(t testing.TB, cfg Config, w Weights) *ortModel {
 
 func newORTSession(t testing.TB, cfg Config, open func(in, out []string, opts *ortgo.SessionOptions) (*ortgo.DynamicAdvancedSession, error)) *ortModel {
 	t.Helper()
+	testsupport.RequireORT(t)
 	opts, err := ortgo.NewSessionOptions()
 	if err != nil {
 		t.Fatal(err)
