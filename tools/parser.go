@@ -24,6 +24,10 @@ type Call struct {
 	ErrorClass string
 	// Error is the detail of the failure.
 	Error string
+
+	// validated is set by the parsers once the registry accepted the
+	// arguments, so that the executor does not validate them again.
+	validated bool
 }
 
 // Call forms.
@@ -90,6 +94,7 @@ func NewParser(form string, reg *Registry, opts ParserOptions) (Parser, error) {
 
 // validate fills the error fields of c from the registry's verdict.
 func validate(reg *Registry, c *Call) {
+	c.validated = true
 	if err := reg.Validate(c.Name, c.Arguments); err != nil {
 		var ce *Error
 		if errors.As(err, &ce) {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // Settings are the execution settings of one registered tool. Zero values
@@ -59,6 +61,7 @@ type Registry struct {
 	order    []string
 	brackets map[string]string // bracket name -> tool name
 	closers  []io.Closer
+	printer  *message.Printer // renders schema errors
 
 	closeOnce sync.Once
 	closeErr  error
@@ -66,7 +69,7 @@ type Registry struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{entries: map[string]*entry{}, brackets: map[string]string{}}
+	return &Registry{entries: map[string]*entry{}, brackets: map[string]string{}, printer: message.NewPrinter(language.English)}
 }
 
 // Register adds a tool. It fails when the name is empty or taken, when the
@@ -211,7 +214,7 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 	if err := e.schema.Validate(inst); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return Errorf(ClassSchema, "%s", schemaMessage(ve))
+			return Errorf(ClassSchema, "%s", schemaMessage(ve, r.printer))
 		}
 		return Errorf(ClassSchema, "%v", err)
 	}
@@ -220,7 +223,7 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 
 // schemaMessage flattens a validation error to one line: the innermost
 // causes, each with its location.
-func schemaMessage(ve *jsonschema.ValidationError) string {
+func schemaMessage(ve *jsonschema.ValidationError, p *message.Printer) string {
 	var msgs []string
 	var walk func(v *jsonschema.ValidationError)
 	walk = func(v *jsonschema.ValidationError) {
@@ -232,7 +235,7 @@ func schemaMessage(ve *jsonschema.ValidationError) string {
 					loc += "/" + p
 				}
 			}
-			msgs = append(msgs, fmt.Sprintf("at %s: %v", loc, v.ErrorKind))
+			msgs = append(msgs, fmt.Sprintf("at %s: %s", loc, v.ErrorKind.LocalizedString(p)))
 			return
 		}
 		for _, c := range v.Causes {

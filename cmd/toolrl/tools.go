@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/tools"
+	"github.com/toolrl/toolrl/traj"
+)
+
+func newToolsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "List, call or parse the tools of a registry file",
+		Long: `tools works with a tool registry file (YAML or JSON): the tools a rollout may
+call, in the OpenAI function format, with per-tool timeout, concurrency, output
+budget and bracket name. See docs/tools.md for the format.`,
+		Example: `  toolrl tools list --tools tools/testdata/calc.yaml
+  toolrl tools call --tools tools/testdata/calc.yaml calculator '{"expression": "12 * 34"}'
+  toolrl tools parse --tools tools/testdata/calc.yaml --exec 'So [CALC: 12 * 34]'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErrorf("tools: say list, call or parse (see toolrl tools --help)")
+		},
+	}
+	cmd.AddCommand(newToolsListCmd(), newToolsCallCmd(), newToolsParseCmd())
+	return cmd
+}
+
+// loadTools reads the registry named by --tools; the caller closes it.
+func loadTools(ctx context.Context, path string) (*tools.Registry, error) {
+	if path == "" {
+		return nil, usageErrorf("--tools FILE is required")
+	}
+	return tools.LoadRegistry(ctx, path)
+}
+
+func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+}
+
+func newToolsListCmd() *cobra.Command {
+	var path string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list --tools FILE",
+		Short: "List the tools of a registry",
+		Long: `list prints one line per tool: name, bracket name, timeout, concurrency, output
+budget and description. With --json it prints the OpenAI tool list that chat
+templates take.`,
+		Example: `  toolrl tools list --tools tools/testdata/calc.yaml
+  toolrl tools list --tools tools/testdata/calc.yaml --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext(cmd)
+			defer cancel()
+			reg, err := loadTools(ctx, path)
+			if err != nil {
+				return err
+			}
+			defer reg.Close()
+			return listTools(reg, asJSON, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&path, "tools", "", "tool registry file (YAML or JSON)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the OpenAI tool list as JSON")
+	return cmd
+}
+
+func listTools(reg *tools.Registry, asJSON bool, out io.Writer) error {
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(reg.Specs())
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tBRACKET\tTIMEOUT\tCONCURRENCY\tMAX_OUTPUT\tDESCRIPTION")
+	for _, name := range reg.Names() {
+		t, s, _ := reg.Lookup(name)
+		dash := func(v string, zero bool) string {
+			if zero {
+				return "-"
+			}
+			return v
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name,
+			dash(s.Bracket, s.Bracket == ""),
+			dash(s.Timeout.String(), s.Timeout == 0),
+			dash(fmt.Sprint(s.Concurrency), s.Concurrency == 0),
+			dash(fmt.Sprint(s.MaxOutput), s.MaxOutput == 0),
+			t.Description())
+	}
+	return tw.Flush()
+}
+
+type toolsCallFlags struct {
+	path      string
+	timeout   time.Duration
+	maxOutput int
+	asJSON    bool
+}
+
+func newToolsCallCmd() *cobra.Command {
+	var f toolsCallFlags
+	cmd := &cobra.Command{
+		Use:   "call --tools FILE NAME 'JSON-ARGS'",
+		Short: "Run one tool call and print its result",
+		Long: `call validates the JSON arguments against the tool's schema, runs the call
+through the executor (timeout, output normalisation and truncation) and prints
+the result's content. A failed call prints "error: <class>: <detail>" on
+stderr and exits 1; the class is one of bad_json, unknown_tool, schema,
+invalid_args, tool_error, timeout, panic, canceled. With --json the whole
+result record (as a trajectory stores it) is printed instead, on stdout.`,
+		Example: `  toolrl tools call --tools tools/testdata/calc.yaml calculator '{"expression": "2^100"}'
+  toolrl tools call --tools tools.yaml python '{"code": "print(6*7)"}' --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("tools call: want NAME and 'JSON-ARGS', got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext(cmd)
+			defer cancel()
+			reg, err := loadTools(ctx, f.path)
+			if err != nil {
+				return err
+			}
+			defer reg.Close()
+			return callTool(ctx, reg, args[0], args[1], f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&f.path, "tools", "", "tool registry file (YAML or JSON)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "timeout of a tool whose settings give none (default 10s)")
+	cmd.Flags().IntVar(&f.maxOutput, "max-output", 0, "output budget in tokens of a tool whose settings give none (default 512)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the result record as JSON")
+	return cmd
+}
+
+func callTool(ctx context.Context, reg *tools.Registry, name, rawArgs string, f toolsCallFlags, out, errOut io.Writer) error {
+	ex := tools.NewExecutor(reg, tools.ExecutorOptions{DefaultTimeout: f.timeout, MaxOutputTokens: f.maxOutput})
+	c := tools.Call{Name: name, Arguments: json.RawMessage(rawArgs), Raw: rawArgs}
+	if !json.Valid(c.Arguments) {
+		c.ErrorClass, c.Error = tools.ClassBadJSON, "arguments are not valid JSON"
+	}
+	res := ex.Execute(ctx, c)
+	if f.asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else if res.OK {
+		fmt.Fprint(out, res.Content)
+		if !strings.HasSuffix(res.Content, "\n") {
+			fmt.Fprintln(out)
+		}
+	}
+	if !res.OK {
+		return exitError{code: exitFailure, err: fmt.Errorf("call %s: %s: %s", name, res.ErrorClass, res.Error)}
+	}
+	return nil
+}
+
+func newToolsParseCmd() *cobra.Command {
+	var path, form string
+	var exec bool
+	cmd := &cobra.Command{
+		Use:   "parse --tools FILE [--form bracket|hermes] [--exec] TEXT",
+		Short: "Find the tool calls in a model text, as a rollout would",
+		Long: `parse feeds TEXT to the streaming call parser of the given form and prints
+each call it finds (name, arguments, error class) as JSON, one per line. With
+--exec it also runs each valid call and prints the text a rollout would inject
+after it.`,
+		Example: `  toolrl tools parse --tools tools/testdata/calc.yaml --exec 'So [CALC: 12 * 34]'
+  toolrl tools parse --tools tools.yaml --form hermes '<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext(cmd)
+			defer cancel()
+			reg, err := loadTools(ctx, path)
+			if err != nil {
+				return err
+			}
+			defer reg.Close()
+			p, err := tools.NewParser(form, reg, tools.ParserOptions{})
+			if err != nil {
+				return usageError{err}
+			}
+			return parseTools(ctx, reg, p, form, args[0], exec, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&path, "tools", "", "tool registry file (YAML or JSON)")
+	cmd.Flags().StringVar(&form, "form", tools.FormBracket, "call syntax: bracket ([CALC: 1+2]) or hermes (<tool_call>...</tool_call>)")
+	cmd.Flags().BoolVar(&exec, "exec", false, "run each valid call and print the injected text")
+	return cmd
+}
+
+func parseTools(ctx context.Context, reg *tools.Registry, p tools.Parser, form, text string, exec bool, out io.Writer) error {
+	ex := tools.NewExecutor(reg, tools.ExecutorOptions{})
+	enc := json.NewEncoder(out)
+	chunk, done := text, true
+	for {
+		r := p.Add(chunk, done)
+		for _, c := range r.Calls {
+			line := struct {
+				Call   traj.ToolCall    `json:"call"`
+				Result *traj.ToolResult `json:"result,omitempty"`
+				Inject string           `json:"inject,omitempty"`
+			}{Call: c.Traj()}
+			if exec {
+				res := ex.Execute(ctx, c)
+				line.Result = &res
+				if form == tools.FormHermes {
+					line.Inject = tools.HermesInjection(res)
+				} else {
+					line.Inject = tools.BracketInjection(res)
+				}
+			}
+			if err := enc.Encode(line); err != nil {
+				return err
+			}
+		}
+		if r.Rest == "" {
+			if len(r.Calls) > 0 {
+				// A call ended the text: let the parser see the end.
+				chunk = ""
+				continue
+			}
+			return nil
+		}
+		chunk = r.Rest
+	}
+}
