@@ -1,13 +1,299 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/internal/ort"
+)
 
 func newBenchCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmarks (actor throughput against peers)",
+	}
+	cmd.AddCommand(newBenchActorCmd())
+	return cmd
+}
+
+type benchActorFlags struct {
+	models      []string
+	concurrency string
+	promptLen   int
+	newTokens   int
+	threads     int
+	peer        bool
+	peerScript  string
+	peerG       int
+	rss         int
+	jsonOut     string
+}
+
+func newBenchActorCmd() *cobra.Command {
+	var f benchActorFlags
+	cmd := &cobra.Command{
+		Use:   "actor --model DIR [--model DIR...] [--peer] [--rss N]",
+		Short: "Actor throughput: tokens/s by concurrency, Go-side overhead, ratio to transformers.js",
+		Long: `Measures the actor on each model folder, all in one run so that the ratios are
+comparable: generated tokens/s at each concurrency (sequences decoded
+together; groups of up to 8 samples share a prefill), and the share of wall
+time spent outside ONNX Runtime's Run (Go-side overhead).
+
+--peer also runs @huggingface/transformers generate() (scripts/actor/peer.mjs,
+node, onnxruntime-node 1.30.0, the same ONNX file) on G sequences of the same
+prompt with the same sampling (temperature 1, top-k 50, exactly
+--new-tokens tokens) and reports toolrl's tokens/s over the peer's.
+
+--rss N runs N short trajectories (with tool-call pauses and injections) and
+reports the process's resident memory before and after.`,
+		Example: `  toolrl bench actor --model out/models/smollm2-135m-random --peer
+  toolrl bench actor --model /tmp/tiny --concurrency 1,4 --new-tokens 16 --rss 10000`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return notBuilt("bench")
+			return runBenchActor(cmd.Context(), cmd.OutOrStdout(), f)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.models, "model", nil, "model folder (repeatable)")
+	fl.StringVar(&f.concurrency, "concurrency", "1,4,16,64", "comma-separated concurrencies")
+	fl.IntVar(&f.promptLen, "prompt-len", 32, "prompt tokens")
+	fl.IntVar(&f.newTokens, "new-tokens", 64, "tokens generated per sequence")
+	fl.IntVar(&f.threads, "threads", 0, "ONNX Runtime intra-op threads for toolrl and the peer (0: ORT default)")
+	fl.BoolVar(&f.peer, "peer", false, "also run the transformers.js peer at G=--peer-g")
+	fl.StringVar(&f.peerScript, "peer-script", "scripts/actor/peer.mjs", "the peer benchmark script")
+	fl.IntVar(&f.peerG, "peer-g", 8, "group size of the peer comparison")
+	fl.IntVar(&f.rss, "rss", 0, "run this many short trajectories on the first model and report RSS")
+	fl.StringVar(&f.jsonOut, "json", "", "also write the results as JSON to this file")
+	return cmd
+}
+
+type benchRow struct {
+	Model        string  `json:"model"`
+	Concurrency  int     `json:"concurrency"`
+	Generated    int64   `json:"generated"`
+	Seconds      float64 `json:"seconds"`
+	TokensPerSec float64 `json:"tokens_per_s"`
+	Overhead     float64 `json:"go_overhead"`
+}
+
+type peerRow struct {
+	Model      string  `json:"model"`
+	G          int     `json:"g"`
+	ToolrlTPS  float64 `json:"toolrl_tokens_per_s"`
+	PeerTPS    float64 `json:"peer_tokens_per_s"`
+	Ratio      float64 `json:"ratio"`
+	PeerORT    string  `json:"peer_ort_version"`
+	ToolrlORT  string  `json:"toolrl_ort_version"`
+	PeerSecs   float64 `json:"peer_seconds"`
+	ToolrlSecs float64 `json:"toolrl_seconds"`
+}
+
+type rssReport struct {
+	Trajectories int     `json:"trajectories"`
+	StartRSSMiB  float64 `json:"start_rss_mib"`
+	EndRSSMiB    float64 `json:"end_rss_mib"`
+	Seconds      float64 `json:"seconds"`
+}
+
+func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if len(f.models) == 0 {
+		return usageErrorf("bench actor: --model is required")
+	}
+	var concs []int
+	for _, s := range strings.Split(f.concurrency, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || c <= 0 {
+			return usageErrorf("bench actor: --concurrency %q: want positive integers", f.concurrency)
+		}
+		concs = append(concs, c)
+	}
+	var rows []benchRow
+	var peers []peerRow
+	var rss *rssReport
+	for mi, dir := range f.models {
+		pol, err := actor.Load(ctx, actor.LoadOptions{Dir: dir, IntraOpThreads: f.threads, InterOpThreads: 1})
+		if err != nil {
+			return err
+		}
+		name := filepath.Base(filepath.Clean(dir))
+		// Warm up: first-run allocations inside ORT.
+		if _, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: 2, PromptLen: f.promptLen, NewTokens: 2}); err != nil {
+			pol.Close()
+			return err
+		}
+		for _, c := range concs {
+			res, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: c, PromptLen: f.promptLen, NewTokens: f.newTokens})
+			if err != nil {
+				pol.Close()
+				return err
+			}
+			rows = append(rows, benchRow{name, c, res.Generated, res.Wall.Seconds(), res.TokensPerSecond(), res.Overhead()})
+			fmt.Fprintf(os.Stderr, "bench actor: %s concurrency %d: %.1f tokens/s, overhead %.1f%%\n", name, c, res.TokensPerSecond(), 100*res.Overhead())
+		}
+		if f.peer {
+			res, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: f.peerG, GroupSize: f.peerG, PromptLen: f.promptLen, NewTokens: f.newTokens})
+			if err != nil {
+				pol.Close()
+				return err
+			}
+			pr, err := runPeer(ctx, f, dir)
+			if err != nil {
+				pol.Close()
+				return err
+			}
+			peers = append(peers, peerRow{Model: name, G: f.peerG, ToolrlTPS: res.TokensPerSecond(), PeerTPS: pr.TokensPerS,
+				Ratio: res.TokensPerSecond() / pr.TokensPerS, PeerORT: pr.ORTVersion, ToolrlORT: ort.Version(),
+				PeerSecs: pr.Seconds, ToolrlSecs: res.Wall.Seconds()})
+		}
+		if f.rss > 0 && mi == 0 {
+			if rss, err = rssRun(ctx, pol, f.rss); err != nil {
+				pol.Close()
+				return err
+			}
+		}
+		pol.Close()
+	}
+
+	fmt.Fprintf(w, "ONNX Runtime %s, prompt %d tokens, %d new tokens per sequence, temperature 1, top-k 50\n\n", ort.Version(), f.promptLen, f.newTokens)
+	fmt.Fprintln(w, "| model | concurrency | tokens/s | Go-side overhead |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %d | %.1f | %.1f%% |\n", r.Model, r.Concurrency, r.TokensPerSec, 100*r.Overhead)
+	}
+	if len(peers) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| model | G | toolrl tokens/s | transformers.js tokens/s | ratio |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+		for _, p := range peers {
+			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.2f× |\n", p.Model, p.G, p.ToolrlTPS, p.PeerTPS, p.Ratio)
+		}
+	}
+	if rss != nil {
+		fmt.Fprintf(w, "\nRSS over %d trajectories: start %.1f MiB, end %.1f MiB (%.1f s)\n", rss.Trajectories, rss.StartRSSMiB, rss.EndRSSMiB, rss.Seconds)
+	}
+	if f.jsonOut != "" {
+		b, err := json.MarshalIndent(map[string]any{"throughput": rows, "peer": peers, "rss": rss}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("bench actor: %w", err)
+		}
+	}
+	return nil
+}
+
+type peerResult struct {
+	Generated  int     `json:"generated"`
+	Seconds    float64 `json:"seconds"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	ORTVersion string  `json:"ort_version"`
+}
+
+// runPeer runs the transformers.js script and parses its JSON line.
+func runPeer(ctx context.Context, f benchActorFlags, dir string) (peerResult, error) {
+	var pr peerResult
+	if _, err := os.Stat(f.peerScript); err != nil {
+		return pr, fmt.Errorf("bench actor --peer: %w (run `make actor-npm`)", err)
+	}
+	cmd := exec.CommandContext(ctx, "node", f.peerScript, dir, strconv.Itoa(f.peerG), strconv.Itoa(f.promptLen),
+		strconv.Itoa(f.newTokens), strconv.Itoa(f.threads))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return pr, fmt.Errorf("bench actor --peer: node %s: %w", f.peerScript, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &pr); err != nil || pr.TokensPerS <= 0 {
+		return pr, fmt.Errorf("bench actor --peer: unexpected output %q: %v", out, err)
+	}
+	return pr, nil
+}
+
+// pauseEvery is the RSS run's detector: a call completes every n deltas.
+type pauseEvery struct{ n, seen int }
+
+func (d *pauseEvery) Feed(string) bool { d.seen++; return d.seen%d.n == 0 }
+
+// rssRun generates n short trajectories (8-token prompts, 8 new tokens,
+// a pause every 3 deltas answered by 2 injected tokens) and reports RSS.
+func rssRun(ctx context.Context, pol *actor.Policy, n int) (*rssReport, error) {
+	run := func(count int) error {
+		eng := actor.NewEngine(pol, actor.EngineOptions{MaxBatch: 64})
+		defer eng.Close()
+		s := actor.Sampling{Temperature: 1, TopK: 50, MaxNewTokens: 8, EOS: []int32{}}
+		for g := 0; g*8 < count; g++ {
+			seeds := make([]uint64, min(8, count-g*8))
+			for i := range seeds {
+				seeds[i] = actor.SampleSeed(1, strconv.Itoa(g), i)
+			}
+			if _, err := eng.AddGroup(actor.GroupRequest{ID: strconv.Itoa(g), Prompt: actor.BenchPrompt(8), Seeds: seeds, Sampling: s,
+				NewDetector: func() actor.CallDetector { return &pauseEvery{n: 3} }}); err != nil {
+				return err
+			}
+		}
+		for !eng.Idle() {
+			events, err := eng.Step(ctx)
+			if err != nil {
+				return err
+			}
+			for _, ev := range events {
+				if ev.Kind == actor.EventToolCall {
+					if err := ev.Seq.Inject([]int32{'4', '2'}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := run(256); err != nil { // warm-up: buffers reach their working size
+		return nil, err
+	}
+	runtime.GC()
+	rep := &rssReport{Trajectories: n, StartRSSMiB: rssMiB()}
+	start := time.Now()
+	// In chunks, as an orchestrator would feed prompts.
+	for done := 0; done < n; done += 1000 {
+		if err := run(min(1000, n-done)); err != nil {
+			return nil, err
+		}
+	}
+	runtime.GC()
+	rep.EndRSSMiB = rssMiB()
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// rssMiB reads VmRSS from /proc/self/status (0 where unavailable).
+func rssMiB() float64 {
+	fh, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }
