@@ -221,3 +221,81 @@ func tokenizerConfig(cfg Config, vocab map[int]string, added []addedToken, chatT
 		"tokenizer_class":              "PreTrainedTokenizerFast",
 	})
 }
+
+// ModelFolder is a model folder as a runtime reads it (see OpenFolder).
+type ModelFolder struct {
+	Dir           string
+	Config        Config
+	ModelPath     string // onnx/model.onnx
+	TokenizerPath string // tokenizer.json
+	// EOS are the ids that end generation: generation_config.json's
+	// eos_token_id when present, else config.json's.
+	EOS TokenIDs
+	// Pad is the padding id (generation_config.json, config.json, else the
+	// first EOS id).
+	Pad int
+	// ChatTemplate is tokenizer_config.json's chat_template ("" if none).
+	ChatTemplate string
+}
+
+// OpenFolder reads the metadata of a model folder written by WriteFolder or
+// by optimum (config.json, generation_config.json, tokenizer_config.json) and
+// checks that onnx/model.onnx and tokenizer.json exist. It does not load the
+// model.
+func OpenFolder(dir string) (*ModelFolder, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	mf := &ModelFolder{Dir: dir, Config: cfg, ModelPath: filepath.Join(dir, ModelFile), TokenizerPath: filepath.Join(dir, "tokenizer.json"),
+		EOS: cfg.EOSTokenID, Pad: cfg.PadTokenID.First()}
+	for _, p := range []string{mf.ModelPath, mf.TokenizerPath} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("model folder: %w", err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+		var gen struct {
+			EOS TokenIDs `json:"eos_token_id"`
+			Pad TokenIDs `json:"pad_token_id"`
+		}
+		if err := json.Unmarshal(b, &gen); err != nil {
+			return nil, fmt.Errorf("model folder %s: generation_config.json: %w", dir, err)
+		}
+		if len(gen.EOS) > 0 {
+			mf.EOS = gen.EOS
+		}
+		if len(gen.Pad) > 0 {
+			mf.Pad = gen.Pad.First()
+		}
+	}
+	if mf.Pad < 0 {
+		mf.Pad = mf.EOS.First()
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+		var tc struct {
+			ChatTemplate json.RawMessage `json:"chat_template"`
+		}
+		if err := json.Unmarshal(b, &tc); err != nil {
+			return nil, fmt.Errorf("model folder %s: tokenizer_config.json: %w", dir, err)
+		}
+		// chat_template is a string, or a list of named templates.
+		var s string
+		if json.Unmarshal(tc.ChatTemplate, &s) == nil {
+			mf.ChatTemplate = s
+		} else {
+			var named []struct{ Name, Template string }
+			if json.Unmarshal(tc.ChatTemplate, &named) == nil {
+				for _, n := range named {
+					if n.Name == "default" || mf.ChatTemplate == "" {
+						mf.ChatTemplate = n.Template
+					}
+				}
+			}
+		}
+	}
+	return mf, nil
+}

@@ -42,6 +42,13 @@ func TestWriteFolderFiles(t *testing.T) {
 	if tc["eos_token"] != "<|im_end|>" || tc["bos_token"] != "<|im_start|>" || tc["chat_template"] != DefaultChatTemplate {
 		t.Errorf("tokenizer_config = %v", tc)
 	}
+	mf, err := OpenFolder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf.EOS.First() != ByteImEnd || mf.Pad != ByteEndOfText || mf.ChatTemplate != DefaultChatTemplate || mf.ModelPath != filepath.Join(dir, ModelFile) {
+		t.Errorf("OpenFolder = %+v", mf)
+	}
 	// The safetensors copy loads back into the same weights.
 	back, err := LoadSafetensors(dir, got)
 	if err != nil {
