@@ -1,0 +1,237 @@
+package advantage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/toolrl/toolrl/traj"
+)
+
+// TrajectorySource yields trajectories one at a time and io.EOF after the
+// last (export.TrajectoryReader is one).
+type TrajectorySource interface {
+	Next() (traj.Trajectory, error)
+}
+
+// RecordSink receives advantage records (export.AdvantageWriter is one). The
+// records share slices with the trajectories they came from; a sink may keep
+// them.
+type RecordSink interface {
+	Write(records ...traj.AdvantageRecord) error
+}
+
+// RefScorer returns reference-policy logprobs at temperature 1, one per
+// response token (positions promptLens[i]..len(seqs[i])-1), for a batch of
+// sequences. actor.Policy's Score method is one.
+type RefScorer interface {
+	Score(ctx context.Context, seqs [][]int32, promptLens []int) ([][]float32, error)
+}
+
+// OfflineOptions configures Offline. Config is required; the rest have the
+// documented defaults.
+type OfflineOptions struct {
+	Config Config
+	// MemoryLimit bounds the estimated bytes of partial groups held in
+	// memory; past it they spill to temporary files. 0 means 256 MiB.
+	MemoryLimit int64
+	// SpillDir is where spill files go; "" means os.TempDir(). The files are
+	// unlinked as soon as they are created.
+	SpillDir string
+	// AllowIncomplete computes groups that have fewer members than their
+	// group_size at the end of the input over the members present; without
+	// it such a group is an error.
+	AllowIncomplete bool
+	// RefScorer, when set, scores trajectories that have no ref_logprobs.
+	RefScorer RefScorer
+	// RefBatch is the number of sequences per RefScorer call; 0 means 16.
+	RefBatch int
+	// Logger receives progress; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// OfflineStats is what Offline did.
+type OfflineStats struct {
+	Stats
+	// Trajectories read from the source.
+	Trajectories int64
+	// Incomplete groups found at the end (computed only with AllowIncomplete).
+	Incomplete int64
+	// Spilled trajectories written to temporary files.
+	Spilled int64
+	// PeakPartialBytes is the largest estimate of partial-group bytes held.
+	PeakPartialBytes int64
+	// RefScored trajectories whose ref_logprobs came from the RefScorer.
+	RefScored int64
+}
+
+// Offline reads every trajectory of src, assembles groups by group_id (in any
+// order, with bounded memory), computes their advantage records and writes
+// them to dst as each group completes. It stops at the first error, and when
+// ctx is cancelled.
+func Offline(ctx context.Context, src TrajectorySource, dst RecordSink, opts OfflineOptions) (OfflineStats, error) {
+	var st OfflineStats
+	if err := opts.Config.Validate(); err != nil {
+		return st, err
+	}
+	if opts.MemoryLimit <= 0 {
+		opts.MemoryLimit = 256 << 20
+	}
+	if opts.RefBatch <= 0 {
+		opts.RefBatch = 16
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	o := &offline{ctx: ctx, dst: dst, opts: opts, st: &st}
+	gr := newGrouper(opts.MemoryLimit, opts.SpillDir, o.add)
+	defer gr.Close()
+	for {
+		if st.Trajectories%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return st, err
+			}
+		}
+		t, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return st, fmt.Errorf("read trajectories (after %d): %w", st.Trajectories, err)
+		}
+		st.Trajectories++
+		if err := gr.Add(t); err != nil {
+			return st, err
+		}
+	}
+	err := gr.Finish(func(members []traj.Trajectory) error {
+		st.Incomplete++
+		if !opts.AllowIncomplete {
+			return fmt.Errorf("group %s has %d of its %d trajectories at the end of the input (use AllowIncomplete to compute it anyway)",
+				members[0].GroupID, len(members), members[0].GroupSize)
+		}
+		return o.add(members)
+	})
+	st.Spilled, st.PeakPartialBytes = gr.Spilled, gr.Peak
+	if err != nil {
+		return st, err
+	}
+	if err := o.flush(); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+type offline struct {
+	ctx  context.Context
+	dst  RecordSink
+	opts OfflineOptions
+	st   *OfflineStats
+
+	// ready holds complete groups waiting for reference scoring, so that the
+	// scorer sees batches of RefBatch sequences.
+	ready   []traj.Group
+	toScore int
+}
+
+// add takes one assembled group.
+func (o *offline) add(members []traj.Trajectory) error {
+	g := traj.NewGroup(members)
+	if len(members) == members[0].GroupSize {
+		if err := g.Validate(); err != nil {
+			return err
+		}
+	} else {
+		// An incomplete group (AllowIncomplete) is computed over the members
+		// that arrived; they keep their group_size.
+		for i := range g.Trajectories {
+			if err := g.Trajectories[i].Validate(); err != nil {
+				return fmt.Errorf("incomplete group %s: %w", g.GroupID, err)
+			}
+		}
+	}
+	if o.opts.RefScorer != nil {
+		for i := range g.Trajectories {
+			if g.Trajectories[i].RefLogprobs == nil {
+				o.toScore++
+			}
+		}
+	}
+	o.ready = append(o.ready, g)
+	if o.toScore >= o.opts.RefBatch || o.toScore == 0 {
+		return o.flush()
+	}
+	return nil
+}
+
+// flush scores what needs scoring, then computes and writes every ready group.
+func (o *offline) flush() error {
+	if o.toScore > 0 {
+		if err := o.score(); err != nil {
+			return err
+		}
+	}
+	for i := range o.ready {
+		g := &o.ready[i]
+		recs, st, err := Compute(g, o.opts.Config)
+		if err != nil {
+			return err
+		}
+		o.st.Add(st)
+		if len(recs) > 0 {
+			if err := o.dst.Write(recs...); err != nil {
+				return fmt.Errorf("write advantages of group %s: %w", g.GroupID, err)
+			}
+		}
+	}
+	clear(o.ready)
+	o.ready = o.ready[:0]
+	return nil
+}
+
+// score fills ref_logprobs of the ready trajectories that lack them, in
+// batches of RefBatch sequences.
+func (o *offline) score() error {
+	type ref struct{ g, t int }
+	var pending []ref
+	for gi := range o.ready {
+		for ti := range o.ready[gi].Trajectories {
+			if o.ready[gi].Trajectories[ti].RefLogprobs == nil {
+				pending = append(pending, ref{gi, ti})
+			}
+		}
+	}
+	for start := 0; start < len(pending); start += o.opts.RefBatch {
+		batch := pending[start:min(start+o.opts.RefBatch, len(pending))]
+		seqs := make([][]int32, len(batch))
+		lens := make([]int, len(batch))
+		for i, r := range batch {
+			t := &o.ready[r.g].Trajectories[r.t]
+			seqs[i], lens[i] = t.Tokens, t.PromptLen
+		}
+		out, err := o.opts.RefScorer.Score(o.ctx, seqs, lens)
+		if err != nil {
+			return fmt.Errorf("reference scoring of %d sequences: %w", len(batch), err)
+		}
+		for i, r := range batch {
+			t := &o.ready[r.g].Trajectories[r.t]
+			if len(out[i]) != len(t.LossMask) {
+				return fmt.Errorf("reference scoring of %s: %d logprobs for %d response tokens", t.ID, len(out[i]), len(t.LossMask))
+			}
+			refs := make([]float32, len(out[i]))
+			for j, m := range t.LossMask {
+				if m == 1 {
+					// Injected tokens keep 0, as traj requires; rounding
+					// must not make a logprob positive.
+					refs[j] = min(0, out[i][j])
+				}
+			}
+			t.RefLogprobs = refs
+			o.st.RefScored++
+		}
+	}
+	o.toScore = 0
+	return nil
+}

@@ -1,0 +1,177 @@
+package advantage
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/toolrl/toolrl/traj"
+)
+
+type sliceSource struct{ ts []traj.Trajectory }
+
+func (s *sliceSource) Next() (traj.Trajectory, error) {
+	if len(s.ts) == 0 {
+		return traj.Trajectory{}, io.EOF
+	}
+	t := s.ts[0]
+	s.ts = s.ts[1:]
+	return t, nil
+}
+
+type sliceSink struct{ recs []traj.AdvantageRecord }
+
+func (s *sliceSink) Write(recs ...traj.AdvantageRecord) error {
+	s.recs = append(s.recs, recs...)
+	return nil
+}
+
+// shuffledGroups returns n groups of job "job" and their trajectories in an
+// order where members of a group are spread over a window of about 20 groups.
+func shuffledGroups(n int) ([]*traj.Group, []traj.Trajectory) {
+	groups := make([]*traj.Group, n)
+	var all []traj.Trajectory
+	for i := range groups {
+		groups[i] = streamGroup("job", i)
+		all = append(all, groups[i].Trajectories...)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := range all {
+		j := min(len(all)-1, i+rng.IntN(20*testG))
+		all[i], all[j] = all[j], all[i]
+	}
+	return groups, all
+}
+
+func offlineRun(t *testing.T, all []traj.Trajectory, opts OfflineOptions) (map[string]traj.AdvantageRecord, OfflineStats) {
+	t.Helper()
+	sink := &sliceSink{}
+	st, err := Offline(context.Background(), &sliceSource{ts: append([]traj.Trajectory(nil), all...)}, sink, opts)
+	if err != nil {
+		t.Fatalf("Offline: %v", err)
+	}
+	out := map[string]traj.AdvantageRecord{}
+	for _, r := range sink.recs {
+		if _, dup := out[r.TrajectoryID]; dup {
+			t.Fatalf("record %s written twice", r.TrajectoryID)
+		}
+		out[r.TrajectoryID] = r
+	}
+	return out, st
+}
+
+func TestOfflineGroupsNonContiguousMembers(t *testing.T) {
+	groups, all := shuffledGroups(150)
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.KL = ModeHybrid, KLK2
+	want := map[string]traj.AdvantageRecord{}
+	for _, g := range groups {
+		recs, _, err := Compute(g, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			want[r.TrajectoryID] = r
+		}
+	}
+	inMemory, st := offlineRun(t, all, OfflineOptions{Config: cfg})
+	if st.Spilled != 0 || st.Groups != 150 || st.Trajectories != int64(len(all)) {
+		t.Errorf("in-memory stats %+v", st)
+	}
+	spilled, st := offlineRun(t, all, OfflineOptions{Config: cfg, MemoryLimit: 8 << 10, SpillDir: t.TempDir()})
+	if st.Spilled == 0 || st.Groups != 150 {
+		t.Errorf("spilling run did not spill: %+v", st)
+	}
+	if st.PeakPartialBytes > 16<<10 {
+		t.Errorf("peak partial bytes %d, limit 8 KiB", st.PeakPartialBytes)
+	}
+	for name, got := range map[string]map[string]traj.AdvantageRecord{"in memory": inMemory, "spilled": spilled} {
+		if len(got) != len(want) {
+			t.Errorf("%s: %d records, want %d", name, len(got), len(want))
+		}
+		for id, w := range want {
+			if g, ok := got[id]; !ok || !reflect.DeepEqual(normRecord(g), normRecord(w)) {
+				t.Fatalf("%s: record %s differs from Compute on the whole group", name, id)
+			}
+		}
+	}
+}
+
+// normRecord maps empty slices to nil: a spilled trajectory comes back from
+// JSON with nil where the original had empty.
+func normRecord(r traj.AdvantageRecord) traj.AdvantageRecord {
+	if len(r.StepRewards) == 0 {
+		r.StepRewards = nil
+	}
+	if len(r.Reward.Parts) == 0 {
+		r.Reward.Parts = nil
+	}
+	return r
+}
+
+func TestOfflineIncompleteGroups(t *testing.T) {
+	_, all := shuffledGroups(10)
+	var cut []traj.Trajectory
+	for _, tr := range all {
+		if !(tr.GroupID == "job/p00003" && tr.SampleIndex == 2) {
+			cut = append(cut, tr)
+		}
+	}
+	for _, limit := range []int64{0, 1 << 10} {
+		_, err := Offline(context.Background(), &sliceSource{ts: cut}, &sliceSink{}, OfflineOptions{Config: DefaultConfig(), MemoryLimit: limit})
+		if err == nil || !strings.Contains(err.Error(), "job/p00003 has 3 of its 4") {
+			t.Errorf("limit %d: incomplete group: %v", limit, err)
+		}
+		got, st := offlineRun(t, cut, OfflineOptions{Config: DefaultConfig(), MemoryLimit: limit, AllowIncomplete: true})
+		if st.Incomplete != 1 || len(got) != 39 {
+			t.Errorf("limit %d: AllowIncomplete: %d records, %+v", limit, len(got), st)
+		}
+	}
+}
+
+type fakeScorer struct{ calls, maxBatch int }
+
+func (f *fakeScorer) Score(_ context.Context, seqs [][]int32, promptLens []int) ([][]float32, error) {
+	f.calls++
+	f.maxBatch = max(f.maxBatch, len(seqs))
+	out := make([][]float32, len(seqs))
+	for i, s := range seqs {
+		out[i] = make([]float32, len(s)-promptLens[i])
+		for j := range out[i] {
+			out[i][j] = -0.5
+		}
+	}
+	return out, nil
+}
+
+func TestOfflineScoresMissingReferenceLogprobs(t *testing.T) {
+	_, all := shuffledGroups(12)
+	for i := range all {
+		if i%2 == 0 {
+			all[i].RefLogprobs = nil
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.KL, cfg.KLCoef = KLK1, 0.01
+	sc := &fakeScorer{}
+	got, st := offlineRun(t, all, OfflineOptions{Config: cfg, RefScorer: sc, RefBatch: 5})
+	if st.RefScored != int64((len(all)+1)/2) || sc.maxBatch > 5 || sc.calls == 0 {
+		t.Errorf("scored %d (calls %d, max batch %d)", st.RefScored, sc.calls, sc.maxBatch)
+	}
+	if len(got) != len(all) {
+		t.Fatalf("%d records for %d trajectories", len(got), len(all))
+	}
+	for _, r := range got {
+		if len(r.KL) == 0 || len(r.RefLogprobs) == 0 {
+			t.Fatalf("record %s has no KL", r.TrajectoryID)
+		}
+	}
+	// Without a scorer, folding KL needs every reference: an error.
+	_, err := Offline(context.Background(), &sliceSource{ts: all}, &sliceSink{}, OfflineOptions{Config: cfg})
+	if err == nil || !strings.Contains(err.Error(), "ref_logprobs") {
+		t.Errorf("missing references without a scorer: %v", err)
+	}
+}
