@@ -1,0 +1,295 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// tinyPolicy writes a tiny random Llama folder with a plain prompt format and
+// the calculator registry, as the default model ships them.
+func tinyPolicy(t *testing.T) string {
+	t.Helper()
+	testsupport.RequireORT(t)
+	cfg, err := llama.ShapeConfig("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := llama.RandomWeights(cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calc, err := os.ReadFile(filepath.Join(testsupport.RepoRoot(t), "tools", "testdata", "calc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	_, err = llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, ExtraFiles: map[string][]byte{
+		"prompt_format.json": []byte(`{"kind":"plain","template":"Question: {prompt}\nAnswer:","tool_call_format":"bracket"}`),
+		"tools.yaml":         calc,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func writePrompts(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"id":"p%02d","prompt":"What is %d + %d?","answer":"%d","meta":{"i":%d}}`+"\n", i, i, 2*i, 3*i, i)
+	}
+	path := filepath.Join(t.TempDir(), "prompts.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func tinyJob(model, prompts, out string) Job {
+	return Job{ID: "t", Model: model, Prompts: prompts, GroupSize: 4, Seed: 11, Batch: 8, Threads: 1,
+		Sampling: Sampling{Temperature: 1, MaxNewTokens: 24}, Out: out}
+}
+
+func quietRun(t *testing.T, ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
+	t.Helper()
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts.ProgressOut = io.Discard
+	return Run(ctx, job, opts)
+}
+
+func readTrajectories(t *testing.T, path string) []traj.Trajectory {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []traj.Trajectory
+	for i, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		tr, err := traj.UnmarshalTrajectory(line)
+		if err != nil {
+			t.Fatalf("%s:%d: %v", path, i+1, err)
+		}
+		out = append(out, tr)
+	}
+	return out
+}
+
+func TestRolloutWritesWholeValidGroupsAndIsReproducible(t *testing.T) {
+	model := tinyPolicy(t)
+	prompts := writePrompts(t, 6)
+	dir := t.TempDir()
+	out1, out2 := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+
+	sum, err := quietRun(t, context.Background(), tinyJob(model, prompts, out1), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.GroupsWritten != 6 || sum.Trajectories != 24 {
+		t.Fatalf("summary: %d groups, %d trajectories; want 6 and 24", sum.GroupsWritten, sum.Trajectories)
+	}
+	ts := readTrajectories(t, out1)
+	if len(ts) != 24 {
+		t.Fatalf("%d lines, want 24", len(ts))
+	}
+	groups := map[string]int{}
+	for _, tr := range ts {
+		groups[tr.GroupID]++
+		if tr.JobID != "t" || tr.ID != traj.TrajectoryID("t", tr.PromptID, tr.SampleIndex) {
+			t.Errorf("ids: %+v", tr.ID)
+		}
+		if !strings.HasPrefix(tr.Model.Hash, "sha256:") || tr.Model.Name != "tiny" {
+			t.Errorf("model ref %+v", tr.Model)
+		}
+		if string(tr.Meta) == "" || tr.Answer == "" {
+			t.Errorf("meta/answer not passed through: %q %q", tr.Meta, tr.Answer)
+		}
+		sampled := 0
+		for _, m := range tr.LossMask {
+			sampled += int(m)
+		}
+		if sampled == 0 || sampled > 24 {
+			t.Errorf("%s: %d sampled tokens, want 1..24", tr.ID, sampled)
+		}
+		if tr.FinishReason != traj.FinishStop && tr.FinishReason != traj.FinishLength {
+			t.Errorf("%s: finish %s", tr.ID, tr.FinishReason)
+		}
+	}
+	for id, n := range groups {
+		if n != 4 {
+			t.Errorf("group %s has %d members, want 4", id, n)
+		}
+	}
+
+	// The same job with another batch size gives byte-identical output.
+	job := tinyJob(model, prompts, out2)
+	job.Batch = 4
+	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(out1)
+	b, _ := os.ReadFile(out2)
+	if !sameTokens(t, out1, out2) {
+		t.Fatal("batch 8 and batch 4 sampled different tokens")
+	}
+	job.Batch = 8
+	out3 := filepath.Join(dir, "c.jsonl")
+	job.Out = out3
+	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := os.ReadFile(out3)
+	if !bytes.Equal(a, c) {
+		t.Fatal("the same job and seed gave different bytes")
+	}
+	_ = b
+}
+
+// sameTokens compares the token sequences of two outputs, trajectory by id.
+func sameTokens(t *testing.T, p1, p2 string) bool {
+	t.Helper()
+	byID := map[string][]int32{}
+	for _, tr := range readTrajectories(t, p1) {
+		byID[tr.ID] = tr.Tokens
+	}
+	for _, tr := range readTrajectories(t, p2) {
+		if fmt.Sprint(byID[tr.ID]) != fmt.Sprint(tr.Tokens) {
+			return false
+		}
+	}
+	return len(byID) > 0
+}
+
+func TestRolloutResumesAndCutsAHalfWrittenGroup(t *testing.T) {
+	model := tinyPolicy(t)
+	prompts := writePrompts(t, 5)
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	job := tinyJob(model, prompts, out)
+	job.Limit = 3
+	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	full, _ := os.ReadFile(out)
+	lines := bytes.SplitAfter(full, []byte("\n"))
+	// Simulate a crash in the middle of the third group: two of its four
+	// lines and half of a third.
+	crashed := bytes.Join(lines[:10], nil)
+	crashed = append(crashed, lines[10][:len(lines[10])/2]...)
+	if err := os.WriteFile(out, crashed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job.Limit = 0
+	sum, err := quietRun(t, context.Background(), job, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.GroupsResumed != 2 || sum.GroupsWritten != 3 {
+		t.Fatalf("resumed %d, wrote %d; want 2 and 3", sum.GroupsResumed, sum.GroupsWritten)
+	}
+	ts := readTrajectories(t, out)
+	count := map[string]int{}
+	for _, tr := range ts {
+		count[tr.GroupID]++
+	}
+	if len(ts) != 20 || len(count) != 5 {
+		t.Fatalf("%d trajectories in %d groups, want 20 in 5", len(ts), len(count))
+	}
+	// The regenerated third group equals the one the crash cut.
+	if !bytes.Contains(append([]byte(nil), readAll(t, out)...), lines[8]) {
+		t.Error("a resumed group differs from its first run")
+	}
+}
+
+func readAll(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestRolloutStopsCleanlyOnCancel(t *testing.T) {
+	model := tinyPolicy(t)
+	prompts := writePrompts(t, 40)
+	out := filepath.Join(t.TempDir(), "s.jsonl")
+	ctx, cancel := context.WithCancel(context.Background())
+	job := tinyJob(model, prompts, out)
+	job.Batch = 4
+	feed := &cancelAfter{n: 3, cancel: cancel}
+	set, err := ReadPrompts(prompts, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed.prompts = set.Prompts
+	sum, err := quietRun(t, ctx, job, RunOptions{Feed: feed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Interrupted {
+		t.Error("summary does not say interrupted")
+	}
+	ts := readTrajectories(t, out)
+	count := map[string]int{}
+	for _, tr := range ts {
+		count[tr.GroupID]++
+	}
+	if len(count) != 3 {
+		t.Fatalf("%d groups written after cancelling at the 3rd prompt, want exactly the 3 in flight", len(count))
+	}
+	for id, n := range count {
+		if n != 4 {
+			t.Errorf("group %s written with %d of 4 members", id, n)
+		}
+	}
+}
+
+// cancelAfter feeds prompts and cancels the run's context once n were taken.
+type cancelAfter struct {
+	sliceFeed
+	n      int
+	cancel context.CancelFunc
+}
+
+func (f *cancelAfter) Next(ctx context.Context, block bool) (Prompt, bool, error) {
+	p, ok, err := f.sliceFeed.Next(ctx, block)
+	if f.next == f.n {
+		f.cancel()
+	}
+	return p, ok, err
+}
+
+func TestRolloutRejectsBadJobs(t *testing.T) {
+	model := tinyPolicy(t)
+	prompts := writePrompts(t, 2)
+	job := tinyJob(model, prompts, filepath.Join(t.TempDir(), "x.jsonl"))
+	job.Batch, job.GroupSize = 2, 4
+	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err == nil || !strings.Contains(err.Error(), "batch") {
+		t.Errorf("batch < group size: %v", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"id\":\"a\",\"prompt\":\"x\"}\nnot json\n"), 0o644)
+	job = tinyJob(model, bad, filepath.Join(t.TempDir(), "y.jsonl"))
+	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err == nil || !strings.Contains(err.Error(), bad+":2") {
+		t.Errorf("malformed prompt line: %v, want the file:line", err)
+	}
+	job.SkipInvalid = true
+	sum, err := quietRun(t, context.Background(), job, RunOptions{})
+	if err != nil || sum.PromptsSkipped != 1 || sum.GroupsWritten != 1 {
+		t.Errorf("skip-invalid: %v, %+v", err, sum)
+	}
+}
