@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -79,7 +81,7 @@ func (w *parquetWriter[T, R]) start(first []T) error {
 		l.schema,
 		parquet.Compression(&parquet.Zstd),
 		parquet.MaxRowsPerRowGroup(rowsPerGroup),
-		parquet.CreatedBy("toolrl", "", ""),
+		parquet.CreatedBy("toolrl", moduleVersion(), runtime.Version()),
 		parquet.KeyValueMetadata(MetaSchema, w.rows.kind.Schema()),
 		parquet.KeyValueMetadata(MetaRewardParts, strings.Join(parts, ",")),
 	}
@@ -307,4 +309,13 @@ func (r *parquetReader[T, R]) Close() error {
 	err := r.closer.Close()
 	r.closer = nil
 	return err
+}
+
+// moduleVersion is toolrl's module version as the binary was built, for the
+// file's created_by.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

@@ -1,13 +1,311 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/export"
+	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/traj"
+)
 
 func newExportCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "export",
+	var from, to, stream string
+	var rowsPerGroup int64
+	var parts []string
+	cmd := &cobra.Command{
+		Use:   "export --from FILE|redis://HOST:PORT/JOB --to FILE.parquet|FILE.jsonl[.gz]",
 		Short: "Convert or drain trajectories to JSONL or Parquet",
+		Long: `export copies trajectories or advantage records into a dataset file. The
+output format follows the extension of --to: .jsonl, .jsonl.gz or .parquet.
+
+--from FILE converts a file (.jsonl, .jsonl.gz or .parquet; the records' kind
+is read from the file). A JSONL file of groups (one traj.Group per line) gives
+trajectories.
+
+--from redis://HOST:PORT/JOB reads the job's groups stream toolrl:{JOB}:groups
+(or, with --stream advantages, toolrl:{JOB}:advantages) with XRANGE, up to the
+entry that was last when the export started. It reads through no consumer
+group, so it consumes nothing: the advantage service and trainers still get
+every entry. Redis options go in the query (?db=N, ?cluster=true, see
+docs/redis.md); the password comes from the URL or $TOOLRL_REDIS_PASSWORD.
+
+Parquet output has one reward_<part> column per reward part: export reads its
+input twice, once to find every part.`,
+		Example: `  toolrl export --from out/calc.jsonl --to out/calc.parquet
+  toolrl export --from redis://127.0.0.1:6379/calc-demo --to out/groups.parquet
+  toolrl export --from redis://127.0.0.1:6379/calc-demo --stream advantages --to out/adv.parquet`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return notBuilt("export")
+			if from == "" || to == "" {
+				return usageErrorf("export: --from and --to are required")
+			}
+			if _, err := export.FormatOf(to); err != nil {
+				return usageErrorf("export: --to: %v", err)
+			}
+			if stream != "groups" && stream != "advantages" {
+				return usageErrorf("export: --stream is %q, want groups or advantages", stream)
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			src, err := newExportSource(ctx, from, stream)
+			if err != nil {
+				return err
+			}
+			defer src.close()
+			opts := export.WriterOptions{RowsPerGroup: rowsPerGroup, RewardParts: parts}
+			start := time.Now()
+			var n int64
+			switch src.kind {
+			case export.Trajectories:
+				n, err = runExport(ctx, src, to, opts, src.trajectories, export.CreateTrajectories, func(t *traj.Trajectory) map[string]float64 { return t.Reward.Parts })
+			default:
+				n, err = runExport(ctx, src, to, opts, src.advantages, export.CreateAdvantages, func(a *traj.AdvantageRecord) map[string]float64 { return a.Reward.Parts })
+			}
+			if ctx.Err() != nil {
+				return exitError{code: exitInterrupted, err: fmt.Errorf("export interrupted; %s not written", to)}
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "exported %d %s from %s to %s in %s\n", n, src.kind, src.name, to, time.Since(start).Round(time.Millisecond))
+			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&from, "from", "", "input: a .jsonl, .jsonl.gz or .parquet file, or redis://HOST:PORT/JOB")
+	f.StringVar(&to, "to", "", "output: FILE.parquet, FILE.jsonl or FILE.jsonl.gz")
+	f.StringVar(&stream, "stream", "groups", "with redis://: the stream to read, groups (trajectories) or advantages")
+	f.Int64Var(&rowsPerGroup, "rows-per-group", 0, fmt.Sprintf("Parquet rows per row group (0: %d)", export.DefaultRowsPerGroup))
+	f.StringSliceVar(&parts, "reward-parts", nil, "extra reward parts to give a reward_<part> column even if no record has them")
+	return cmd
 }
+
+// runExport copies src into a new file at to. For Parquet it first reads the
+// source once to find every reward part. On failure the output is removed.
+func runExport[T any](ctx context.Context, src *exportSource, to string, opts export.WriterOptions,
+	open func() (export.Reader[T], error), create func(string, export.WriterOptions) (export.Writer[T], error),
+	partsOf func(*T) map[string]float64) (int64, error) {
+	if format, _ := export.FormatOf(to); format == export.Parquet {
+		parts, err := scanRewardParts(ctx, open, partsOf)
+		if err != nil {
+			return 0, err
+		}
+		opts.RewardParts = append(opts.RewardParts, parts...)
+	}
+	r, err := open()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	w, err := create(to, opts)
+	if err != nil {
+		return 0, err
+	}
+	n, err := export.Copy(w, cancelable[T]{ctx, r})
+	if err != nil {
+		w.Close()
+		os.Remove(to)
+		return n, err
+	}
+	if err := w.Close(); err != nil {
+		os.Remove(to)
+		return n, err
+	}
+	return n, nil
+}
+
+func scanRewardParts[T any](ctx context.Context, open func() (export.Reader[T], error), partsOf func(*T) map[string]float64) ([]string, error) {
+	r, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	set := map[string]bool{}
+	src := cancelable[T]{ctx, r}
+	for {
+		rec, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		for p := range partsOf(&rec) {
+			set[p] = true
+		}
+	}
+	parts := make([]string, 0, len(set))
+	for p := range set {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	return parts, nil
+}
+
+// cancelable stops a reader when ctx is done.
+type cancelable[T any] struct {
+	ctx context.Context
+	export.Reader[T]
+}
+
+func (c cancelable[T]) Next() (T, error) {
+	if err := c.ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return c.Reader.Next()
+}
+
+// exportSource is the input of an export: a file, or a job's stream.
+type exportSource struct {
+	name   string
+	kind   export.Kind
+	path   string                  // a file
+	client goredis.UniversalClient // or a stream
+	ctx    context.Context
+	stream string
+	lastID string // the stream's last entry when the export started
+	field  string
+}
+
+func newExportSource(ctx context.Context, from, stream string) (*exportSource, error) {
+	if !strings.HasPrefix(from, "redis://") && !strings.HasPrefix(from, "rediss://") {
+		if _, err := export.FormatOf(from); err != nil {
+			return nil, usageErrorf("export: --from: %v", err)
+		}
+		kind, err := export.DetectKind(from)
+		if err != nil {
+			return nil, err
+		}
+		return &exportSource{name: from, kind: kind, path: from}, nil
+	}
+	u, err := url.Parse(from)
+	if err != nil {
+		return nil, usageErrorf("export: --from %s does not parse", toolrlredis.Redact(from))
+	}
+	job := strings.Trim(u.Path, "/")
+	if err := toolrlredis.ValidateJob(job); err != nil {
+		return nil, usageErrorf("export: --from %s: the path names the job: %v", toolrlredis.Redact(from), err)
+	}
+	u.Path = ""
+	client, err := toolrlredis.Connect(ctx, u.String(), toolrlredis.ConnectOptions{ClientName: "toolrl-export"})
+	if err != nil {
+		return nil, err
+	}
+	keys := toolrlredis.JobKeys(job)
+	src := &exportSource{client: client, ctx: ctx, kind: export.Trajectories, stream: keys.Groups, field: toolrlredis.FieldGroup}
+	if stream == "advantages" {
+		src.kind, src.stream, src.field = export.Advantages, keys.Advantages, toolrlredis.FieldRecord
+	}
+	src.name = src.stream
+	last, err := client.XRevRangeN(ctx, src.stream, "+", "-", 1).Result()
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("export: read the last entry of %s: %w", src.stream, err)
+	}
+	if len(last) > 0 {
+		src.lastID = last[0].ID
+	}
+	return src, nil
+}
+
+func (s *exportSource) close() {
+	if s.client != nil {
+		s.client.Close()
+	}
+}
+
+func (s *exportSource) trajectories() (export.Reader[traj.Trajectory], error) {
+	if s.path != "" {
+		return export.OpenTrajectories(s.path)
+	}
+	return &streamReader[traj.Trajectory]{src: s, decode: func(payload string) ([]traj.Trajectory, error) {
+		g, err := toolrlredis.DecodeGroup([]byte(payload))
+		if err != nil {
+			return nil, err
+		}
+		return g.Trajectories, nil
+	}}, nil
+}
+
+func (s *exportSource) advantages() (export.Reader[traj.AdvantageRecord], error) {
+	if s.path != "" {
+		return export.OpenAdvantages(s.path)
+	}
+	return &streamReader[traj.AdvantageRecord]{src: s, decode: func(payload string) ([]traj.AdvantageRecord, error) {
+		r, err := traj.UnmarshalAdvantage([]byte(payload))
+		if err != nil {
+			return nil, err
+		}
+		return []traj.AdvantageRecord{r}, nil
+	}}, nil
+}
+
+// streamReader pages through a stream with XRANGE, from the first entry to
+// src.lastID, and yields the records each entry's payload field holds.
+type streamReader[T any] struct {
+	src     *exportSource
+	decode  func(payload string) ([]T, error)
+	next    string // the XRANGE start of the next page
+	done    bool
+	entries []goredis.XMessage
+	pending []T
+}
+
+const streamPage = 256
+
+func (r *streamReader[T]) Next() (T, error) {
+	var zero T
+	for len(r.pending) == 0 {
+		if len(r.entries) == 0 {
+			if r.done || r.src.lastID == "" {
+				return zero, io.EOF
+			}
+			start := "-"
+			if r.next != "" {
+				start = r.next
+			}
+			page, err := r.src.client.XRangeN(r.src.ctx, r.src.stream, start, r.src.lastID, streamPage).Result()
+			if err != nil {
+				return zero, fmt.Errorf("XRANGE %s %s %s: %w", r.src.stream, start, r.src.lastID, err)
+			}
+			if len(page) == 0 {
+				r.done = true
+				return zero, io.EOF
+			}
+			last := page[len(page)-1].ID
+			if last == r.src.lastID || len(page) < streamPage {
+				r.done = true
+			}
+			r.next = "(" + last
+			r.entries = page
+		}
+		e := r.entries[0]
+		r.entries = r.entries[1:]
+		payload, ok := e.Values[r.src.field].(string)
+		if !ok {
+			return zero, fmt.Errorf("%s entry %s: no %q field", r.src.stream, e.ID, r.src.field)
+		}
+		recs, err := r.decode(payload)
+		if err != nil {
+			return zero, fmt.Errorf("%s entry %s: %w", r.src.stream, e.ID, err)
+		}
+		r.pending = recs
+	}
+	rec := r.pending[0]
+	r.pending = r.pending[1:]
+	return rec, nil
+}
+
+func (r *streamReader[T]) Close() error { return nil }

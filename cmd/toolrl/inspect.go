@@ -1,13 +1,125 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/export"
+)
 
 func newInspectCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "inspect",
+	var bins, width int
+	cmd := &cobra.Command{
+		Use:   "inspect FILE",
 		Short: "Summarise a trajectory or advantage file",
+		Long: `inspect reads a .jsonl, .jsonl.gz or .parquet file of trajectories or
+advantage records (validating every record) and prints its schema (for
+Parquet: row groups, key-value metadata and columns; for JSONL: the columns
+it would have as Parquet), counts of records, groups and tokens, a reward
+summary with its parts, tool-call rates and a text histogram of the rewards.`,
+		Example: `  toolrl inspect out/calc.parquet
+  toolrl inspect --bins 20 out/advantages.jsonl`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return notBuilt("inspect")
+			if bins < 1 || width < 1 {
+				return usageErrorf("inspect: --bins and --width must be ≥ 1")
+			}
+			path := args[0]
+			if _, err := export.FormatOf(path); err != nil {
+				return usageErrorf("inspect: %v", err)
+			}
+			info, err := export.Stat(path)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			summary := export.NewSummary(info.Kind)
+			switch info.Kind {
+			case export.Trajectories:
+				err = summarise(cancelableOpen(ctx, export.OpenTrajectories), path, summary.AddTrajectory)
+			default:
+				err = summarise(cancelableOpen(ctx, export.OpenAdvantages), path, summary.AddAdvantage)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return exitError{code: exitInterrupted, err: err}
+				}
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if err := writeFileInfo(out, info, summary.RewardParts()); err != nil {
+				return err
+			}
+			return summary.WriteText(out, bins, width)
 		},
+	}
+	cmd.Flags().IntVar(&bins, "bins", 10, "reward histogram bins")
+	cmd.Flags().IntVar(&width, "width", 40, "longest histogram bar, in characters")
+	return cmd
+}
+
+func summarise[T any](open func(string) (export.Reader[T], error), path string, add func(*T)) error {
+	r, err := open(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		add(&rec)
+	}
+}
+
+func writeFileInfo(w io.Writer, info export.FileInfo, parts []string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "file             %s (%s, %d bytes)\n", info.Path, info.Format, info.Size)
+	fmt.Fprintf(&b, "schema           %s (%s)\n", info.Kind.Schema(), info.Kind)
+	columns := info.Columns
+	if info.Format == export.Parquet {
+		fmt.Fprintf(&b, "parquet          %d rows in %d row groups, created by %s\n", info.Rows, info.RowGroups, info.CreatedBy)
+		keys := make([]string, 0, len(info.Metadata))
+		for k := range info.Metadata {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "  metadata       %s = %s\n", k, info.Metadata[k])
+		}
+		b.WriteString("columns\n")
+	} else {
+		var err error
+		if columns, err = export.ParquetColumns(info.Kind, parts); err != nil {
+			return err
+		}
+		b.WriteString("columns          (as Parquet)\n")
+	}
+	for _, c := range columns {
+		fmt.Fprintf(&b, "  %-20s %s\n", c.Name, c.Type)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// cancelableOpen wraps an opener so that its reader stops when ctx is done.
+func cancelableOpen[T any](ctx context.Context, open func(string) (export.Reader[T], error)) func(string) (export.Reader[T], error) {
+	return func(path string) (export.Reader[T], error) {
+		r, err := open(path)
+		if err != nil {
+			return nil, err
+		}
+		return cancelable[T]{ctx, r}, nil
 	}
 }

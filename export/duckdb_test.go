@@ -1,0 +1,293 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// duckdbDump is what scripts/export/check.mjs prints.
+type duckdbDump struct {
+	Metadata map[string]string `json:"metadata"`
+	Columns  []struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	} `json:"columns"`
+	Rows []map[string]any `json:"rows"`
+}
+
+// readWithDuckDB runs the node DuckDB check on a Parquet file. It skips the
+// test (fails it under CI=true) when the npm packages are not installed.
+func readWithDuckDB(t *testing.T, path string) duckdbDump {
+	t.Helper()
+	dir := filepath.Join(testsupport.RepoRoot(t), "scripts", "export")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api")); err != nil {
+		testsupport.SkipOrFail(t, "DuckDB for node is not installed in scripts/export (npm install --prefix scripts/export)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testsupport.SkipOrFail(t, "node is not installed")
+	}
+	cmd := exec.Command(node, filepath.Join(dir, "check.mjs"), path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node check.mjs %s: %v\n%s", path, err, stderr.String())
+	}
+	var dump duckdbDump
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	if err := dec.Decode(&dump); err != nil {
+		t.Fatalf("decode DuckDB output: %v", err)
+	}
+	return dump
+}
+
+// The expected rows below are built from the records' fields directly, not
+// through rows.go, so that the check is independent of the writer.
+
+func floats32(v []float32) any {
+	if v == nil {
+		return nil
+	}
+	out := make([]any, len(v))
+	for i, f := range v {
+		out[i] = float64(f)
+	}
+	return out
+}
+
+func floats64(v []float64) any {
+	if v == nil {
+		return nil
+	}
+	out := make([]any, len(v))
+	for i, f := range v {
+		out[i] = f
+	}
+	return out
+}
+
+func ints32(v []int32) any {
+	if v == nil {
+		return nil
+	}
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+func mask(v traj.Mask) any {
+	if v == nil {
+		return nil
+	}
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+func rawText(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
+}
+
+func segments(segs []traj.Segment) any {
+	if segs == nil {
+		return nil
+	}
+	out := make([]any, len(segs))
+	for i, s := range segs {
+		m := map[string]any{"kind": string(s.Kind), "turn": int64(s.Turn), "start": int64(s.Start), "end": int64(s.End),
+			"text": s.Text, "call": nil, "result": nil}
+		if c := s.Call; c != nil {
+			m["call"] = map[string]any{"name": c.Name, "arguments": rawText(c.Arguments), "raw": c.Raw, "parse_error": c.ParseError}
+		}
+		if r := s.Result; r != nil {
+			m["result"] = map[string]any{"ok": r.OK, "error_class": r.ErrorClass, "error": r.Error, "content": r.Content,
+				"latency_ms": r.LatencyMS, "truncated": r.Truncated}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+func nilIfEmpty[E any](v []E) []E {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
+}
+
+func addParts(row map[string]any, parts map[string]float64, names []string) {
+	for _, name := range names {
+		if v, ok := parts[name]; ok {
+			row["reward_"+name] = v
+		} else {
+			row["reward_"+name] = nil
+		}
+	}
+}
+
+func expectedAdvantageRow(a traj.AdvantageRecord, parts []string) map[string]any {
+	row := map[string]any{
+		"trajectory_id": a.TrajectoryID, "group_id": a.GroupID, "sample_index": int64(a.SampleIndex),
+		"policy_version": a.PolicyVersion, "prompt_len": int64(a.PromptLen), "input_ids": ints32(a.InputIDs),
+		"loss_mask": mask(a.LossMask), "old_logprobs": floats32(a.OldLogprobs), "ref_logprobs": floats32(nilIfEmpty(a.RefLogprobs)),
+		"advantages": floats32(a.Advantages), "kl": floats32(nilIfEmpty(a.KL)), "kl_estimator": a.KLEstimator,
+		"reward": a.Reward.Total, "step_rewards": floats64(nilIfEmpty(a.StepRewards)), "mode": a.Mode, "estimator": a.Estimator,
+		"zero_variance": a.ZeroVariance, "stale": a.Stale, "segments": segments(nilIfEmpty(a.Segments)),
+	}
+	addParts(row, a.Reward.Parts, parts)
+	return row
+}
+
+func expectedTrajectoryRow(t traj.Trajectory, parts []string) map[string]any {
+	row := map[string]any{
+		"id": t.ID, "job_id": t.JobID, "prompt_id": t.PromptID, "group_id": t.GroupID, "group_size": int64(t.GroupSize),
+		"sample_index": int64(t.SampleIndex), "policy_version": t.PolicyVersion, "seed": t.Seed,
+		"model_name": t.Model.Name, "model_hash": t.Model.Hash, "prompt_len": int64(t.PromptLen),
+		"input_ids": ints32(t.Tokens), "loss_mask": mask(t.LossMask), "old_logprobs": floats32(t.Logprobs),
+		"ref_logprobs": floats32(nilIfEmpty(t.RefLogprobs)), "finish_reason": string(t.FinishReason), "reward": t.Reward.Total,
+		"step_rewards": floats64(nilIfEmpty(t.StepRewards)), "answer": t.Answer, "meta": rawText(t.Meta),
+		"segments": segments(t.Segments),
+	}
+	addParts(row, t.Reward.Parts, parts)
+	return row
+}
+
+// sameValue compares an expected Go value with what DuckDB printed: BIGINTs
+// come as strings, other numbers as JSON numbers.
+func sameValue(want, got any) error {
+	switch w := want.(type) {
+	case nil:
+		if got != nil {
+			return fmt.Errorf("want null, got %v", got)
+		}
+	case string, bool:
+		if got != want {
+			return fmt.Errorf("want %q, got %v", want, got)
+		}
+	case int64, uint64:
+		s := fmt.Sprint(got)
+		if s != fmt.Sprint(w) {
+			return fmt.Errorf("want %v, got %v", w, got)
+		}
+	case float64:
+		n, ok := got.(json.Number)
+		if !ok {
+			return fmt.Errorf("want %v, got %v (%T)", w, got, got)
+		}
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil || f != w {
+			return fmt.Errorf("want %v, got %v", w, n)
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Errorf("want a list of %d, got %v", len(w), got)
+		}
+		for i := range w {
+			if err := sameValue(w[i], g[i]); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Errorf("want a struct of %d fields, got %v", len(w), got)
+		}
+		for k := range w {
+			if err := sameValue(w[k], g[k]); err != nil {
+				return fmt.Errorf(".%s: %w", k, err)
+			}
+		}
+	default:
+		return fmt.Errorf("test bug: unexpected %T", want)
+	}
+	return nil
+}
+
+func checkDump(t *testing.T, dump duckdbDump, schema string, want []map[string]any) {
+	t.Helper()
+	if dump.Metadata[MetaSchema] != schema {
+		t.Errorf("DuckDB reads %s = %q, want %q", MetaSchema, dump.Metadata[MetaSchema], schema)
+	}
+	if len(dump.Rows) != len(want) {
+		t.Fatalf("DuckDB reads %d rows, want %d", len(dump.Rows), len(want))
+	}
+	var names []string
+	for _, c := range dump.Columns {
+		names = append(names, c.Name)
+	}
+	var wantNames []string
+	for k := range want[0] {
+		wantNames = append(wantNames, k)
+	}
+	slices.Sort(wantNames)
+	sorted := slices.Sorted(slices.Values(names))
+	if !reflect.DeepEqual(sorted, wantNames) {
+		t.Fatalf("DuckDB columns %v, want %v", names, wantNames)
+	}
+	values := 0
+	for i := range want {
+		for col, w := range want[i] {
+			if err := sameValue(w, dump.Rows[i][col]); err != nil {
+				t.Fatalf("row %d column %s: %v", i+1, col, err)
+			}
+			values++
+		}
+	}
+	t.Logf("DuckDB returned the same %d column values (lists element by element) in %d rows", values, len(want))
+}
+
+// TestDuckDBReadsOurParquet writes every fixture to Parquet and checks that
+// DuckDB, an independent Parquet implementation, reads back every value,
+// null and empty lists included, and the schema metadata.
+func TestDuckDBReadsOurParquet(t *testing.T) {
+	dir := t.TempDir()
+
+	advantages, _ := viaJSON(t, allAdvantages(), traj.MarshalAdvantage, traj.UnmarshalAdvantage)
+	apath := filepath.Join(dir, "advantages.parquet")
+	aw, err := CreateAdvantages(apath, WriterOptions{RowsPerGroup: 32, RewardParts: testParts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAll(t, aw, advantages)
+	dump := readWithDuckDB(t, apath)
+	var want []map[string]any
+	for _, a := range advantages {
+		want = append(want, expectedAdvantageRow(a, testParts))
+	}
+	checkDump(t, dump, traj.AdvantageSchema, want)
+
+	trajectories, _ := viaJSON(t, allTrajectories(), traj.MarshalTrajectory, traj.UnmarshalTrajectory)
+	tpath := filepath.Join(dir, "trajectories.parquet")
+	tw, err := CreateTrajectories(tpath, WriterOptions{RowsPerGroup: 32, RewardParts: testParts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAll(t, tw, trajectories)
+	dump = readWithDuckDB(t, tpath)
+	want = want[:0]
+	for _, tr := range trajectories {
+		want = append(want, expectedTrajectoryRow(tr, testParts))
+	}
+	checkDump(t, dump, traj.TrajectorySchema, want)
+}
