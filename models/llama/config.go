@@ -162,6 +162,11 @@ func (c Config) Validate() error {
 	if c.UseSlidingWindow {
 		return fmt.Errorf("config: use_sliding_window=true is not supported")
 	}
+	// Mistral applies sliding_window whenever it is set (Qwen2 only with
+	// use_sliding_window, checked above).
+	if sw, ok := c.Extra["sliding_window"]; ok && c.ModelType == "mistral" && string(bytes.TrimSpace(sw)) != "null" {
+		return fmt.Errorf("config: mistral sliding_window %s is not supported (only full attention)", sw)
+	}
 	if c.RMSNormEps <= 0 {
 		return fmt.Errorf("config: rms_norm_eps must be positive, got %g", c.RMSNormEps)
 	}

@@ -96,6 +96,10 @@ func TestValidateRejectsUnsupported(t *testing.T) {
 		"heads":          func(c *Config) { c.NumKeyValueHeads = 3 },
 		"model type":     func(c *Config) { c.ModelType = "gpt2" },
 		"mlp bias":       func(c *Config) { c.MLPBias = true },
+		"mistral window": func(c *Config) {
+			c.ModelType = "mistral"
+			c.Extra = map[string]json.RawMessage{"sliding_window": json.RawMessage("4096")}
+		},
 	}
 	for name, f := range mut {
 		c := base
