@@ -3,7 +3,9 @@ package actor
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolrl/toolrl/traj"
@@ -102,7 +104,8 @@ type Engine struct {
 	prefillPresent *kvBlock
 	decodeBuf      runBuffers
 	prefillBuf     runBuffers
-	sm             sampler
+	samplers       []sampler // one per sampling goroutine
+	draws          []draw    // this step's token per row
 	stats          Stats
 	closed         bool
 }
@@ -519,10 +522,10 @@ func (e *Engine) decode() ([]Event, error) {
 	}
 	e.cur, e.spare = e.spare, e.cur
 
+	e.sampleRows(rb.logits)
 	var events []Event
-	V := l.vocab
 	for r, s := range e.rows {
-		kind := e.advance(s, rb.logits[r*V:(r+1)*V])
+		kind := e.advance(s, e.draws[r])
 		if kind == 0 {
 			continue
 		}
@@ -535,11 +538,50 @@ func (e *Engine) decode() ([]Event, error) {
 	return events, nil
 }
 
+// draw is a sampled token and its logprob.
+type draw struct {
+	id      int32
+	logprob float32
+}
+
+// minRowsPerWorker: below this many rows per goroutine, sampling stays on
+// the calling goroutine.
+const minRowsPerWorker = 8
+
+// sampleRows draws every row's next token from the step's logits. Rows are
+// independent (each has its own RNG and logits), so they are spread over up
+// to GOMAXPROCS goroutines; the result does not depend on how.
+func (e *Engine) sampleRows(logits []float32) {
+	B, V := len(e.rows), e.pol.io.vocab
+	e.draws = grow(e.draws, B)
+	workers := max(1, min(runtime.GOMAXPROCS(0), B/minRowsPerWorker))
+	for len(e.samplers) < workers {
+		e.samplers = append(e.samplers, sampler{})
+	}
+	work := func(w int) {
+		sm := &e.samplers[w]
+		for r := w; r < B; r += workers {
+			s := e.rows[r]
+			id, lp := sm.sample(logits[r*V:(r+1)*V], &s.group.sampling, s.rng.uniform())
+			e.draws[r] = draw{id, lp}
+		}
+	}
+	if workers == 1 {
+		work(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Go(func() { work(w) })
+	}
+	wg.Wait()
+}
+
 // advance samples a row's next token and records it; it returns the event
 // the token caused, or 0.
-func (e *Engine) advance(s *Sequence, logits []float32) EventKind {
+func (e *Engine) advance(s *Sequence, d draw) EventKind {
 	g := s.group
-	id, lp := e.sm.sample(logits, &g.sampling, s.rng.uniform())
+	id, lp := d.id, d.logprob
 	e.stats.SampledTokens++
 	if !s.open {
 		start := len(s.tokens) - s.promptLen

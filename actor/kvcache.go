@@ -20,9 +20,10 @@ func (b *kvBlock) reshape(l *ioLayout, rows, cols int) {
 	}
 	for i := range b.keys {
 		if cap(b.keys[i]) < need {
-			// A quarter of headroom: the cache grows by one column a step.
-			b.keys[i] = make([]byte, need+need/4)
-			b.values[i] = make([]byte, need+need/4)
+			// Half again as much: the cache grows by a column a step, and a
+			// reallocation costs fresh pages.
+			b.keys[i] = make([]byte, need+need/2)
+			b.values[i] = make([]byte, need+need/2)
 		}
 		b.keys[i] = b.keys[i][:cap(b.keys[i])]
 		b.values[i] = b.values[i][:cap(b.values[i])]

@@ -65,22 +65,23 @@ func (s *Sampling) truncates(vocab int) bool {
 type sampler struct {
 	weights []float32 // exp((logit - max) / T) per id
 	idx     []int32   // candidate ids when truncating
+	heap    []int32   // top-k selection (a min-heap of ids by weight)
 }
 
 // sample draws one token from logits with the uniform draw u in [0, 1) and
 // returns it with its logprob by the package's convention:
 // log-softmax(logits/T) over the full vocabulary, T = 1 when greedy.
 func (sm *sampler) sample(logits []float32, s *Sampling, u float64) (int32, float32) {
-	if s.Temperature == 0 {
-		best, max := argmax(logits)
-		return int32(best), float32(-logSumExpShifted(logits, max))
-	}
 	V := len(logits)
 	if cap(sm.weights) < V {
 		sm.weights = make([]float32, V)
 	}
 	w := sm.weights[:V]
-	_, max := argmax(logits)
+	best, max := argmax(logits)
+	if s.Temperature == 0 {
+		sum := expShiftedScaled(w, logits, max, 1)
+		return int32(best), float32(-math.Log(sum))
+	}
 	invT := float32(1 / s.Temperature)
 	sum := expShiftedScaled(w, logits, max, invT)
 	logSum := math.Log(sum)
@@ -91,7 +92,7 @@ func (sm *sampler) sample(logits []float32, s *Sampling, u float64) (int32, floa
 		id := inverseCDF(w, nil, u*sum)
 		return id, logprob(id)
 	}
-	cand := sm.candidates(w, s)
+	cand := sm.candidates(w, s, sum)
 	var mass float64
 	for _, id := range cand {
 		mass += float64(w[id])
@@ -101,26 +102,48 @@ func (sm *sampler) sample(logits []float32, s *Sampling, u float64) (int32, floa
 }
 
 // candidates applies top-k, then top-p, then min-p (the order of Hugging
-// Face's logits warpers) to the weights and returns the surviving ids.
-func (sm *sampler) candidates(w []float32, s *Sampling) []int32 {
+// Face's logits warpers) to the weights, whose total is sum, and returns the
+// surviving ids.
+func (sm *sampler) candidates(w []float32, s *Sampling, sum float64) []int32 {
 	V := len(w)
-	if cap(sm.idx) < V {
-		sm.idx = make([]int32, V)
-	}
-	idx := sm.idx[:V]
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	if s.TopK > 0 && s.TopK < V {
-		selectTop(idx, w, s.TopK)
-		idx = idx[:s.TopK]
-	}
-	if s.TopP > 0 && s.TopP < 1 {
-		var mass float64
-		for _, id := range idx {
-			mass += float64(w[id])
+	var idx []int32
+	topP := s.TopP > 0 && s.TopP < 1
+	switch {
+	case s.TopK > 0 && s.TopK < V:
+		idx = sm.topK(w, s.TopK)
+		if topP {
+			// idx is sorted by weight, descending: the nucleus is a prefix.
+			var mass float64
+			for _, id := range idx {
+				mass += float64(w[id])
+			}
+			target, acc := s.TopP*mass, 0.0
+			for k, id := range idx {
+				acc += float64(w[id])
+				if acc >= target {
+					idx = idx[:k+1]
+					break
+				}
+			}
 		}
-		idx = idx[:nucleus(idx, w, s.TopP*mass)]
+	case topP:
+		// Tokens lighter than (1-p)*sum/V weigh at most (1-p)*sum together,
+		// so the nucleus lies among the heavier ones: select it there.
+		thr := float32((1 - s.TopP) * sum / float64(V))
+		idx = sm.idx[:0]
+		for i, x := range w {
+			if x >= thr {
+				idx = append(idx, int32(i))
+			}
+		}
+		sm.idx = idx
+		idx = idx[:nucleus(idx, w, s.TopP*sum)]
+	default:
+		idx = sm.idx[:0]
+		for i := range w {
+			idx = append(idx, int32(i))
+		}
+		sm.idx = idx
 	}
 	if s.MinP > 0 {
 		// The most likely token has weight exp(0) = 1, so the threshold
@@ -136,6 +159,54 @@ func (sm *sampler) candidates(w []float32, s *Sampling) []int32 {
 		idx = idx[:n]
 	}
 	return idx
+}
+
+// topK returns the k ids of largest weight (the lowest ids among equal
+// weights), sorted by weight descending. One pass with a min-heap: most ids
+// are rejected by a single comparison with the heap's root.
+func (sm *sampler) topK(w []float32, k int) []int32 {
+	h := sm.heap[:0]
+	// less orders the heap: lighter first; among equal weights the higher id
+	// is "lighter", so that lower ids survive.
+	less := func(a, b int32) bool { return w[a] < w[b] || (w[a] == w[b] && a > b) }
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			m := l
+			if r := l + 1; r < len(h) && less(h[r], h[l]) {
+				m = r
+			}
+			if !less(h[m], h[i]) {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for i := 0; i < k; i++ {
+		h = append(h, int32(i))
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for i := k; i < len(w); i++ {
+		if w[i] > w[h[0]] {
+			h[0] = int32(i)
+			down(0)
+		}
+	}
+	// Heap-sort in place: repeatedly move the lightest to the end.
+	all := h
+	for n := len(all) - 1; n > 0; n-- {
+		all[0], all[n] = all[n], all[0]
+		h = all[:n]
+		down(0)
+	}
+	sm.heap = all
+	return all
 }
 
 // inverseCDF returns the first id (over cand, or over all ids when cand is
@@ -183,45 +254,29 @@ func argmax(x []float32) (int, float32) {
 	return best, max
 }
 
-// logSumExpShifted returns log(sum(exp(x - max))) for max = max(x).
-func logSumExpShifted(x []float32, max float32) float64 {
-	var sum float64
-	for _, v := range x {
-		sum += float64(expf(v - max))
-	}
-	return math.Log(sum)
-}
-
 // expShiftedScaled writes w[i] = exp((x[i] - max) * invT) and returns the sum
-// (accumulated in float64).
+// (accumulated in float64, four partial sums to keep the adds independent).
 func expShiftedScaled(w, x []float32, max, invT float32) float64 {
-	var sum float64
 	w = w[:len(x)]
-	for i, v := range x {
-		e := expf((v - max) * invT)
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		e0 := expf((x[i] - max) * invT)
+		e1 := expf((x[i+1] - max) * invT)
+		e2 := expf((x[i+2] - max) * invT)
+		e3 := expf((x[i+3] - max) * invT)
+		w[i], w[i+1], w[i+2], w[i+3] = e0, e1, e2, e3
+		s0 += float64(e0)
+		s1 += float64(e1)
+		s2 += float64(e2)
+		s3 += float64(e3)
+	}
+	for ; i < len(x); i++ {
+		e := expf((x[i] - max) * invT)
 		w[i] = e
-		sum += float64(e)
+		s0 += float64(e)
 	}
-	return sum
-}
-
-// selectTop partially orders idx so that idx[:k] holds the k ids of largest
-// weight (quickselect, median-of-three pivots; deterministic).
-func selectTop(idx []int32, w []float32, k int) {
-	lo, hi := 0, len(idx)
-	for hi-lo > 1 {
-		gt, eq := partition3(idx[lo:hi], w)
-		gt += lo
-		eq += lo
-		switch {
-		case k <= gt:
-			hi = gt
-		case k <= eq:
-			return
-		default:
-			lo = eq
-		}
-	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // nucleus partially orders idx by descending weight and returns the length
