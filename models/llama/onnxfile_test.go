@@ -110,3 +110,18 @@ func TestTransposeCat(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodeONNXIsDeterministic(t *testing.T) {
+	cfg := testConfigs(t)["qwen2_tied_bias"]
+	w := mustRandom(t, cfg, 6)
+	var a, b bytes.Buffer
+	if err := EncodeONNX(&a, cfg, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := EncodeONNX(&b, cfg, w); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatal("two encodings of the same model differ")
+	}
+}
