@@ -30,15 +30,17 @@ func TestTransformersJSInterop(t *testing.T) {
 	if err != nil {
 		testsupport.SkipOrFail(t, "node not found")
 	}
-	for _, external := range []bool{false, true} {
-		t.Run(fmt.Sprintf("external_data=%v", external), func(t *testing.T) {
-			testInterop(t, node, script, external)
+	for _, c := range []struct {
+		config   string
+		external bool
+	}{{"tiny", false}, {"tiny", true}, {"qwen2_tied_bias", false}} {
+		t.Run(fmt.Sprintf("%s/external_data=%v", c.config, c.external), func(t *testing.T) {
+			testInterop(t, node, script, testConfigs(t)[c.config], c.external)
 		})
 	}
 }
 
-func testInterop(t *testing.T, node, script string, external bool) {
-	cfg := testConfigs(t)["tiny"]
+func testInterop(t *testing.T, node, script string, cfg Config, external bool) {
 	dir := filepath.Join(t.TempDir(), "toolrl-tiny")
 	w := mustRandom(t, cfg, 42)
 	mode := ExternalNever
