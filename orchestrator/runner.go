@@ -366,7 +366,9 @@ func (r *runner) loop(ctx context.Context) error {
 	for {
 		stopping := ctx.Err() != nil
 		for !stopping && !exhausted && r.inflight+r.job.GroupSize <= maxInflight {
-			p, ok, err := r.feed.Next(ctx, r.inflight == 0)
+			// Block only when nothing is in flight: otherwise decoding goes on.
+			block := r.inflight == 0
+			p, ok, err := r.feed.Next(ctx, block)
 			if err != nil {
 				if ctx.Err() != nil {
 					break
@@ -374,9 +376,7 @@ func (r *runner) loop(ctx context.Context) error {
 				return fmt.Errorf("read next prompt: %w", err)
 			}
 			if !ok {
-				if r.inflight == 0 || r.opts.Feed == nil {
-					exhausted = r.opts.Feed == nil || r.inflight == 0
-				}
+				exhausted = block
 				break
 			}
 			if err := r.startGroup(p); err != nil {

@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/orchestrator"
+	toolredis "github.com/toolrl/toolrl/redis"
 )
 
 func newRolloutCmd() *cobra.Command {
@@ -20,6 +22,7 @@ func newRolloutCmd() *cobra.Command {
 		flags   orchestrator.Job
 		resume  bool
 		greedy  bool
+		dist    distributedFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "rollout",
@@ -35,7 +38,11 @@ and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
   toolrl rollout --model models/calc --prompts data/calc/prompts.jsonl --limit 64 --group-size 8 --out out/rollout.jsonl
 
   # a job file, with overrides, into a Redis stream for the advantage service
-  toolrl rollout --job-file job.yaml --seed 7 --out redis://127.0.0.1:6379/0`,
+  toolrl rollout --job-file job.yaml --seed 7 --out redis://127.0.0.1:6379/0
+
+  # a distributed job: enqueue the prompts once, then start workers anywhere
+  toolrl rollout --prompts data/calc/prompts.jsonl --redis redis://10.0.0.5:6379/0 --job calc1
+  toolrl rollout --model models/calc --redis redis://10.0.0.5:6379/0 --job calc1 --worker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job := orchestrator.Job{}
@@ -103,10 +110,16 @@ and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
 			if set("policy-version") {
 				job.PolicyVersion = flags.PolicyVersion
 			}
+			if dist.url != "" {
+				return runDistributed(cmd, job, dist)
+			}
+			if dist.worker {
+				return usageErrorf("--worker needs --redis URL and --job J")
+			}
 			if err := job.Normalize(); err != nil {
 				return usageError{err}
 			}
-			return runRollout(cmd, job)
+			return runRollout(cmd, job, nil)
 		},
 	}
 	f := cmd.Flags()
@@ -130,13 +143,67 @@ and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
 	f.BoolVar(&flags.SkipInvalid, "skip-invalid", false, "skip malformed prompt lines (counted) instead of stopping")
 	f.BoolVar(&resume, "resume", true, "skip groups already in the output")
 	f.Int64Var(&flags.PolicyVersion, "policy-version", 0, "policy version recorded in every trajectory")
+	f.StringVar(&dist.url, "redis", "", "distributed job: enqueue the prompts into this Redis (with --job), or claim them with --worker")
+	f.BoolVar(&dist.worker, "worker", false, "run as a distributed worker: claim prompts from --redis until the job's prompts are done")
+	f.DurationVar(&dist.claimIdle, "claim-idle", 60*time.Second, "reclaim a silent worker's prompts after this long")
 	return cmd
+}
+
+type distributedFlags struct {
+	url       string
+	worker    bool
+	claimIdle time.Duration
+}
+
+// runDistributed enqueues the job's prompts, or runs a worker on them.
+func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFlags) error {
+	if !cmd.Flags().Changed("job") && job.ID == "" {
+		return usageErrorf("--redis needs --job J: the job names the streams workers share")
+	}
+	ctx := cmd.Context()
+	client, err := toolredis.Connect(ctx, dist.url, toolredis.ConnectOptions{})
+	if err != nil {
+		return fmt.Errorf("redis %s: %w", toolredis.Redact(dist.url), err)
+	}
+	defer client.Close()
+	if !dist.worker {
+		if job.Prompts == "" {
+			return usageErrorf("enqueueing needs --prompts FILE (or start workers with --worker)")
+		}
+		set, err := orchestrator.ReadPrompts(job.Prompts, job.Limit, job.SkipInvalid)
+		if err != nil {
+			return usageError{err}
+		}
+		n, err := orchestrator.Enqueue(ctx, client, job.ID, set.Prompts)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "enqueued %d prompts (%d already queued, %d malformed lines skipped) into %s\n",
+			n, len(set.Prompts)-n, len(set.Skipped), toolredis.JobKeys(job.ID).Prompts)
+		return nil
+	}
+	if job.Out == "" {
+		job.Out = dist.url
+	}
+	if job.Prompts == "" {
+		job.Prompts = "redis" // the feed replaces the file
+	}
+	if err := job.Normalize(); err != nil {
+		return usageError{err}
+	}
+	feed, err := orchestrator.NewRedisFeed(ctx, client, orchestrator.RedisFeedOptions{Job: job.ID, ClaimIdle: dist.claimIdle})
+	if err != nil {
+		return err
+	}
+	err = runRollout(cmd, job, feed)
+	fmt.Fprintf(cmd.OutOrStdout(), "  worker         %d corrupt prompt entries dead-lettered, %d redelivered prompts already done\n", feed.DeadLetters, feed.Redone)
+	return err
 }
 
 // runRollout runs the job with signal handling: the first SIGINT/SIGTERM
 // stops taking prompts and lets in-flight groups finish; a second abandons
 // them. Either way the summary is printed and the exit code is 130.
-func runRollout(cmd *cobra.Command, job orchestrator.Job) error {
+func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.PromptFeed) error {
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
 	abort, abortNow := context.WithCancel(context.Background())
@@ -158,7 +225,7 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job) error {
 		}
 	}()
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort})
+	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort, Feed: feed})
 	if summary != nil {
 		summary.Write(cmd.OutOrStdout())
 		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", job.Out)

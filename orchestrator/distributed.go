@@ -1,0 +1,211 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	toolredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// Distributed jobs: `toolrl rollout --redis URL --job J` enqueues the prompts
+// file into the job's prompts stream; any number of `--worker` processes
+// claim prompts through the consumer group "actors", write each group once
+// to the groups stream (idempotent) and acknowledge the prompt. A worker
+// that dies leaves its prompts pending; another claims them after the idle
+// timeout. A prompt whose group is already written is acknowledged without
+// being redone, so a redelivery never duplicates a group.
+
+// ActorsGroup is the consumer group of rollout workers on the prompts stream.
+const ActorsGroup = "actors"
+
+// FieldPrompt is the prompts-stream entry field holding one prompt's JSON.
+const FieldPrompt = "prompt"
+
+// queuedKey is the set of prompt ids already enqueued, so enqueueing twice
+// adds nothing.
+func queuedKey(k toolredis.Keys) string { return k.Prompts + ":queued" }
+
+// Enqueue adds prompts to job's prompts stream, skipping prompts already
+// enqueued (or whose group is written). It returns how many it added.
+func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, prompts []Prompt) (int, error) {
+	if err := toolredis.ValidateJob(job); err != nil {
+		return 0, err
+	}
+	keys := toolredis.JobKeys(job)
+	added := 0
+	for _, p := range prompts {
+		data, err := json.Marshal(p)
+		if err != nil {
+			return added, fmt.Errorf("encode prompt %s: %w", p.ID, err)
+		}
+		fresh, err := client.SAdd(ctx, queuedKey(keys), p.ID).Result()
+		if err != nil {
+			return added, fmt.Errorf("enqueue prompt %s: %w", p.ID, err)
+		}
+		if fresh == 0 {
+			continue
+		}
+		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{FieldPrompt, data}}).Err(); err != nil {
+			// Undo the mark so a retry enqueues it.
+			client.SRem(ctx, queuedKey(keys), p.ID)
+			return added, fmt.Errorf("enqueue prompt %s: %w", p.ID, err)
+		}
+		added++
+	}
+	return added, nil
+}
+
+// RedisFeedOptions configures a worker's feed.
+type RedisFeedOptions struct {
+	Job string
+	// Consumer names this worker in the group (default host-pid).
+	Consumer string
+	// ClaimIdle is how long a prompt may stay with a silent worker before
+	// another claims it (default 60 s); it must exceed a group's rollout time.
+	ClaimIdle time.Duration
+	// Poll is the least time between non-blocking reads while groups are in
+	// flight (default 200 ms).
+	Poll time.Duration
+}
+
+// RedisFeed is the PromptFeed of a distributed worker.
+type RedisFeed struct {
+	client   goredis.UniversalClient
+	consumer *toolredis.Consumer
+	keys     toolredis.Keys
+	opts     RedisFeedOptions
+	buf      []toolredis.Message
+	ids      map[string]string // prompt id -> entry id, until Done
+	lastRead time.Time
+	// DeadLetters counts prompt entries that could not be decoded.
+	DeadLetters int
+	// Redone counts entries whose group was already written (acked, skipped).
+	Redone int
+}
+
+// NewRedisFeed joins the actors group of job's prompts stream.
+func NewRedisFeed(ctx context.Context, client goredis.UniversalClient, opts RedisFeedOptions) (*RedisFeed, error) {
+	if opts.Consumer == "" {
+		host, _ := os.Hostname()
+		opts.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if opts.ClaimIdle <= 0 {
+		opts.ClaimIdle = 60 * time.Second
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 200 * time.Millisecond
+	}
+	keys := toolredis.JobKeys(opts.Job)
+	c, err := toolredis.NewConsumer(client, toolredis.ConsumerOptions{
+		Stream: keys.Prompts, Group: ActorsGroup, Consumer: opts.Consumer, DeadLetter: keys.Dead,
+		Count: 16, Block: 20 * time.Millisecond, ClaimIdle: opts.ClaimIdle,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.EnsureGroup(ctx); err != nil {
+		return nil, err
+	}
+	return &RedisFeed{client: client, consumer: c, keys: keys, opts: opts, ids: map[string]string{}}, nil
+}
+
+// Next returns the next prompt. With block it waits until one comes or the
+// stream is drained: nothing undelivered and nothing pending anywhere.
+func (f *RedisFeed) Next(ctx context.Context, block bool) (Prompt, bool, error) {
+	for {
+		if p, ok, err := f.pop(ctx); err != nil || ok {
+			return p, ok, err
+		}
+		if !block && time.Since(f.lastRead) < f.opts.Poll {
+			return Prompt{}, false, nil
+		}
+		f.lastRead = time.Now()
+		msgs, err := f.consumer.Read(ctx)
+		if err != nil {
+			return Prompt{}, false, err
+		}
+		f.buf = append(f.buf, msgs...)
+		if len(msgs) > 0 {
+			continue
+		}
+		if !block {
+			return Prompt{}, false, nil
+		}
+		drained, err := f.drained(ctx)
+		if err != nil {
+			return Prompt{}, false, err
+		}
+		if drained {
+			return Prompt{}, false, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return Prompt{}, false, err
+		}
+	}
+}
+
+// pop decodes buffered entries, dead-lettering the corrupt ones and acking
+// those whose group is already written.
+func (f *RedisFeed) pop(ctx context.Context) (Prompt, bool, error) {
+	for len(f.buf) > 0 {
+		m := f.buf[0]
+		f.buf = f.buf[1:]
+		raw, _ := m.Values[FieldPrompt].(string)
+		p, err := parsePrompt([]byte(raw))
+		if err != nil {
+			f.DeadLetters++
+			if derr := f.consumer.DeadLetter(ctx, toolredis.DeadLetter{Message: m, Reason: "decode prompt: " + err.Error()}); derr != nil {
+				return Prompt{}, false, derr
+			}
+			continue
+		}
+		written, err := f.client.SIsMember(ctx, f.keys.GroupsWritten, traj.GroupID(f.opts.Job, p.ID)).Result()
+		if err != nil {
+			return Prompt{}, false, fmt.Errorf("check group of prompt %s: %w", p.ID, err)
+		}
+		if written {
+			f.Redone++
+			if err := f.consumer.Ack(ctx, m.ID); err != nil {
+				return Prompt{}, false, err
+			}
+			continue
+		}
+		if _, dup := f.ids[p.ID]; dup {
+			// Claimed back while still in flight here: the first delivery's
+			// Done acks it; drop this one.
+			continue
+		}
+		f.ids[p.ID] = m.ID
+		return p, true, nil
+	}
+	return Prompt{}, false, nil
+}
+
+func (f *RedisFeed) drained(ctx context.Context) (bool, error) {
+	lag, err := f.consumer.Lag(ctx)
+	if err != nil {
+		return false, err
+	}
+	pending, err := f.consumer.Pending(ctx)
+	if err != nil {
+		return false, err
+	}
+	return lag == 0 && pending == 0, nil
+}
+
+// Done acknowledges the prompt once its group is written.
+func (f *RedisFeed) Done(ctx context.Context, p Prompt) error {
+	id, ok := f.ids[p.ID]
+	if !ok {
+		return nil
+	}
+	delete(f.ids, p.ID)
+	return f.consumer.Ack(ctx, id)
+}
+
