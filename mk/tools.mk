@@ -20,9 +20,9 @@ bench-tools:
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./tools/
 
 fuzz-tools:
-	$(GO) test ./tools -run '^$$' -fuzz '^FuzzBracketParser$$' -fuzztime $(TOOLS_FUZZTIME)
-	$(GO) test ./tools -run '^$$' -fuzz '^FuzzHermesParser$$' -fuzztime $(TOOLS_FUZZTIME)
-	$(GO) test ./tools/calculator -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(TOOLS_FUZZTIME)
+	$(GO) test ./tools -run '^$$' -fuzz '^FuzzBracketParser$$' -fuzztime $(TOOLS_FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./tools -run '^$$' -fuzz '^FuzzHermesParser$$' -fuzztime $(TOOLS_FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./tools/calculator -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(TOOLS_FUZZTIME) -fuzzminimizetime 2s
 
 fuzz: fuzz-tools
 

@@ -32,10 +32,10 @@ type ExecutorOptions struct {
 	// executes; calls past a cap fail as over_cap (0: no cap).
 	MaxCallsPerTurn       int
 	MaxCallsPerTrajectory int
-	// TimeoutGrace is how long a timed-out call waits for its tool to
-	// return before it is reported abandoned (default 10ms; the timeout
-	// result comes at most this late after the deadline).
-	TimeoutGrace time.Duration
+	// OverrunAfter is how long after its deadline a tool may return before
+	// the call counts as an overrun in Stats and is logged (default 100ms).
+	// The caller gets its timeout at the deadline either way.
+	OverrunAfter time.Duration
 	// Logger receives panics and abandoned calls (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -54,7 +54,7 @@ type Executor struct {
 	calls     atomic.Int64
 	timeouts  atomic.Int64
 	panics    atomic.Int64
-	abandoned atomic.Int64 // timed-out calls whose tool had not returned yet
+	overruns  atomic.Int64 // tools that returned long after their deadline
 }
 
 // NewExecutor returns an executor over reg.
@@ -71,8 +71,8 @@ func NewExecutor(reg *Registry, opts ExecutorOptions) *Executor {
 	if opts.CountTokens == nil {
 		opts.CountTokens = EstimateTokens
 	}
-	if opts.TimeoutGrace <= 0 {
-		opts.TimeoutGrace = 10 * time.Millisecond
+	if opts.OverrunAfter <= 0 {
+		opts.OverrunAfter = 100 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -101,16 +101,17 @@ type ExecutorStats struct {
 	PeakInFlight int64 // the most tool executions running at once
 	Timeouts     int64
 	Panics       int64
-	// Abandoned counts timed-out calls whose tool had not returned within
-	// TimeoutGrace of the deadline; their slots are freed when it returns.
-	Abandoned int64
+	// Overruns counts tools that returned more than OverrunAfter past their
+	// deadline (they held their slots until then). A tool still running
+	// past its deadline shows in InFlight.
+	Overruns int64
 }
 
 // Stats returns the executor's counters.
 func (e *Executor) Stats() ExecutorStats {
 	return ExecutorStats{
 		Calls: e.calls.Load(), InFlight: e.inFlight.Load(), PeakInFlight: e.peak.Load(),
-		Timeouts: e.timeouts.Load(), Panics: e.panics.Load(), Abandoned: e.abandoned.Load(),
+		Timeouts: e.timeouts.Load(), Panics: e.panics.Load(), Overruns: e.overruns.Load(),
 	}
 }
 
@@ -126,8 +127,9 @@ type outcome struct {
 }
 
 // Execute runs one call and returns its result; it never panics and never
-// returns later than the call's deadline plus TimeoutGrace (and scheduling),
-// whatever the tool does. A call that failed parsing is not run: its result carries the parse
+// returns later than the call's deadline (plus scheduling), whatever the tool
+// does: a tool that ignores its context keeps its goroutine and slots until
+// it returns, and is counted in Stats().Overruns if that is long after. A call that failed parsing is not run: its result carries the parse
 // error class. Waiting for a concurrency slot is bounded by ctx only; the
 // per-call timeout starts once the call holds its slots, and LatencyMS is the
 // time from then to the result.
@@ -183,9 +185,13 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	done := make(chan outcome, 1)
-	returned := make(chan struct{})
+	deadline, _ := callCtx.Deadline()
 	go func() {
 		o := e.run(callCtx, ent.tool, args) // run recovers panics
+		if late := time.Since(deadline); late > e.opts.OverrunAfter {
+			e.overruns.Add(1)
+			e.opts.Logger.Warn("tool returned long after its deadline", "tool", c.Name, "late", late)
+		}
 		// The slots are freed when the tool really returns, so that the
 		// limits bound the work in flight even for a tool that ignores ctx;
 		// and before the result is handed over, so that the caller sees
@@ -195,7 +201,6 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 		if sem := e.perTool[c.Name]; sem != nil {
 			sem.Release(1)
 		}
-		close(returned)
 		done <- o
 	}()
 
@@ -214,16 +219,6 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 		} else {
 			out = Failure(ClassTimeout, fmt.Sprintf("%s did not finish within %s", c.Name, timeout))
 		}
-		// A tool that honours ctx returns within the grace; one that does
-		// not is left running (its slots stay taken until it returns).
-		grace := time.NewTimer(e.opts.TimeoutGrace)
-		select {
-		case <-returned:
-		case <-grace.C:
-			e.abandoned.Add(1)
-			e.opts.Logger.Warn("tool call abandoned at its deadline", "tool", c.Name, "timeout", timeout)
-		}
-		grace.Stop()
 	}
 	if out.ErrorClass == ClassTimeout {
 		e.timeouts.Add(1)
