@@ -99,12 +99,19 @@ func WriteFolder(dir string, spec FolderSpec) (*Folder, error) {
 		return nil, err
 	}
 	out.Files = append(out.Files, ModelFile)
-	if out.ExternalData {
-		name := spec.ONNX.DataFile
-		if name == "" {
-			name = "model.onnx_data"
+	dataName := spec.ONNX.DataFile
+	if dataName == "" {
+		dataName = "model.onnx_data"
+	}
+	if !out.ExternalData {
+		// A data file left by an earlier build into the same folder would
+		// be stale; remove it so the folder says what the model uses.
+		if err := os.Remove(filepath.Join(dir, "onnx", dataName)); err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("folder: %w", err)
 		}
-		out.Files = append(out.Files, "onnx/"+name)
+	}
+	if out.ExternalData {
+		out.Files = append(out.Files, "onnx/"+dataName)
 		// transformers.js only looks for the data file when told to.
 		if cfg.Extra == nil {
 			cfg.Extra = map[string]json.RawMessage{}

@@ -168,7 +168,7 @@ func numel(shape []int) int {
 // in dir (single file or sharded index; F32, F16 or BF16), converting them to
 // float32. Tensors the architecture does not use (rotary_emb.inv_freq) are
 // skipped; a tied checkpoint that still stores lm_head.weight is accepted
-// when it equals the embedding, as some exporters write it.
+// and the copy ignored, as transformers ignores it when it ties the weights.
 func LoadSafetensors(dir string, cfg Config) (Weights, error) {
 	ck, err := safetensors.OpenDir(dir)
 	if err != nil {
