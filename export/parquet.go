@@ -204,6 +204,12 @@ func (w *parquetWriter[T, R]) Close() error {
 		}
 	}
 	if w.err == nil {
+		// CreateTemp makes the file 0600; a dataset is as readable as os.Create makes files.
+		if err := w.file.Chmod(0o644); err != nil {
+			w.err = fmt.Errorf("close %s: %w", w.path, err)
+		}
+	}
+	if w.err == nil {
 		if err := w.file.Sync(); err != nil {
 			w.err = fmt.Errorf("fsync %s: %w", w.path, err)
 		}
