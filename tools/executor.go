@@ -49,12 +49,12 @@ type Executor struct {
 	global  *semaphore.Weighted
 	perTool map[string]*semaphore.Weighted
 
-	inFlight  atomic.Int64
-	peak      atomic.Int64
-	calls     atomic.Int64
-	timeouts  atomic.Int64
-	panics    atomic.Int64
-	overruns  atomic.Int64 // tools that returned long after their deadline
+	inFlight atomic.Int64
+	peak     atomic.Int64
+	calls    atomic.Int64
+	timeouts atomic.Int64
+	panics   atomic.Int64
+	overruns atomic.Int64 // tools that returned long after their deadline
 }
 
 // NewExecutor returns an executor over reg.

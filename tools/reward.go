@@ -61,10 +61,11 @@ func (r ToolRewards) Total() float64 {
 // the tool segment right after it (Segment.Result); a call with no result
 // (e.g. unterminated at the end of the text) still counts. Classes come from
 // ParseError (its class prefix) and Result.ErrorClass. A result is "used"
-// when it appears in the Text of a later model segment: the whole trimmed
-// content when it is at most 80 bytes, otherwise any number of two or more
-// digits in it (thousands separators are ignored in the later text). It is a
-// pure function of its inputs.
+// when it appears in the Text of a later model segment: a numeric result
+// (digits, sign, point, thousands separators) as a whole number, not inside
+// a longer one, with separators ignored on both sides; other content of at
+// most 80 bytes verbatim; longer content when any number of two or more
+// digits in it appears. It is a pure function of its inputs.
 func ComputeRewards(segs []traj.Segment, w RewardWeights) ToolRewards {
 	out := ToolRewards{Parts: map[string]float64{
 		PartToolSuccess: 0, PartToolUse: 0, PartCallCost: 0, PartInvalidCall: 0, PartOverCap: 0,
