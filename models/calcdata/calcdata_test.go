@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolrl/toolrl/tools/calculator"
 )
 
 // eval evaluates the generator's expressions (+ - * / and parentheses, integers)
@@ -153,5 +155,16 @@ func TestPromptsRoundTrip(t *testing.T) {
 	}
 	if len(recs) != 10 || recs[3].Prompt != ps[3].Prompt || recs[3].Answer != ps[3].AnswerText() || recs[3].ID != "calc-0003" {
 		t.Fatalf("round trip mismatch: %+v", recs[3])
+	}
+}
+
+func TestCalculatorAgrees(t *testing.T) {
+	r := newRand(11)
+	for i := range 5000 {
+		p := draw(r, 0.3)
+		got, err := calculator.Calculate(p.Expr, calculator.Limits{})
+		if err != nil || got != p.AnswerText() {
+			t.Fatalf("problem %d: calculator(%q) = %q, %v; want %s", i, p.Expr, got, err, p.AnswerText())
+		}
 	}
 }

@@ -1,9 +1,6 @@
 package train
 
-import (
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
-)
+import "gonum.org/v1/gonum/blas/gonum"
 
 // impl is gonum's pure-Go BLAS; its Sgemm splits large products over
 // goroutines by output block, each block summed in a fixed order, so results
@@ -12,13 +9,13 @@ var impl gonum.Implementation
 
 // linear computes y = x·wᵀ for x [n, in] and w [out, in] (PyTorch Linear).
 func linear(y, x, w []float32, n, in, out int) {
-	impl.Sgemm(blas.NoTrans, blas.Trans, n, out, in, 1, x, in, w, in, 0, y, out)
+	sgemm(false, true, n, out, in, 1, x, in, w, in, 0, y, out)
 }
 
 // linearBack accumulates dw += dyᵀ·x and sets (beta 0) or adds (beta 1) dx = dy·w.
 func linearBack(dx, dw, dy, x, w []float32, n, in, out int, beta float32) {
-	impl.Sgemm(blas.Trans, blas.NoTrans, out, in, n, 1, dy, out, x, in, 1, dw, in)
+	sgemm(true, false, out, in, n, 1, dy, out, x, in, 1, dw, in)
 	if dx != nil {
-		impl.Sgemm(blas.NoTrans, blas.NoTrans, n, in, out, 1, dy, out, w, in, beta, dx, in)
+		sgemm(false, false, n, in, out, 1, dy, out, w, in, beta, dx, in)
 	}
 }

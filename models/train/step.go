@@ -5,8 +5,6 @@ import (
 	"math"
 	"runtime"
 	"sync"
-
-	"gonum.org/v1/gonum/blas"
 )
 
 // Sequence is one training sequence: the tokens exactly as the policy sees
@@ -148,7 +146,7 @@ func (m *Model) forward(seqs []Sequence, train bool) (*pass, error) {
 	return p, nil
 }
 
-func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
+func sigmoid(x float32) float32 { return 1 / (1 + exp32(-x)) }
 
 func silu(x float32) float32 { return x * sigmoid(x) }
 
@@ -243,7 +241,7 @@ func (m *Model) attention(p *pass, lc *layerCache) {
 		for h := range c.Heads {
 			g := h / group
 			pr := probs[h*T*T : (h+1)*T*T]
-			impl.Sgemm(blas.NoTrans, blas.Trans, T, T, hd, scale, lc.q[start*d+h*hd:], d, lc.k[start*kv+g*hd:], kv, 0, pr, T)
+			sgemm(false, true, T, T, hd, scale, lc.q[start*d+h*hd:], d, lc.k[start*kv+g*hd:], kv, 0, pr, T)
 			for i := range T {
 				row := pr[i*T : (i+1)*T]
 				mx := row[0]
@@ -252,7 +250,7 @@ func (m *Model) attention(p *pass, lc *layerCache) {
 				}
 				var sum float64
 				for j := 0; j <= i; j++ {
-					e := float32(math.Exp(float64(row[j] - mx)))
+					e := exp32(row[j] - mx)
 					row[j] = e
 					sum += float64(e)
 				}
@@ -264,7 +262,7 @@ func (m *Model) attention(p *pass, lc *layerCache) {
 					row[j] = 0
 				}
 			}
-			impl.Sgemm(blas.NoTrans, blas.NoTrans, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*d+h*hd:], d)
+			sgemm(false, false, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*d+h*hd:], d)
 		}
 		lc.probs[s] = probs
 	})
@@ -283,8 +281,8 @@ func (m *Model) attentionBack(p *pass, lc *layerCache, do, dq, dk, dv []float32)
 			g := h / group
 			pr := lc.probs[s][h*T*T : (h+1)*T*T]
 			vOff, kOff, qOff := start*kv+g*hd, start*kv+g*hd, start*d+h*hd
-			impl.Sgemm(blas.NoTrans, blas.Trans, T, T, hd, 1, do[qOff:], d, lc.v[vOff:], kv, 0, dp, T)
-			impl.Sgemm(blas.Trans, blas.NoTrans, T, hd, T, 1, pr, T, do[qOff:], d, 1, dv[vOff:], kv)
+			sgemm(false, true, T, T, hd, 1, do[qOff:], d, lc.v[vOff:], kv, 0, dp, T)
+			sgemm(true, false, T, hd, T, 1, pr, T, do[qOff:], d, 1, dv[vOff:], kv)
 			// softmax backward: dS = P ∘ (dP − rowsum(dP ∘ P))
 			for i := range T {
 				prow, drow := pr[i*T:(i+1)*T], dp[i*T:(i+1)*T]
@@ -299,8 +297,8 @@ func (m *Model) attentionBack(p *pass, lc *layerCache, do, dq, dk, dv []float32)
 					drow[j] = 0
 				}
 			}
-			impl.Sgemm(blas.NoTrans, blas.NoTrans, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], d)
-			impl.Sgemm(blas.Trans, blas.NoTrans, T, hd, T, scale, dp, T, lc.q[qOff:], d, 1, dk[kOff:], kv)
+			sgemm(false, false, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], d)
+			sgemm(true, false, T, hd, T, scale, dp, T, lc.q[qOff:], d, 1, dk[kOff:], kv)
 		}
 	})
 }
@@ -326,13 +324,13 @@ func (m *Model) crossEntropy(p *pass, grad bool) (float64, []float32) {
 		}
 		var sum float64
 		for _, v := range row {
-			sum += math.Exp(float64(v - mx))
+			sum += float64(exp32(v - mx))
 		}
 		lse := float64(mx) + math.Log(sum)
 		loss += lse - float64(row[p.targets[i]])
 		if grad {
 			for j, v := range row {
-				row[j] = float32(math.Exp(float64(v)-lse)) * inv
+				row[j] = exp32(float32(float64(v)-lse)) * inv
 			}
 			row[p.targets[i]] -= inv
 		}

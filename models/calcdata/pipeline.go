@@ -1,0 +1,83 @@
+package calcdata
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+
+	"github.com/toolrl/toolrl/models/bpetrain"
+	"github.com/toolrl/toolrl/models/train"
+)
+
+// Pipeline defaults: `make model` uses exactly these.
+const (
+	HeldOut     = 256   // held-out prompts shipped in data/calc/prompts.jsonl
+	VocabSize   = 640   // tokenizer vocabulary (bytes + merges + 1 special)
+	TokExamples = 20000 // examples the tokenizer is trained on
+)
+
+// TrainTokenizer trains the calc policy's BPE on rendered training examples.
+func TrainTokenizer(vocab int) (*bpetrain.Tokenizer, error) {
+	exs := TrainExamples(TokExamples, DefaultMix(), HeldOut)
+	tok, err := bpetrain.Train(Corpus(exs), vocab)
+	if err != nil {
+		return nil, fmt.Errorf("calc tokenizer: %w", err)
+	}
+	return tok, nil
+}
+
+// PolicyOptions configure TrainPolicy.
+type PolicyOptions struct {
+	Model    train.Config // Vocab is taken from the tokenizer
+	Train    train.Options
+	Examples int    // training examples generated
+	Seed     uint64 // initialisation seed (Train.Seed orders the data)
+}
+
+// DefaultPolicyOptions are the shipped model's settings.
+func DefaultPolicyOptions() PolicyOptions {
+	return PolicyOptions{
+		Model:    train.Config{Dim: 128, Layers: 4, Heads: 4, KVHeads: 4, FF: 384, MaxPos: 256, RopeTheta: 10000, NormEps: 1e-5},
+		Train:    train.Options{Steps: 3000, BatchSize: 32, LR: 3e-3, Seed: 1, LogEvery: 50},
+		Examples: 200000,
+		Seed:     1,
+	}
+}
+
+// TrainPolicy generates the training set, encodes it with tok and trains a
+// model; the held-out prompts (with a seeded completion each) are the eval set.
+func TrainPolicy(ctx context.Context, tok *bpetrain.Tokenizer, o PolicyOptions) (*train.Model, train.Result, error) {
+	eos := tok.SpecialID()
+	exs := TrainExamples(o.Examples, DefaultMix(), HeldOut)
+	data := make([]train.Sequence, len(exs))
+	longest := 0
+	for i, ex := range exs {
+		data[i] = Sequence(tok, ex, eos)
+		longest = max(longest, len(data[i].Tokens))
+	}
+	evalR := rand.New(rand.NewPCG(TestSeed, 1))
+	var eval []train.Sequence
+	for _, p := range TestProblems(HeldOut) {
+		eval = append(eval, Sequence(tok, Complete(evalR, p, DefaultMix()), eos))
+	}
+	cfg := o.Model
+	cfg.Vocab = tok.VocabSize()
+	m, err := train.NewModel(cfg, o.Seed)
+	if err != nil {
+		return nil, train.Result{}, err
+	}
+	log := o.Train.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Info("training calc policy", "params", m.NumParams(), "examples", len(data), "longest", longest,
+		"steps", o.Train.Steps, "batch", o.Train.BatchSize, "config", fmt.Sprintf("%+v", cfg))
+	opts := o.Train
+	opts.Eval = eval
+	res, err := train.Run(ctx, m, data, opts)
+	if err != nil {
+		return nil, res, fmt.Errorf("calc policy: %w", err)
+	}
+	return m, res, nil
+}

@@ -1,0 +1,176 @@
+package train
+
+import (
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+)
+
+// Tile and block sizes of the packed GEMM (gemm_simd.go): a 4×32 register
+// tile, k in blocks of 256, columns in blocks of 256.
+const (
+	tileM  = 4
+	tileN  = 32
+	blockK = 256
+	blockN = 256
+)
+
+// sgemm computes c = alpha·op(a)·op(b) + beta·c (BLAS semantics, row-major).
+// With the simd kernel (GOEXPERIMENT=simd on an AVX2+FMA CPU) it packs both
+// operands and runs the register-tiled kernel; otherwise, and for tiny
+// products, it calls gonum's Sgemm. Either path sums every output element in
+// a fixed order, so results do not depend on goroutine scheduling.
+func sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if !useKernel || m*n*k < 32*32*32 {
+		ta, tb := blas.NoTrans, blas.NoTrans
+		if tA {
+			ta = blas.Trans
+		}
+		if tB {
+			tb = blas.Trans
+		}
+		impl.Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	if beta != 1 {
+		for i := range m {
+			row := c[i*ldc : i*ldc+n]
+			if beta == 0 {
+				clear(row)
+			} else {
+				for j := range row {
+					row[j] *= beta
+				}
+			}
+		}
+	}
+	mp := (m + tileM - 1) / tileM
+	np := (n + tileN - 1) / tileN
+	ap := make([]float32, mp*tileM*min(k, blockK))
+	bp := make([]float32, np*tileN*min(k, blockK))
+	for k0 := 0; k0 < k; k0 += blockK {
+		kc := min(blockK, k-k0)
+		packA(ap, tA, a, lda, m, k0, kc, alpha)
+		packB(bp, tB, b, ldb, n, k0, kc)
+		workers := 2
+		if mp < 8 {
+			workers = 1
+		}
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var tmp [tileM * tileN]float32
+				for j0 := 0; j0 < np; j0 += blockN / tileN {
+					j1 := min(np, j0+blockN/tileN)
+					for ip := w; ip < mp; ip += workers {
+						apan := ap[ip*tileM*kc : (ip+1)*tileM*kc]
+						rows := min(tileM, m-ip*tileM)
+						for jp := j0; jp < j1; jp++ {
+							bpan := bp[jp*tileN*kc : (jp+1)*tileN*kc]
+							cols := min(tileN, n-jp*tileN)
+							off := ip*tileM*ldc + jp*tileN
+							if rows == tileM && cols == tileN {
+								kernel4x32(kc, apan, bpan, c[off:], ldc)
+								continue
+							}
+							clear(tmp[:])
+							kernel4x32(kc, apan, bpan, tmp[:], tileN)
+							for r := range rows {
+								dst := c[off+r*ldc : off+r*ldc+cols]
+								for q := range dst {
+									dst[q] += tmp[r*tileN+q]
+								}
+							}
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// packA copies alpha·op(a)[:, k0:k0+kc] into row panels of tileM rows, each
+// stored k-major ([kc][tileM]), zero-padded past m.
+func packA(dst []float32, tA bool, a []float32, lda, m, k0, kc int, alpha float32) {
+	mp := (m + tileM - 1) / tileM
+	for ip := range mp {
+		pan := dst[ip*tileM*kc : (ip+1)*tileM*kc]
+		for r := range tileM {
+			i := ip*tileM + r
+			if i >= m {
+				for p := range kc {
+					pan[p*tileM+r] = 0
+				}
+				continue
+			}
+			if tA {
+				for p := range kc {
+					pan[p*tileM+r] = alpha * a[(k0+p)*lda+i]
+				}
+			} else {
+				row := a[i*lda+k0 : i*lda+k0+kc]
+				for p, v := range row {
+					pan[p*tileM+r] = alpha * v
+				}
+			}
+		}
+	}
+}
+
+// packB copies op(b)[k0:k0+kc, :] into column panels of tileN columns, each
+// stored k-major ([kc][tileN]), zero-padded past n.
+func packB(dst []float32, tB bool, b []float32, ldb, n, k0, kc int) {
+	np := (n + tileN - 1) / tileN
+	for jp := range np {
+		pan := dst[jp*tileN*kc : (jp+1)*tileN*kc]
+		cols := min(tileN, n-jp*tileN)
+		if tB {
+			for q := range tileN {
+				if q >= cols {
+					for p := range kc {
+						pan[p*tileN+q] = 0
+					}
+					continue
+				}
+				row := b[(jp*tileN+q)*ldb+k0 : (jp*tileN+q)*ldb+k0+kc]
+				for p, v := range row {
+					pan[p*tileN+q] = v
+				}
+			}
+			continue
+		}
+		for p := range kc {
+			src := b[(k0+p)*ldb+jp*tileN : (k0+p)*ldb+jp*tileN+cols]
+			d := pan[p*tileN : (p+1)*tileN]
+			copy(d, src)
+			clear(d[cols:])
+		}
+	}
+}
+
+// kernelGeneric is the portable tile kernel: c[4×32] += ap·bp.
+func kernelGeneric(kc int, ap, bp []float32, c []float32, ldc int) {
+	var acc [tileM * tileN]float32
+	for p := range kc {
+		a := ap[p*tileM : (p+1)*tileM]
+		b := bp[p*tileN : (p+1)*tileN]
+		for r := range tileM {
+			for q := range tileN {
+				acc[r*tileN+q] += a[r] * b[q]
+			}
+		}
+	}
+	for r := range tileM {
+		row := c[r*ldc : r*ldc+tileN]
+		for q := range row {
+			row[q] += acc[r*tileN+q]
+		}
+	}
+}
+
+// KernelName says which GEMM the trainer uses: "simd-avx512" or
+// "simd-avx2-fma" (built with GOEXPERIMENT=simd) or "gonum-blas32".
+func KernelName() string { return kernelName }
