@@ -320,6 +320,7 @@ func (e *Engine) admit(running int) []workItem {
 	free := e.opts.MaxBatch - running
 	n := 0
 	var out []workItem
+	preRows, preLongest := 0, 0
 	for n < len(e.queue) {
 		w := e.queue[n]
 		need := 1
@@ -336,6 +337,15 @@ func (e *Engine) admit(running int) []workItem {
 		if need > free {
 			break
 		}
+		// The prefill's logits ([rows, longest, vocab] float32) must stay
+		// within budget; a single item is always admitted.
+		if toks := w.prefillTokens(); toks > 0 {
+			rows, longest := preRows+1, max(preLongest, toks)
+			if preRows > 0 && rows*longest*4*e.pol.io.vocab > prefillLogitsBytes {
+				break
+			}
+			preRows, preLongest = rows, longest
+		}
 		free -= need
 		n++
 		if need > 0 {
@@ -344,6 +354,18 @@ func (e *Engine) admit(running int) []workItem {
 	}
 	e.queue = e.queue[:copy(e.queue, e.queue[n:])]
 	return out
+}
+
+// prefillLogitsBytes bounds the logits of one prefill Run (ONNX Runtime
+// computes logits at every position, though the engine needs none).
+const prefillLogitsBytes = 256 << 20
+
+// prefillTokens is the number of tokens the item's prefill feeds (0: none).
+func (w workItem) prefillTokens() int {
+	if w.grp != nil {
+		return len(w.grp.prompt) - 1
+	}
+	return len(w.seq.inject)
 }
 
 // prefillRow is one row of the prefill batch.
