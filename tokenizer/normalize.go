@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -37,13 +38,13 @@ func buildNormalizer(raw json.RawMessage, where string) (normalizer, error) {
 		}
 		return seq, nil
 	case "NFC":
-		return unicodeNormalizer{norm.NFC}, nil
+		return unicodeNormalizer{norm.NFC, refNFCExceptions}, nil
 	case "NFD":
-		return unicodeNormalizer{norm.NFD}, nil
+		return unicodeNormalizer{norm.NFD, refNFDExceptions}, nil
 	case "NFKC":
-		return unicodeNormalizer{norm.NFKC}, nil
+		return unicodeNormalizer{norm.NFKC, refNFKCExceptions}, nil
 	case "NFKD":
-		return unicodeNormalizer{norm.NFKD}, nil
+		return unicodeNormalizer{norm.NFKD, refNFKDExceptions}, nil
 	case "Lowercase":
 		return lowercaseNormalizer{}, nil
 	case "Replace":
@@ -102,28 +103,67 @@ func (seq sequenceNormalizer) normalize(s string) (string, error) {
 	return s, nil
 }
 
-type unicodeNormalizer struct{ form norm.Form }
+// unicodeNormalizer applies a Unicode normalization form with Go's tables,
+// except around the characters where the reference's (older) tables differ:
+// those are normalized as the reference does and act as boundaries.
+type unicodeNormalizer struct {
+	form       norm.Form
+	exceptions map[rune]string
+}
 
 func (u unicodeNormalizer) normalize(s string) (string, error) {
-	if u.form.IsNormalString(s) {
-		return s, nil
+	var b strings.Builder
+	last := 0
+	for i, r := range s {
+		if r < utf8.RuneSelf {
+			continue
+		}
+		ex, ok := u.exceptions[r]
+		if !ok {
+			continue
+		}
+		if b.Cap() == 0 {
+			b.Grow(len(s) + 8)
+		}
+		b.WriteString(u.formString(s[last:i]))
+		b.WriteString(ex)
+		last = i + utf8.RuneLen(r)
 	}
-	return u.form.String(s), nil
+	if last == 0 {
+		return u.formString(s), nil
+	}
+	b.WriteString(u.formString(s[last:]))
+	return b.String(), nil
+}
+
+func (u unicodeNormalizer) formString(s string) string {
+	if u.form.IsNormalString(s) {
+		return s
+	}
+	return u.form.String(s)
 }
 
 // lowercaseNormalizer lowercases rune by rune like Rust's char::to_lowercase
-// (no final-sigma context); U+0130 is its one multi-rune mapping.
+// (no final-sigma context), with the reference's own mapping (refLower).
 type lowercaseNormalizer struct{}
 
 func (lowercaseNormalizer) normalize(s string) (string, error) {
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
-		if r == '\u0130' {
-			b.WriteString("i\u0307")
-			continue
+		switch {
+		case r < utf8.RuneSelf:
+			if r >= 'A' && r <= 'Z' {
+				r += 'a' - 'A'
+			}
+			b.WriteByte(byte(r))
+		default:
+			if l, ok := refLower[r]; ok {
+				b.WriteString(l)
+			} else {
+				b.WriteRune(r)
+			}
 		}
-		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String(), nil
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -113,7 +112,7 @@ func buildPreTokenizer(raw json.RawMessage, where string, last bool, bl *byteLev
 		if c.IndividualDigits {
 			b = behaviorIsolated
 		}
-		return &splitPreTokenizer{m: runeMatcher(unicode.IsNumber), behavior: b}, nil
+		return &splitPreTokenizer{m: runeMatcher(isNumeric), behavior: b}, nil
 	case "WhitespaceSplit":
 		return &splitPreTokenizer{m: runeMatcher(isS), behavior: behaviorRemoved}, nil
 	case "Metaspace":

@@ -38,17 +38,36 @@ func scannerFor(pattern string) scanKind {
 	return 0
 }
 
+// isL, isN and isS are \p{L}, \p{N} and \s as the reference's regex engine
+// has them (tables generated from the reference: unicode_ref.go), with ASCII
+// fast paths.
 func isL(r rune) bool {
-	return r < utf8.RuneSelf && (r|0x20 >= 'a' && r|0x20 <= 'z') || r >= utf8.RuneSelf && unicode.IsLetter(r)
+	if r < utf8.RuneSelf {
+		return r|0x20 >= 'a' && r|0x20 <= 'z'
+	}
+	return unicode.Is(refLetter, r)
 }
-func isN(r rune) bool { return r >= '0' && r <= '9' || r >= utf8.RuneSelf && unicode.IsNumber(r) }
 
-// isS is \s: the Unicode White_Space property.
+func isN(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= '0' && r <= '9'
+	}
+	return unicode.Is(refNumber, r)
+}
+
+// isNumeric is Rust's char::is_numeric as the reference has it (Digits).
+func isNumeric(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= '0' && r <= '9'
+	}
+	return unicode.Is(refNumeric, r)
+}
+
 func isS(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r == ' ' || (r >= '\t' && r <= '\r')
 	}
-	return unicode.IsSpace(r)
+	return unicode.Is(refSpace, r)
 }
 
 func isNL(r rune) bool { return r == '\r' || r == '\n' }
