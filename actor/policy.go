@@ -156,7 +156,7 @@ func sessionOptions(opts LoadOptions) (*ortgo.SessionOptions, error) {
 		}
 		defer cuda.Destroy()
 		if err := cuda.Update(map[string]string{"device_id": strconv.Itoa(opts.DeviceID)}); err != nil {
-			return fail(fmt.Errorf("load policy: CUDAExecutionProvider options (device_id %d): %w", opts.DeviceID, err))
+			return fail(fmt.Errorf("load policy: execution provider CUDAExecutionProvider is not available in %s (device_id %d): %w", ort.LoadedPath(), opts.DeviceID, err))
 		}
 		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
 			return fail(fmt.Errorf("load policy: execution provider CUDAExecutionProvider is not available in %s: %w", ort.LoadedPath(), err))
