@@ -208,4 +208,3 @@ func (f *RedisFeed) Done(ctx context.Context, p Prompt) error {
 	delete(f.ids, p.ID)
 	return f.consumer.Ack(ctx, id)
 }
-

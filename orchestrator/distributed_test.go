@@ -79,8 +79,11 @@ func TestDistributedWorkersWriteEachGroupOnce(t *testing.T) {
 	if len(entries) != 8 || len(seen) != 8 {
 		t.Fatalf("groups stream holds %d entries for %d groups, want 8 and 8: %v", len(entries), len(seen), seen)
 	}
+	// A prompt may be reclaimed while its first worker still rolls it out
+	// (the claim timeout here is short); the second write is then refused.
 	if sums[0].GroupsWritten+sums[1].GroupsWritten != 8 {
-		t.Errorf("workers wrote %d + %d groups, want 8 in all", sums[0].GroupsWritten, sums[1].GroupsWritten)
+		t.Errorf("workers wrote %d + %d groups (%d + %d duplicates refused), want 8 in all",
+			sums[0].GroupsWritten, sums[1].GroupsWritten, sums[0].GroupsDuplicate, sums[1].GroupsDuplicate)
 	}
 	if feeds[0].DeadLetters+feeds[1].DeadLetters != 1 {
 		t.Errorf("dead letters %d + %d, want 1", feeds[0].DeadLetters, feeds[1].DeadLetters)

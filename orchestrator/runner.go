@@ -556,13 +556,18 @@ func (r *runner) finished(ctx context.Context, sr *sampleRun) error {
 	if err != nil {
 		return err
 	}
-	if err := r.sink.WriteGroup(ctx, &group); err != nil {
+	written, err := r.sink.WriteGroup(ctx, &group)
+	if err != nil {
 		return fmt.Errorf("write group %s to %s: %w", g.id, r.job.Out, err)
 	}
 	if err := r.feed.Done(ctx, g.prompt); err != nil {
 		return fmt.Errorf("mark prompt %s done: %w", g.prompt.ID, err)
 	}
-	r.summary.addGroup(&group, correct)
+	if written {
+		r.summary.addGroup(&group, correct)
+	} else {
+		r.summary.GroupsDuplicate++
+	}
 	sampled := 0
 	for _, t := range group.Trajectories {
 		for _, m := range t.LossMask {

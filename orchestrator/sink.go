@@ -26,8 +26,10 @@ type Sink interface {
 	// Completed returns the ids of the groups already written, so a rerun of
 	// the same job skips them (resume).
 	Completed(ctx context.Context) (map[string]bool, error)
-	// WriteGroup writes one complete group durably.
-	WriteGroup(ctx context.Context, g *traj.Group) error
+	// WriteGroup writes one complete group durably. It returns false when
+	// the sink already held the group (a redelivered prompt in a distributed
+	// job) and wrote nothing.
+	WriteGroup(ctx context.Context, g *traj.Group) (bool, error)
 	// Close flushes and releases the sink.
 	Close() error
 }
@@ -119,18 +121,18 @@ func (s *jsonlSink) Completed(ctx context.Context) (map[string]bool, error) {
 	return done, nil
 }
 
-func (s *jsonlSink) WriteGroup(ctx context.Context, g *traj.Group) error {
+func (s *jsonlSink) WriteGroup(ctx context.Context, g *traj.Group) (bool, error) {
 	if s.w == nil {
 		w, err := export.CreateTrajectories(s.path, export.WriterOptions{Append: true})
 		if err != nil {
-			return err
+			return false, err
 		}
 		s.w = w
 	}
 	if err := s.w.Write(g.Trajectories...); err != nil {
-		return err
+		return false, err
 	}
-	return s.w.Flush()
+	return true, s.w.Flush()
 }
 
 func (s *jsonlSink) Close() error {
@@ -208,13 +210,13 @@ func (s *parquetSink) open() error {
 	return nil
 }
 
-func (s *parquetSink) WriteGroup(ctx context.Context, g *traj.Group) error {
+func (s *parquetSink) WriteGroup(ctx context.Context, g *traj.Group) (bool, error) {
 	if s.w == nil {
 		if err := s.open(); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return s.w.Write(g.Trajectories...)
+	return true, s.w.Write(g.Trajectories...)
 }
 
 func (s *parquetSink) Close() error {
@@ -275,9 +277,8 @@ func (s *redisSink) Completed(ctx context.Context) (map[string]bool, error) {
 	return done, nil
 }
 
-func (s *redisSink) WriteGroup(ctx context.Context, g *traj.Group) error {
-	_, err := s.producer.AddGroup(ctx, s.job, g)
-	return err
+func (s *redisSink) WriteGroup(ctx context.Context, g *traj.Group) (bool, error) {
+	return s.producer.AddGroup(ctx, s.job, g)
 }
 
 func (s *redisSink) Close() error { return s.client.Close() }

@@ -18,8 +18,11 @@ type Summary struct {
 	PromptsSkipped int // malformed lines skipped (--skip-invalid)
 	GroupsResumed  int // groups already in the output, not redone
 	GroupsWritten  int
-	Trajectories   int
-	Correct        int
+	// GroupsDuplicate counts groups another worker had already written (a
+	// prompt reclaimed while still in flight); they are not written again.
+	GroupsDuplicate int
+	Trajectories    int
+	Correct         int
 	// SampledTokens counts policy tokens; InjectedTokens environment tokens.
 	SampledTokens  int
 	InjectedTokens int
@@ -115,6 +118,9 @@ func (s *Summary) Write(w io.Writer) {
 	fmt.Fprintf(w, "rollout %s: %s in %s\n", s.Job, status, s.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "  prompts        %d read, %d skipped as malformed, %d groups already done (resume)\n", s.PromptsTotal, s.PromptsSkipped, s.GroupsResumed)
 	fmt.Fprintf(w, "  groups         %d written (%d trajectories); %s with unequal rewards\n", s.GroupsWritten, s.Trajectories, pct(s.GroupsWithSignal, s.GroupsWritten))
+	if s.GroupsDuplicate > 0 {
+		fmt.Fprintf(w, "  duplicates     %d groups were already written by another worker (not written again)\n", s.GroupsDuplicate)
+	}
 	rate := 0.0
 	if sec := s.DecodeWall.Seconds(); sec > 0 {
 		rate = float64(s.SampledTokens) / sec
