@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/internal/testsupport"
+	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// runToolrl runs the CLI in-process and returns stdout, stderr and the error.
+func runToolrl(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), errb.String(), err
+}
+
+// exportGroup builds a valid group of n trajectories. Each trajectory calls
+// the calculator once; parts vary so that some appear only in late groups.
+func exportGroup(job string, prompt, n int) traj.Group {
+	promptID := fmt.Sprintf("p%d", prompt)
+	var ts []traj.Trajectory
+	for i := range n {
+		t := traj.Trajectory{
+			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, promptID, i), JobID: job, PromptID: promptID,
+			GroupID: traj.GroupID(job, promptID), GroupSize: n, SampleIndex: i, PolicyVersion: int64(prompt), Seed: uint64(prompt*100 + i),
+			Model:     traj.ModelRef{Name: "calc"},
+			Tokens:    []int32{1, 2, 3, 10, 11, 20, 21, 30},
+			PromptLen: 3,
+			LossMask:  traj.Mask{1, 1, 0, 0, 1},
+			Logprobs:  []float32{-0.5, -0.25, 0, 0, -float32(i) / 8},
+			Segments: []traj.Segment{
+				{Kind: traj.SegmentModel, Start: 0, End: 2, Call: &traj.ToolCall{Name: "calculator", Raw: "[CALC: 2+2]", Arguments: json.RawMessage(`{"expression":"2+2"}`)}},
+				{Kind: traj.SegmentTool, Start: 2, End: 4, Call: &traj.ToolCall{Name: "calculator", Raw: "[CALC: 2+2]"}, Result: &traj.ToolResult{OK: i%2 == 0, Content: "4"}},
+				{Kind: traj.SegmentModel, Turn: 1, Start: 4, End: 5, Text: "4"},
+			},
+			FinishReason: traj.FinishStop,
+			Reward:       traj.Reward{Total: float64(i), Parts: map[string]float64{"outcome": float64(i)}},
+			StepRewards:  []float64{0.5, float64(i)},
+		}
+		if prompt == 2 {
+			t.Reward.Parts["late_part"] = -1 // only in a late group
+			t.Reward.Total--
+		}
+		ts = append(ts, t)
+	}
+	return traj.NewGroup(ts)
+}
+
+func readTrajectories(t *testing.T, path string) []traj.Trajectory {
+	t.Helper()
+	r, err := export.OpenTrajectories(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []traj.Trajectory
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rec)
+	}
+}
+
+func TestExportConvertsFiles(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "in.jsonl")
+	w, err := export.CreateTrajectories(src, export.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []traj.Trajectory
+	for p := range 3 {
+		g := exportGroup("job", p, 3)
+		want = append(want, g.Trajectories...)
+		if err := w.Write(g.Trajectories...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pq := filepath.Join(dir, "out.parquet")
+	// One row per row group: the late part would not be in the first group.
+	if _, stderr, err := runToolrl(t, "export", "--from", src, "--to", pq, "--rows-per-group", "1"); err != nil {
+		t.Fatalf("export: %v\n%s", err, stderr)
+	}
+	back := filepath.Join(dir, "back.jsonl.gz")
+	if _, stderr, err := runToolrl(t, "export", "--from", pq, "--to", back); err != nil {
+		t.Fatalf("export: %v\n%s", err, stderr)
+	}
+	for _, path := range []string{pq, back} {
+		if got := readTrajectories(t, path); !reflect.DeepEqual(got, readTrajectories(t, src)) {
+			t.Errorf("%s differs from the source", path)
+		}
+	}
+	info, err := export.Stat(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Rows != 9 || info.RowGroups != 9 || info.Metadata[export.MetaRewardParts] != "late_part,outcome" {
+		t.Errorf("parquet: %d rows, %d row groups, parts %q", info.Rows, info.RowGroups, info.Metadata[export.MetaRewardParts])
+	}
+
+	stdout, _, err := runToolrl(t, "inspect", pq)
+	if err != nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	for _, want := range []string{
+		"records          9 trajectories in 3 groups",
+		"9 rows in 9 row groups",
+		"toolrl.schema = toolrl.trajectory/v1",
+		"reward_late_part",
+		"tool calls       9 in 18 model turns: 1.000 per record",
+		"results 9, ok 0.667",
+		"reward histogram",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Count(stdout, "\n  [") != 10 {
+		t.Errorf("want 10 histogram bins:\n%s", stdout)
+	}
+}
+
+func TestExportUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"export", "--from", filepath.Join(dir, "a.jsonl")},
+		{"export", "--from", filepath.Join(dir, "a.jsonl"), "--to", filepath.Join(dir, "b.csv")},
+		{"export", "--from", "redis://127.0.0.1:1/", "--to", filepath.Join(dir, "b.jsonl")},
+		{"inspect", filepath.Join(dir, "a.txt")},
+	} {
+		_, _, err := runToolrl(t, args...)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: err = %v, want a usage error (exit 2)", args, err)
+		}
+	}
+}
+
+// TestExportFromRedisConsumesNothing fills a job's groups stream through the
+// real producer, lets the advantage consumer group hold one entry pending,
+// exports, and checks the file holds every trajectory in stream order while
+// the consumer group's pending list and read position are unchanged.
+func TestExportFromRedisConsumesNothing(t *testing.T) {
+	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	ctx := context.Background()
+	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	defer client.Close()
+	const job = "export-job"
+	keys := toolrlredis.JobKeys(job)
+	producer := toolrlredis.NewProducer(client, toolrlredis.ProducerOptions{MaxBacklog: -1})
+	var want []traj.Trajectory
+	// More groups than one XRANGE page, so paging is exercised.
+	const groups = streamPage + 44
+	for p := range groups {
+		g := exportGroup(job, p, 2)
+		want = append(want, g.Trajectories...)
+		if ok, err := producer.AddGroup(ctx, job, &g); err != nil || !ok {
+			t.Fatalf("AddGroup: %v %v", ok, err)
+		}
+	}
+	if err := client.XGroupCreate(ctx, keys.Groups, toolrlredis.AdvantageGroup, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: toolrlredis.AdvantageGroup, Consumer: "c1", Streams: []string{keys.Groups, ">"}, Count: 1}).Result(); err != nil {
+		t.Fatal(err)
+	}
+	before := groupState(t, client, keys.Groups)
+
+	out := filepath.Join(t.TempDir(), "groups.parquet")
+	if _, stderr, err := runToolrl(t, "export", "--from", "redis://"+srv.Addr+"/"+job, "--to", out); err != nil {
+		t.Fatalf("export: %v\n%s", err, stderr)
+	}
+	got := readTrajectories(t, out)
+	wantJSON, _ := json.Marshal(want)
+	gotJSON, _ := json.Marshal(got)
+	if !bytes.Equal(wantJSON, gotJSON) {
+		t.Fatalf("exported %d trajectories, want %d, or they differ", len(got), len(want))
+	}
+	if after := groupState(t, client, keys.Groups); after != before {
+		t.Errorf("export changed the consumer group: before %s, after %s", before, after)
+	}
+
+	// The advantages stream: one record per entry in the record field.
+	for i := range 3 {
+		tr := want[i]
+		rec := traj.AdvantageRecord{Schema: traj.AdvantageSchema, TrajectoryID: tr.ID, GroupID: tr.GroupID, SampleIndex: tr.SampleIndex,
+			InputIDs: tr.Tokens, PromptLen: tr.PromptLen, LossMask: tr.LossMask, OldLogprobs: tr.Logprobs,
+			Advantages: []float32{1, 1, 0, 0, -1}, Reward: tr.Reward, Mode: "outcome", Estimator: "grpo"}
+		payload, err := toolrlredis.EncodeRecord(&rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Advantages, Values: []any{toolrlredis.FieldRecord, payload}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	advOut := filepath.Join(t.TempDir(), "adv.jsonl")
+	if _, stderr, err := runToolrl(t, "export", "--from", "redis://"+srv.Addr+"/"+job, "--stream", "advantages", "--to", advOut); err != nil {
+		t.Fatalf("export advantages: %v\n%s", err, stderr)
+	}
+	stdout, _, err := runToolrl(t, "inspect", advOut)
+	if err != nil || !strings.Contains(stdout, "records          3 advantages in 2 groups") {
+		t.Errorf("inspect %s: %v\n%s", advOut, err, stdout)
+	}
+
+	// An empty (absent) stream gives an empty file, not an error.
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	if _, stderr, err := runToolrl(t, "export", "--from", "redis://"+srv.Addr+"/no-such-job", "--to", empty); err != nil {
+		t.Fatalf("export of an empty stream: %v\n%s", err, stderr)
+	}
+}
+
+// groupState is the advantage consumer group's pending count, last delivered
+// id and entries read.
+func groupState(t *testing.T, client *goredis.Client, stream string) string {
+	t.Helper()
+	infos, err := client.XInfoGroups(context.Background(), stream).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, g := range infos {
+		states = append(states, fmt.Sprintf("%s pending=%d last=%s read=%d lag=%d", g.Name, g.Pending, g.LastDeliveredID, g.EntriesRead, g.Lag))
+	}
+	return strings.Join(states, "; ")
+}
