@@ -21,7 +21,7 @@ func NewHTTP(opts httptool.Options) (Tool, error) {
 	return &httpTool{client: c}, nil
 }
 
-func (b builder) http(_ *functionDoc) ([]Tool, error) {
+func (b builder) http() ([]Tool, error) {
 	var opts httptool.Options
 	if err := b.decodeSettings(&opts); err != nil {
 		return nil, err

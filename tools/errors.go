@@ -44,7 +44,10 @@ type Error struct {
 	Err   error
 }
 
+// Error implements error: "<class>: <detail>".
 func (e *Error) Error() string { return e.Class + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
 // InvalidArgs wraps err as an invalid_args error: the arguments were well

@@ -152,7 +152,7 @@ func addEntry(ctx context.Context, reg *Registry, ent, defaults entryDoc, defTim
 	case "search":
 		built, err = b.search()
 	case "http":
-		built, err = b.http(ent.Function)
+		built, err = b.http()
 	case "mcp":
 		if ent.Function != nil {
 			return errors.New("an mcp entry takes no function: its tools come from the server")

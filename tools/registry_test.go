@@ -52,6 +52,22 @@ func TestLoadRegistryCalc(t *testing.T) {
 	}
 }
 
+func TestParseRegistryJSON(t *testing.T) {
+	doc := `{"defaults": {"timeout": "3s"}, "tools": [{"type": "calculator", "bracket": "CALC", "max_output": 16,
+	  "function": {"name": "calc", "description": "math", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}}]}`
+	reg, err := ParseRegistry(context.Background(), []byte(doc), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, s, ok := reg.Lookup("calc")
+	if !ok || tool.Description() != "math" || s.Timeout.String() != "3s" || s.MaxOutput != 16 {
+		t.Fatalf("calc: %v %+v", ok, s)
+	}
+	if name, arg, ok := reg.Bracket("CALC"); !ok || name != "calc" || arg != "expression" {
+		t.Errorf("Bracket(CALC) = %q %q %v", name, arg, ok)
+	}
+}
+
 func TestParseRegistryErrors(t *testing.T) {
 	cases := []struct{ doc, want string }{
 		{"tools: []", "no tools listed"},

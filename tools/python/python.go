@@ -95,6 +95,7 @@ type Isolation struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
+// String is a one-line summary for logs.
 func (i Isolation) String() string {
 	s := fmt.Sprintf("namespaces=%q network_isolated=%v landlock=%d", i.Namespaces, i.NetworkIsolated, i.Landlock)
 	if len(i.Notes) > 0 {
