@@ -22,7 +22,7 @@ BENCH_TARGETS :=
 
 -include mk/*.mk
 
-.PHONY: setup ort redis build test test-go lint bench fuzz clean
+.PHONY: setup ort redis build test lint bench fuzz clean run
 
 ## setup: the ONNX Runtime library (from npm onnxruntime-node) and redis-server
 setup: ort redis
@@ -70,3 +70,9 @@ fuzz:
 
 clean:
 	rm -rf bin out
+
+## run: a rollout of the default policy on the shipped calc prompts (64 prompts x G=8)
+RUN_ARGS ?= --limit 64 --group-size 8 --seed 1
+run: setup build
+	@mkdir -p out
+	bin/toolrl rollout --model models/calc --prompts data/calc/prompts.jsonl --out out/rollout.jsonl --resume=false $(RUN_ARGS)

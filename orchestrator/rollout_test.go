@@ -293,3 +293,20 @@ func TestRolloutRejectsBadJobs(t *testing.T) {
 		t.Errorf("skip-invalid: %v, %+v", err, sum)
 	}
 }
+
+func TestRolloutWithoutResumeReplacesTheOutput(t *testing.T) {
+	model := tinyPolicy(t)
+	prompts := writePrompts(t, 2)
+	out := filepath.Join(t.TempDir(), "f.jsonl")
+	job := tinyJob(model, prompts, out)
+	for range 2 {
+		no := false
+		job.Resume = &no
+		if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(readTrajectories(t, out)); n != 8 {
+		t.Fatalf("two runs without resume left %d trajectories, want the second run's 8", n)
+	}
+}

@@ -233,7 +233,7 @@ func (r *runner) openSink(ctx context.Context) (Sink, error) {
 	if r.opts.Sink != nil {
 		return r.opts.Sink, nil
 	}
-	return OpenSink(ctx, r.job.Out, r.job.ID)
+	return OpenSink(ctx, r.job.Out, r.job.ID, !*r.job.Resume)
 }
 
 // openTools loads the registry: the job's tools file, else the model

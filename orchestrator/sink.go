@@ -35,8 +35,10 @@ type Sink interface {
 }
 
 // OpenSink opens the sink that out names: a redis:// or rediss:// URL (the
-// job's groups stream), or a .jsonl / .parquet file.
-func OpenSink(ctx context.Context, out, job string) (Sink, error) {
+// job's groups stream), or a .jsonl / .parquet file. With fresh, a file is
+// replaced instead of appended to (a Redis stream is never cut: its writes
+// stay idempotent).
+func OpenSink(ctx context.Context, out, job string, fresh bool) (Sink, error) {
 	if strings.HasPrefix(out, "redis://") || strings.HasPrefix(out, "rediss://") {
 		return openRedisSink(ctx, out, job)
 	}
@@ -51,7 +53,7 @@ func OpenSink(ctx context.Context, out, job string) (Sink, error) {
 	}
 	switch format {
 	case export.JSONL:
-		return &jsonlSink{path: out}, nil
+		return &jsonlSink{path: out, fresh: fresh}, nil
 	case export.Parquet:
 		return &parquetSink{path: out}, nil
 	}
@@ -68,8 +70,9 @@ type groupHeader struct {
 // flushed (fsync) after every group. On resume it cuts a group a crash left
 // half-written, so the file only ever holds whole groups.
 type jsonlSink struct {
-	path string
-	w    export.TrajectoryWriter
+	path  string
+	fresh bool // truncate on the first write instead of appending
+	w     export.TrajectoryWriter
 }
 
 // Completed scans the file's group blocks (a group's lines are contiguous)
@@ -123,7 +126,7 @@ func (s *jsonlSink) Completed(ctx context.Context) (map[string]bool, error) {
 
 func (s *jsonlSink) WriteGroup(ctx context.Context, g *traj.Group) (bool, error) {
 	if s.w == nil {
-		w, err := export.CreateTrajectories(s.path, export.WriterOptions{Append: true})
+		w, err := export.CreateTrajectories(s.path, export.WriterOptions{Append: !s.fresh})
 		if err != nil {
 			return false, err
 		}
@@ -138,7 +141,11 @@ func (s *jsonlSink) WriteGroup(ctx context.Context, g *traj.Group) (bool, error)
 func (s *jsonlSink) Close() error {
 	if s.w == nil {
 		// A run that wrote nothing still leaves its (possibly empty) output.
-		f, err := os.OpenFile(s.path, os.O_CREATE|os.O_WRONLY, 0o644)
+		flags := os.O_CREATE | os.O_WRONLY
+		if s.fresh {
+			flags |= os.O_TRUNC
+		}
+		f, err := os.OpenFile(s.path, flags, 0o644)
 		if err != nil {
 			return err
 		}
