@@ -112,11 +112,11 @@ func WriteFolder(dir string, spec FolderSpec) (*Folder, error) {
 	}
 	if out.ExternalData {
 		out.Files = append(out.Files, "onnx/"+dataName)
-		// transformers.js only looks for the data file when told to.
-		if cfg.Extra == nil {
-			cfg.Extra = map[string]json.RawMessage{}
-		}
-		cfg.Extra["transformers.js_config"] = json.RawMessage(`{"use_external_data_format":true}`)
+	}
+	// transformers.js looks for the data file only when its config says so;
+	// keep any other transformers.js settings a source config carried.
+	if err := setExternalDataFlag(&cfg, out.ExternalData); err != nil {
+		return nil, err
 	}
 	if spec.Safetensors {
 		dt := spec.SafetensorsDType
@@ -305,4 +305,35 @@ func OpenFolder(dir string) (*ModelFolder, error) {
 		}
 	}
 	return mf, nil
+}
+
+// setExternalDataFlag sets or clears transformers.js_config's
+// use_external_data_format in cfg.Extra (on a copy of the map).
+func setExternalDataFlag(cfg *Config, external bool) error {
+	extra := make(map[string]json.RawMessage, len(cfg.Extra)+1)
+	for k, v := range cfg.Extra {
+		extra[k] = v
+	}
+	tj := map[string]json.RawMessage{}
+	if raw, ok := extra["transformers.js_config"]; ok {
+		if err := json.Unmarshal(raw, &tj); err != nil {
+			return fmt.Errorf("folder: config transformers.js_config: %w", err)
+		}
+	}
+	if external {
+		tj["use_external_data_format"] = json.RawMessage("true")
+	} else {
+		delete(tj, "use_external_data_format")
+	}
+	if len(tj) == 0 {
+		delete(extra, "transformers.js_config")
+	} else {
+		b, err := json.Marshal(tj)
+		if err != nil {
+			return fmt.Errorf("folder: %w", err)
+		}
+		extra["transformers.js_config"] = b
+	}
+	cfg.Extra = extra
+	return nil
 }

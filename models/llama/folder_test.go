@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -86,5 +87,38 @@ func TestByteTokenizerSpecials(t *testing.T) {
 	_, eos, _, _, err = TokenizerSpecials(ByteTokenizerJSON(), tc)
 	if err != nil || eos.First() != ByteEndOfText {
 		t.Fatalf("tokenizer_config eos ignored: %v %v", eos, err)
+	}
+}
+
+// Rebuilding a folder inline after an external build must not leave
+// transformers.js looking for a data file.
+func TestWriteFolderExternalFlagFollowsTheModel(t *testing.T) {
+	cfg := testConfigs(t)["tiny"]
+	w := mustRandom(t, cfg, 2)
+	dir := t.TempDir()
+	if _, err := WriteFolder(dir, FolderSpec{Config: cfg, Weights: w, ONNX: ONNXOptions{External: ExternalAlways}}); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(loaded.Extra["transformers.js_config"]) == "" {
+		t.Fatal("external build did not set transformers.js_config")
+	}
+	loaded.Extra["transformers.js_config"] = json.RawMessage(`{"use_external_data_format":true,"kv_cache_dtype":"float32"}`)
+	if _, err := WriteFolder(dir, FolderSpec{Config: loaded, Weights: w}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := LoadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, again.Extra["transformers.js_config"]); err != nil || compact.String() != `{"kv_cache_dtype":"float32"}` {
+		t.Errorf("transformers.js_config after an inline rebuild = %s (%v)", compact.String(), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "onnx", "model.onnx_data")); !os.IsNotExist(err) {
+		t.Errorf("stale model.onnx_data left behind: %v", err)
 	}
 }
