@@ -8,8 +8,10 @@
 // unshare(2) flags, through clone), the code runs as nobody (65534), and the
 // sandbox preamble lowers the rlimits and confines writes with Landlock.
 // Unprivileged: a user namespace carries the same namespaces when the kernel
-// allows it. Without namespaces, Landlock (ABI 4 and later) still denies TCP
-// connect and bind; without either, the network is open and Isolation says so.
+// allows it. Unless the network is allowed, a seccomp filter makes socket(2)
+// fail (x86_64 and aarch64), and Landlock (ABI 4 and later) denies TCP
+// connect and bind; with none of these the network is open and Isolation
+// says so.
 package python
 
 import (
@@ -91,13 +93,15 @@ type Isolation struct {
 	NetworkIsolated bool `json:"network_isolated"`
 	// Landlock is the Landlock ABI that confines writes (0: not confined).
 	Landlock int `json:"landlock"`
+	// Seccomp is true when a seccomp filter makes socket(2) fail (EACCES).
+	Seccomp bool `json:"seccomp"`
 	// Notes say what is missing and why.
 	Notes []string `json:"notes,omitempty"`
 }
 
 // String is a one-line summary for logs.
 func (i Isolation) String() string {
-	s := fmt.Sprintf("namespaces=%q network_isolated=%v landlock=%d", i.Namespaces, i.NetworkIsolated, i.Landlock)
+	s := fmt.Sprintf("namespaces=%q network_isolated=%v landlock=%d seccomp=%v", i.Namespaces, i.NetworkIsolated, i.Landlock, i.Seccomp)
 	if len(i.Notes) > 0 {
 		s += " (" + strings.Join(i.Notes, "; ") + ")"
 	}
@@ -168,15 +172,15 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 			}
 			return nil, fmt.Errorf("python sandbox probe with %s: %w", interp, err)
 		}
-		r.isolation = Isolation{Namespaces: m.name, Landlock: out.Landlock, Notes: notes}
+		r.isolation = Isolation{Namespaces: m.name, Landlock: out.Landlock, Seccomp: out.Seccomp, Notes: notes}
 		break
 	}
 	iso := &r.isolation
-	iso.NetworkIsolated = iso.Namespaces != "" || (!opts.AllowNetwork && iso.Landlock >= 4)
+	iso.NetworkIsolated = !opts.AllowNetwork && (iso.Namespaces != "" || iso.Seccomp || iso.Landlock >= 4)
 	if opts.AllowNetwork {
 		iso.Notes = append(iso.Notes, "network allowed by allow_network")
 	} else if !iso.NetworkIsolated {
-		iso.Notes = append(iso.Notes, "network NOT isolated: no namespaces and no Landlock ABI >= 4")
+		iso.Notes = append(iso.Notes, "network NOT isolated: no namespaces, no seccomp and no Landlock ABI >= 4")
 	}
 	if iso.Landlock == 0 {
 		iso.Notes = append(iso.Notes, "writes NOT confined to the temp dir: the kernel has no Landlock")
@@ -188,8 +192,9 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 func (r *Runner) Isolation() Isolation { return r.isolation }
 
 type probeOut struct {
-	Landlock int `json:"landlock"`
-	UID      int `json:"uid"`
+	Landlock int  `json:"landlock"`
+	Seccomp  bool `json:"seccomp"`
+	UID      int  `json:"uid"`
 }
 
 func (r *Runner) probe(ctx context.Context) (probeOut, error) {

@@ -75,6 +75,12 @@ func TestSandboxNoNetwork(t *testing.T) {
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
 	code := fmt.Sprintf(`import socket
+for family in [socket.AF_INET, socket.AF_INET6, socket.AF_UNIX]:
+    try:
+        socket.socket(family)
+        print("OPENED", family)
+    except OSError as e:
+        print("no socket", family, type(e).__name__)
 for addr in [("127.0.0.1", %d), ("1.1.1.1", 53)]:
     try:
         s = socket.create_connection(addr, timeout=2)
@@ -83,6 +89,9 @@ for addr in [("127.0.0.1", %d), ("1.1.1.1", 53)]:
         print("blocked", addr, type(e).__name__)
 `, port)
 	out := run(t, r, code)
+	if r.Isolation().Seccomp && (strings.Contains(out.Stdout, "OPENED") || strings.Count(out.Stdout, "no socket") != 3) {
+		t.Errorf("a socket could be opened in the sandbox:\n%s%s", out.Stdout, out.Stderr)
+	}
 	if strings.Contains(out.Stdout, "CONNECTED") || strings.Count(out.Stdout, "blocked") != 2 {
 		t.Errorf("network reachable from the sandbox:\n%s%s", out.Stdout, out.Stderr)
 	}

@@ -2,8 +2,44 @@
 #   python3 -I -B -c <this> WORKDIR CPU_S MEM_BYTES FSIZE_BYTES NOFILE NET [--probe]
 # It lowers the rlimits (hard and soft), confines writes to WORKDIR with
 # Landlock when the kernel has it (and, with NET=0 and Landlock ABI >= 4,
-# denies TCP bind/connect), then runs WORKDIR/main.py as __main__.
-import ctypes, os, resource, sys
+# denies TCP bind/connect), with NET=0 makes socket(2) fail with EACCES
+# through a seccomp filter (x86_64 and aarch64), then runs WORKDIR/main.py as
+# __main__.
+import ctypes, os, platform, resource, sys
+
+# seccomp: (AUDIT_ARCH, __NR_socket) per machine.
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
+
+
+def _deny_sockets(libc):
+    arch = _SECCOMP_ARCH.get(platform.machine())
+    if arch is None:
+        return False
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter))]
+
+    LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+    prog = [
+        (LD, 0, 0, 4),                # A = seccomp_data.arch
+        (JEQ, 0, 5, arch[0]),         # another ABI: kill
+        (LD, 0, 0, 0),                # A = seccomp_data.nr
+        (JGE, 2, 0, 0x40000000),      # x32 syscalls: deny
+        (JEQ, 1, 0, arch[1]),         # socket: deny
+        (RET, 0, 0, 0x7FFF0000),      # allow
+        (RET, 0, 0, 0x00050000 | 13), # errno EACCES
+        (RET, 0, 0, 0x80000000),      # kill process
+    ]
+    filters = (SockFilter * len(prog))(*[SockFilter(*i) for i in prog])
+    fprog = SockFprog(len(prog), filters)
+    # PR_SET_SECCOMP, SECCOMP_MODE_FILTER (no_new_privs is set by the caller)
+    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+    return True
+
 
 def _toolrl_sandbox():
     work, cpu, mem, fsize, nofile, net = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6] == "1"
@@ -18,6 +54,8 @@ def _toolrl_sandbox():
     landlock = 0
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
     abi = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # landlock_create_ruleset(VERSION)
     if abi >= 1:
         fs_all = (1 << 13) - 1
@@ -46,14 +84,13 @@ def _toolrl_sandbox():
             if libc.syscall(445, ctypes.c_int(rs), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
                 raise OSError(ctypes.get_errno(), "landlock_add_rule " + path)
             os.close(fd)
-        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         if libc.syscall(446, ctypes.c_int(rs), ctypes.c_uint32(0)) < 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
         os.close(rs)
         landlock = abi
+    seccomp = False if net else _deny_sockets(libc)
     if probe:
-        print('{"landlock": %d, "uid": %d}' % (landlock, os.getuid()))
+        print('{"landlock": %d, "seccomp": %s, "uid": %d}' % (landlock, "true" if seccomp else "false", os.getuid()))
         sys.exit(0)
     os.chdir(work)
     sys.argv = ["main.py"]
