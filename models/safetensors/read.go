@@ -104,10 +104,16 @@ func parse(path string, f *os.File) (*File, error) {
 		if ti.Begin < 0 || ti.End < ti.Begin || ti.End > dataLen {
 			return nil, fmt.Errorf("safetensors %s: tensor %q: data_offsets [%d,%d] outside the %d data bytes", path, name, ti.Begin, ti.End, dataLen)
 		}
+		elems := int64(1)
 		for _, d := range ti.Shape {
 			if d < 0 {
 				return nil, fmt.Errorf("safetensors %s: tensor %q: negative dimension in shape %v", path, name, ti.Shape)
 			}
+			// Bound the product by the data size so it cannot overflow.
+			if d > 0 && elems > (dataLen+1)/d {
+				return nil, fmt.Errorf("safetensors %s: tensor %q: shape %v is larger than the file", path, name, ti.Shape)
+			}
+			elems *= d
 		}
 		if sz := ti.DType.Size(); sz > 0 && ti.NumElements()*int64(sz) != ti.End-ti.Begin {
 			return nil, fmt.Errorf("safetensors %s: tensor %q: shape %v of %s needs %d bytes, data_offsets give %d",
