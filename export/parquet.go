@@ -81,7 +81,6 @@ func (w *parquetWriter[T, R]) start(first []T) error {
 		l.schema,
 		parquet.Compression(&parquet.Zstd),
 		parquet.MaxRowsPerRowGroup(rowsPerGroup),
-		parquet.CreatedBy("toolrl", moduleVersion(), runtime.Version()),
 		parquet.KeyValueMetadata(MetaSchema, w.rows.kind.Schema()),
 		parquet.KeyValueMetadata(MetaRewardParts, strings.Join(parts, ",")),
 	}
@@ -92,6 +91,9 @@ func (w *parquetWriter[T, R]) start(first []T) error {
 	if err != nil {
 		return fmt.Errorf("write %s: parquet writer config: %w", w.path, err)
 	}
+	// parquet.CreatedBy drops the space before "(build"; write the
+	// conventional "app version V (build B)" ourselves.
+	config.CreatedBy = fmt.Sprintf("toolrl version %s (build %s)", moduleVersion(), runtime.Version())
 	w.layout = l
 	w.pw = parquet.NewWriter(w.file, config)
 	return nil
