@@ -33,8 +33,8 @@ type RewardConfig struct {
 	OverCap     *float64 `yaml:"over_cap"`
 
 	// Extract lists the answer extractors tried in order: boxed, answer_is,
-	// regex, last_number. Default [boxed, answer_is, regex, last_number]
-	// (regex only when Regex is set).
+	// regex, last_number. Default [boxed, answer_is, last_number], with regex
+	// before last_number when Regex is set.
 	Extract []string `yaml:"extract"`
 	// Regex is a custom extractor; its first capture group (or whole match) is
 	// the answer, and the last match in the text wins.
@@ -73,15 +73,17 @@ func (c *RewardConfig) normalize() error {
 		}
 		c.regex = re
 	}
-	userList := len(c.Extract) > 0
-	if !userList {
-		c.Extract = []string{"boxed", "answer_is", "regex", "last_number"}
+	if len(c.Extract) == 0 {
+		c.Extract = []string{"boxed", "answer_is", "last_number"}
+		if c.regex != nil {
+			c.Extract = []string{"boxed", "answer_is", "regex", "last_number"}
+		}
 	}
 	for i, e := range c.Extract {
 		switch e {
 		case "boxed", "answer_is", "last_number":
 		case "regex":
-			if userList && c.regex == nil {
+			if c.regex == nil {
 				return fmt.Errorf("rewards.extract[%d]: regex needs rewards.regex", i)
 			}
 		default:

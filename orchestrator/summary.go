@@ -115,7 +115,7 @@ func (s *Summary) Write(w io.Writer) {
 	if s.Interrupted {
 		status = "interrupted (whole groups only were written)"
 	}
-	fmt.Fprintf(w, "rollout %s: %s in %s\n", s.Job, status, s.Wall.Round(time.Millisecond))
+	fmt.Fprintf(w, "job %s: %s in %s\n", s.Job, status, s.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "  prompts        %d read, %d skipped as malformed, %d groups already done (resume)\n", s.PromptsTotal, s.PromptsSkipped, s.GroupsResumed)
 	fmt.Fprintf(w, "  groups         %d written (%d trajectories); %s with unequal rewards\n", s.GroupsWritten, s.Trajectories, pct(s.GroupsWithSignal, s.GroupsWritten))
 	if s.GroupsDuplicate > 0 {
@@ -135,7 +135,11 @@ func (s *Summary) Write(w io.Writer) {
 	for _, k := range slices.Sorted(maps.Keys(s.Calls)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, s.Calls[k]))
 	}
-	fmt.Fprintf(w, "  tool calls     %d (%s); call rate %s of trajectories\n", totalCalls, strings.Join(parts, ", "), pct(s.TrajectoriesWithCall, s.Trajectories))
+	outcomes := "none"
+	if len(parts) > 0 {
+		outcomes = strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(w, "  tool calls     %d (%s); call rate %s of trajectories\n", totalCalls, outcomes, pct(s.TrajectoriesWithCall, s.Trajectories))
 	var fin []string
 	for _, k := range slices.Sorted(maps.Keys(s.Finish)) {
 		fin = append(fin, fmt.Sprintf("%s %d", k, s.Finish[k]))
