@@ -38,3 +38,19 @@ func TestScannerMatchesRegexp2(t *testing.T) {
 		}
 	}
 }
+
+func TestRefClassPattern(t *testing.T) {
+	re, err := newRegexMatcher(`[^\s\p{L}]+|\S|\p{N}`, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// U+137F4 is a letter in the reference (Unicode 16), not in Go 1.26's tables.
+	got, err := re.find("\U000137F4=5", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []span{{0, 4, true}, {4, 6, true}} // the letter is not in [^\s\p{L}]
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

@@ -33,7 +33,7 @@ func newRegexMatcher(pattern string, allowScanner bool) (*regexMatcher, error) {
 	if allowScanner {
 		m.scan = scannerFor(pattern)
 	}
-	re, err := regexp2.Compile(pattern, regexp2.None)
+	re, err := regexp2.Compile(refClassPattern(pattern), regexp2.None)
 	if err != nil {
 		return nil, fmt.Errorf("compile regex %q: %w", pattern, err)
 	}

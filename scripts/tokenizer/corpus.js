@@ -79,6 +79,13 @@ const CHAT = [
   '<s><s></s></s>', ' <s> ', '<unk>x<unk>',
 ];
 
+const EDGE = [
+  "'ſ 'S 'K \u212A 'ſt 'LL 'Ve", 'İstanbul İ', 'ΣΑΣ ΌΣΟΣ', 'x\u0085y\u2028z\u2029w\u00a0\u1680\u180e\u200b\ufeff',
+  '\u000b\u000c\u001c\u001d\u001e\u001f', 'a\u0301\u0301 a\u0316\u0301', '१२३४५६७ ௯໦', 'Ⅻ²³¼ ①②', '\u3000\u3000x',
+  'x\r\r\n\n\r', '  \t\t  \n\t x', '\u{137F4}=G \u{142B8}_Y \u{10D41}\u{10D50}', '\u{32FF} \u{A7F2} \u{11935}\u{11930}',
+  ' \u08D1\u036A', 'ǅ ǈ ǋ ǲ', 'ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ',
+];
+
 const POOL_RANGES = [
   [0x20, 0x7e], [0x20, 0x7e], [0x20, 0x7e], [0x30, 0x39], [0xa0, 0x24f], [0x300, 0x36f], [0x370, 0x3ff], [0x400, 0x4ff],
   [0x590, 0x6ff], [0x900, 0x97f], [0xe00, 0xe7f], [0x1100, 0x11ff], [0x2000, 0x206f], [0x2100, 0x22ff], [0x3000, 0x30ff],
@@ -147,6 +154,21 @@ function buildCorpus(seed = 20261130) {
   }
   // seeded random strings
   for (let i = 0; i < 1000; i++) out.push(randomString(rnd, i % 10 === 0 ? 300 : 40));
+  // edge cases of case folding, whitespace classes and normalization
+  out.push(...EDGE);
+  // seeded random code points over the first planes: characters newer than
+  // Go's Unicode tables, marks whose combining class changed, and so on
+  for (let i = 0; i < 400; i++) {
+    const n = 1 + Math.floor(rnd() * 30);
+    let s = '';
+    for (let j = 0; j < n; j++) {
+      const r = rnd();
+      let cp = r < 0.25 ? 0x20 + Math.floor(rnd() * 95) : r < 0.7 ? Math.floor(rnd() * 0x3000) : 0x10000 + Math.floor(rnd() * 0x20000);
+      if (cp >= 0xd800 && cp <= 0xdfff) cp = 0x41;
+      s += String.fromCodePoint(cp);
+    }
+    out.push(s);
+  }
   return out;
 }
 

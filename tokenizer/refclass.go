@@ -1,0 +1,85 @@
+package tokenizer
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// refClassPattern rewrites \p{L}, \p{N}, \s and \S in a regex so that
+// regexp2 uses the reference's character classes (unicode_ref.go) rather than
+// Go's own Unicode tables, which may be of another Unicode version. Other
+// syntax is copied unchanged.
+func refClassPattern(pattern string) string {
+	var b strings.Builder
+	inClass := false
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		switch {
+		case c == '\\' && i+1 < len(pattern):
+			rest := pattern[i+1:]
+			var table *unicode.RangeTable
+			negate, skip := false, 1
+			switch {
+			case strings.HasPrefix(rest, "p{L}"):
+				table, skip = refLetter, 4
+			case strings.HasPrefix(rest, "p{N}"):
+				table, skip = refNumber, 4
+			case rest[0] == 's':
+				table = refSpace
+			case rest[0] == 'S' && !inClass:
+				table, negate = refSpace, true
+			}
+			if table == nil {
+				b.WriteByte(c)
+				b.WriteByte(pattern[i+1])
+				i++
+				continue
+			}
+			if !inClass {
+				b.WriteByte('[')
+				if negate {
+					b.WriteByte('^')
+				}
+			}
+			writeClassRanges(&b, table)
+			if !inClass {
+				b.WriteByte(']')
+			}
+			i += skip
+		case c == '[' && !inClass:
+			inClass = true
+			b.WriteByte(c)
+			// A ']' right after '[' or '[^' is a literal.
+			if strings.HasPrefix(pattern[i+1:], "^]") {
+				b.WriteString("^]")
+				i += 2
+			} else if strings.HasPrefix(pattern[i+1:], "]") {
+				b.WriteByte(']')
+				i++
+			}
+		case c == ']' && inClass:
+			inClass = false
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func writeClassRanges(b *strings.Builder, t *unicode.RangeTable) {
+	write := func(lo, hi uint32) {
+		if lo == hi {
+			fmt.Fprintf(b, `\x{%x}`, lo)
+		} else {
+			fmt.Fprintf(b, `\x{%x}-\x{%x}`, lo, hi)
+		}
+	}
+	for _, r := range t.R16 {
+		write(uint32(r.Lo), uint32(r.Hi))
+	}
+	for _, r := range t.R32 {
+		write(r.Lo, r.Hi)
+	}
+}
