@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +115,55 @@ func BenchmarkTimeoutLateness(b *testing.B) {
 			b.ReportMetric(late[len(late)/2], "median-late-ms")
 			b.ReportMetric(late[len(late)-1], "max-late-ms")
 		})
+	}
+}
+
+// BenchmarkParsers feeds model text to the parsers in 4-byte deltas, as an
+// actor would token by token, and reports the cost per byte. The text sizes
+// differ by 10x: equal ns/byte shows that a delta costs O(len(delta)), not
+// O(text so far).
+func BenchmarkParsers(b *testing.B) {
+	reg := newReg(b, reg1{NewCalculator(calculator.Limits{}), Settings{Bracket: "CALC"}})
+	bracket := "Let me compute [CALC: 123 * 456] = 56088 and then [CALC: 56088 + 7] = 56095, so [ok] the answer is 56095. "
+	hermes := "Let me compute.\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"123 * 456\"}}\n</tool_call>\nThe <b>answer</b> is 56088. "
+	plain := "The train leaves at 9 and arrives at 11, so the trip takes 2 hours; <b>that</b> is [not] a call. "
+	newBracket := func() Parser { return NewBracketParser(reg, ParserOptions{}) }
+	newHermes := func() Parser { return NewHermesParser(reg, ParserOptions{}) }
+	for _, form := range []struct {
+		name, unit string
+		mk         func() Parser
+	}{
+		{"bracket", bracket, newBracket},
+		{"hermes", hermes, newHermes},
+		{"bracket-nocalls", plain, newBracket},
+		{"hermes-nocalls", plain, newHermes},
+	} {
+		for _, repeat := range []int{10, 100} {
+			text := strings.Repeat(form.unit, repeat)
+			var deltas []string
+			for i := 0; i < len(text); i += 4 {
+				deltas = append(deltas, text[i:min(i+4, len(text))])
+			}
+			b.Run(fmt.Sprintf("%s/%dB", form.name, len(text)), func(b *testing.B) {
+				calls := 0
+				for b.Loop() {
+					p := form.mk()
+					for _, d := range deltas {
+						for {
+							r := p.Add(d, false)
+							calls += len(r.Calls)
+							if r.Rest == "" {
+								break
+							}
+							d = r.Rest
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(text)), "ns/byte")
+				if (calls == 0) != strings.HasSuffix(form.name, "nocalls") {
+					b.Fatalf("%d calls found", calls)
+				}
+			})
+		}
 	}
 }

@@ -58,6 +58,9 @@ func NewBracketParser(reg *Registry, opts ParserOptions) *BracketParser {
 
 // Add implements Parser.
 func (p *BracketParser) Add(chunk string, done bool) ParseResult {
+	if p.state == bracketText && strings.IndexByte(chunk, '[') < 0 {
+		return ParseResult{Content: chunk} // the common case: plain text
+	}
 	var res ParseResult
 	var content strings.Builder
 	runStart := 0 // start of the current run of plain text in chunk

@@ -40,6 +40,9 @@ func NewHermesParser(reg *Registry, opts ParserOptions) *HermesParser {
 
 // Add implements Parser.
 func (p *HermesParser) Add(chunk string, done bool) ParseResult {
+	if !p.inCall && p.matched == 0 && strings.IndexByte(chunk, '<') < 0 {
+		return ParseResult{Content: chunk} // the common case: plain text
+	}
 	var res ParseResult
 	var content strings.Builder
 	runStart := 0 // start of pending plain text in chunk (outside a call)
