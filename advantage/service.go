@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -273,11 +274,19 @@ func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.M
 	return nil
 }
 
-// compute turns one groups-stream entry into its output.
+// compute turns one groups-stream entry into its output, with the lean codec
+// of wire.go.
 func (s *Service) compute(m redis.Message, cfg Config) (redis.Output, Stats, error) {
-	g, err := redis.DecodeGroupEntry(m)
+	payload, ok := m.Values[redis.FieldGroup].(string)
+	if !ok {
+		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: no %q field", m.ID, redis.FieldGroup)
+	}
+	g, raws, err := decodeWireGroup(unsafe.Slice(unsafe.StringData(payload), len(payload)))
 	if err != nil {
-		return redis.Output{}, Stats{}, err
+		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
+	}
+	if id, _ := m.Values[redis.FieldGroupID].(string); id != g.GroupID {
+		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: field %s is %q but the group's id is %q", m.ID, redis.FieldGroupID, id, g.GroupID)
 	}
 	if g.JobID != s.opts.Job {
 		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: group %s belongs to job %q, not %q", m.ID, g.GroupID, g.JobID, s.opts.Job)
@@ -288,12 +297,11 @@ func (s *Service) compute(m redis.Message, cfg Config) (redis.Output, Stats, err
 	}
 	out := redis.Output{ID: m.ID, Done: g.GroupID, Entries: make([][]redis.Field, len(recs))}
 	for i := range recs {
-		r := &recs[i]
-		data, err := redis.EncodeRecord(r)
+		data, err := appendRecord(make([]byte, 0, len(payload)/len(recs)*2), &recs[i], &raws[i])
 		if err != nil {
 			return redis.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 		}
-		out.Entries[i] = RecordFields(r, data)
+		out.Entries[i] = RecordFields(&recs[i], data)
 	}
 	return out, st, nil
 }

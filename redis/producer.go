@@ -96,17 +96,38 @@ func (p *Producer) AddGroup(ctx context.Context, job string, g *traj.Group) (boo
 
 // AddGroups is AddGroup for several groups in one round trip.
 func (p *Producer) AddGroups(ctx context.Context, job string, groups []*traj.Group) ([]bool, error) {
+	payloads := make([]GroupPayload, len(groups))
+	for i, g := range groups {
+		data, err := EncodeGroup(g)
+		if err != nil {
+			return nil, err
+		}
+		payloads[i] = GroupPayload{GroupID: g.GroupID, PolicyVersion: g.PolicyVersion, JSON: data}
+	}
+	return p.AddGroupPayloads(ctx, job, payloads)
+}
+
+// GroupPayload is a group already encoded as JSON (EncodeGroup or
+// traj.MarshalGroup), with the identity fields the entry carries.
+type GroupPayload struct {
+	GroupID       string
+	PolicyVersion int64
+	// JSON is the traj.Group; the producer does not check that it matches
+	// GroupID and PolicyVersion (the consumer does).
+	JSON []byte
+}
+
+// AddGroupPayloads is AddGroups for groups already encoded, e.g. read from a
+// file or encoded ahead of time: one round trip, one script, idempotent per
+// group id.
+func (p *Producer) AddGroupPayloads(ctx context.Context, job string, groups []GroupPayload) ([]bool, error) {
 	keys := JobKeys(job)
 	if err := p.wait(ctx, keys.Groups, int64(len(groups))); err != nil {
 		return nil, err
 	}
 	args := make([]any, 0, 4*len(groups))
 	for _, g := range groups {
-		payload, err := EncodeGroup(g)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, g.GroupID, strconv.FormatInt(g.PolicyVersion, 10), g.Schema, payload)
+		args = append(args, g.GroupID, strconv.FormatInt(g.PolicyVersion, 10), traj.TrajectorySchema, g.JSON)
 	}
 	ids, err := addGroupsScript.Run(ctx, p.client, []string{keys.Groups, keys.GroupsWritten}, args...).StringSlice()
 	if err != nil {

@@ -1,13 +1,281 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/advantage"
+	"github.com/toolrl/toolrl/export"
+	toolrlredis "github.com/toolrl/toolrl/redis"
+)
+
+// advantageMathFlags are the flags that choose the advantage math, shared by
+// the offline command and the service.
+type advantageMathFlags struct {
+	mode, estimator, kl                string
+	klCoef, processWeight, gamma, eps  float64
+	dropZeroVariance, flagStale        bool
+	maxStaleness, currentPolicyVersion int64
+}
+
+func (f *advantageMathFlags) register(fs *pflag.FlagSet, offline bool) {
+	fs.StringVar(&f.mode, "mode", "outcome", "outcome | process (DeepSeekMath per-step) | hybrid (outcome + process-weight × process)")
+	fs.StringVar(&f.estimator, "estimator", "grpo", "grpo (mean/std) | drgrpo (mean only) | rloo (leave-one-out mean)")
+	fs.StringVar(&f.kl, "kl", "", "per-token KL estimator written to records: k1 | k2 | k3 (needs ref_logprobs); empty for none")
+	fs.Float64Var(&f.klCoef, "kl-coef", 0, "fold the KL into the rewards with this coefficient (0: report only)")
+	fs.Float64Var(&f.processWeight, "process-weight", 1, "weight of the process advantage in hybrid mode")
+	fs.Float64Var(&f.gamma, "gamma", 1, "per-step discount of later steps' process rewards, in (0, 1]")
+	fs.Float64Var(&f.eps, "eps", advantage.DefaultEps, "added to the standard deviation (grpo)")
+	fs.BoolVar(&f.dropZeroVariance, "drop-zero-variance", false, "drop groups whose rewards are all equal (they are always counted)")
+	fs.Int64Var(&f.maxStaleness, "max-staleness", -1, "drop groups more than this many policy versions behind (negative: no check)")
+	fs.BoolVar(&f.flagStale, "flag-stale", false, "keep stale groups, with stale=true, instead of dropping them")
+	if offline {
+		fs.Int64Var(&f.currentPolicyVersion, "policy-version", 0, "the trainer's current policy version, for --max-staleness")
+	}
+}
+
+func (f *advantageMathFlags) config() (advantage.Config, error) {
+	cfg := advantage.DefaultConfig()
+	cfg.Mode, cfg.Estimator, cfg.KL = advantage.Mode(f.mode), advantage.Estimator(f.estimator), advantage.KLEstimator(f.kl)
+	cfg.KLCoef, cfg.ProcessWeight, cfg.Gamma, cfg.Eps = f.klCoef, f.processWeight, f.gamma, f.eps
+	cfg.DropZeroVariance, cfg.FlagStale = f.dropZeroVariance, f.flagStale
+	cfg.MaxStaleness, cfg.CurrentPolicyVersion = f.maxStaleness, f.currentPolicyVersion
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageErrorf("%v", err)
+	}
+	return cfg, nil
+}
 
 func newAdvantageCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "advantage",
+	var math advantageMathFlags
+	var in, out, memLimit, spillDir, refModel string
+	var allowIncomplete bool
+	var refBatch int
+	var rewardParts []string
+	cmd := &cobra.Command{
+		Use:   "advantage --in FILE --out FILE",
 		Short: "Compute GRPO advantages offline or as a Redis service",
+		Long: `advantage computes per-token advantages (and KL terms) for groups of
+trajectories, and writes one advantage record per trajectory.
+
+Offline, it reads --in (.jsonl, .jsonl.gz or .parquet; trajectories, or JSONL
+groups) and writes --out (same formats). Members of a group need not be
+contiguous: partial groups are held in memory up to --memory-limit, then
+spilled to temporary files. With --ref-model DIR, trajectories without
+ref_logprobs are scored by that model (batched) so that --kl has a reference.
+
+"toolrl advantage serve" runs the same math as a Redis service. The formulas
+and flags are documented in docs/advantage.md.`,
+		Example: `  toolrl advantage --in out/calc.jsonl --out out/adv.parquet
+  toolrl advantage --in groups.jsonl.gz --out adv.jsonl --mode hybrid --process-weight 0.5 --kl k3 --kl-coef 0.01
+  toolrl advantage serve --redis redis://127.0.0.1:6379 --job calc-demo --listen :9464`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return notBuilt("advantage (redis/advantage)")
+			if in == "" || out == "" {
+				return usageErrorf("advantage: --in and --out are required (or run \"toolrl advantage serve\")")
+			}
+			if _, err := export.FormatOf(out); err != nil {
+				return usageErrorf("advantage: --out: %v", err)
+			}
+			if _, err := export.FormatOf(in); err != nil {
+				return usageErrorf("advantage: --in: %v", err)
+			}
+			cfg, err := math.config()
+			if err != nil {
+				return err
+			}
+			limit, err := parseBytes(memLimit)
+			if err != nil {
+				return usageErrorf("advantage: --memory-limit: %v", err)
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			return runOfflineAdvantage(ctx, cmd, in, out, advantage.OfflineOptions{
+				Config: cfg, MemoryLimit: limit, SpillDir: spillDir, AllowIncomplete: allowIncomplete, RefBatch: refBatch,
+			}, refModel, rewardParts)
 		},
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&in, "in", "", "trajectories to read: .jsonl, .jsonl.gz or .parquet")
+	fs.StringVar(&out, "out", "", "advantage records to write: .jsonl, .jsonl.gz or .parquet")
+	fs.StringVar(&memLimit, "memory-limit", "256MiB", "partial groups held in memory before spilling to disk (B, KiB, MiB, GiB)")
+	fs.StringVar(&spillDir, "spill-dir", "", "directory for spill files (default: the system temp dir)")
+	fs.BoolVar(&allowIncomplete, "allow-incomplete", false, "compute groups missing members at the end of the input over the members present")
+	fs.StringVar(&refModel, "ref-model", "", "model folder that scores trajectories lacking ref_logprobs (the actor's reference scorer)")
+	fs.IntVar(&refBatch, "ref-batch", 16, "sequences per reference scoring batch")
+	fs.StringSliceVar(&rewardParts, "reward-parts", nil, "reward parts that get a Parquet column even if the first row group lacks them")
+	math.register(fs, true)
+	cmd.AddCommand(newAdvantageServeCmd())
+	return cmd
+}
+
+func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string, opts advantage.OfflineOptions, refModel string, parts []string) error {
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	opts.Logger = logger
+	if refModel != "" {
+		policy, err := actor.Load(ctx, actor.LoadOptions{Dir: refModel})
+		if err != nil {
+			return fmt.Errorf("advantage: --ref-model: %w", err)
+		}
+		defer policy.Close()
+		opts.RefScorer = policy
+	}
+	src, err := export.OpenTrajectories(in)
+	if err != nil {
+		return fmt.Errorf("advantage: %w", err)
+	}
+	defer src.Close()
+	dst, err := export.CreateAdvantages(out, export.WriterOptions{RewardParts: parts})
+	if err != nil {
+		return fmt.Errorf("advantage: %w", err)
+	}
+	start := time.Now()
+	st, err := advantage.Offline(ctx, src, dst, opts)
+	if cerr := dst.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("advantage: close %s: %w", out, cerr)
+	}
+	if ctx.Err() != nil {
+		return exitError{code: exitInterrupted, err: fmt.Errorf("advantage interrupted; %s is incomplete", out)}
+	}
+	if err != nil {
+		return fmt.Errorf("advantage: %w", err)
+	}
+	secs := time.Since(start).Seconds()
+	fmt.Fprintf(cmd.OutOrStdout(), "advantages: %d trajectories in %d groups -> %d records (%d tokens) in %.2fs, %.0f tokens/s\n",
+		st.Trajectories, st.Groups, st.Records, st.Tokens, secs, float64(st.Tokens)/max(secs, 1e-9))
+	fmt.Fprintf(cmd.OutOrStdout(), "  zero-variance %d (dropped %d), stale %d (dropped %d), incomplete %d, spilled %d, ref-scored %d\n",
+		st.ZeroVariance, st.DroppedZero, st.Stale, st.DroppedStale, st.Incomplete, st.Spilled, st.RefScored)
+	return nil
+}
+
+func newAdvantageServeCmd() *cobra.Command {
+	var math advantageMathFlags
+	var url, job, listen string
+	opts := advantage.ServiceOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve --redis URL --job JOB",
+		Short: "Consume a job's groups stream and write advantage records to Redis",
+		Long: `serve reads toolrl:{JOB}:groups with consumer group "advantage" and, for
+each group, writes one entry per trajectory to toolrl:{JOB}:advantages, marks
+the group done and acknowledges it in one atomic Lua script: a group is output
+exactly once even when it is delivered twice or the service is killed.
+Entries that do not decode or compute go to toolrl:{JOB}:dead with the reason.
+Groups left pending by a dead consumer are claimed after --claim-idle.
+
+Staleness is checked against the integer in toolrl:{JOB}:policy_version (set
+by the trainer; no check while it is missing).
+
+The URL is redis://[user:password@]host:port[/db] or rediss:// for TLS;
+several comma-separated hosts or ?cluster=true make a cluster client,
+?sentinel=MASTER a Sentinel client (docs/redis.md). The password may come
+from $TOOLRL_REDIS_PASSWORD instead of the URL; it is never logged.
+
+/metrics (Prometheus) and /healthz are served on --listen. SIGINT or SIGTERM
+stops reading, commits the batches in flight and exits with status 130.`,
+		Example: `  toolrl advantage serve --redis redis://127.0.0.1:6379 --job calc-demo
+  TOOLRL_REDIS_PASSWORD=... toolrl advantage serve --redis rediss://a:6379,b:6379,c:6379 --job exp7 --workers 4 --mode hybrid --kl k3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if url == "" || job == "" {
+				return usageErrorf("advantage serve: --redis and --job are required")
+			}
+			if err := toolrlredis.ValidateJob(job); err != nil {
+				return usageErrorf("advantage serve: --job: %v", err)
+			}
+			cfg, err := math.config()
+			if err != nil {
+				return err
+			}
+			if _, err := toolrlredis.ParseURL(url, toolrlredis.ConnectOptions{}); err != nil {
+				return usageErrorf("advantage serve: --redis: %v", err)
+			}
+			opts.Job, opts.Config = job, cfg
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			return runAdvantageService(ctx, cmd, url, listen, opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&url, "redis", "", "Redis URL (redis:// or rediss://; see docs/redis.md)")
+	fs.StringVar(&job, "job", "", "job name: the service uses the keys toolrl:{JOB}:*")
+	fs.StringVar(&listen, "listen", "127.0.0.1:9464", "address for /metrics and /healthz (empty: none)")
+	fs.IntVar(&opts.Workers, "workers", 2, "concurrent consumers")
+	fs.Int64Var(&opts.Batch, "batch", 32, "groups per read and per atomic commit")
+	fs.DurationVar(&opts.ClaimIdle, "claim-idle", 30*time.Second, "claim groups pending this long with another consumer")
+	fs.Int64Var(&opts.MaxDeliveries, "max-deliveries", 5, "dead-letter a group delivered more often than this")
+	fs.StringVar(&opts.ConsumerName, "consumer", "", "consumer name prefix (default hostname-pid)")
+	math.register(fs, false)
+	return cmd
+}
+
+func runAdvantageService(ctx context.Context, cmd *cobra.Command, url, listen string, opts advantage.ServiceOptions) error {
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	opts.Logger = logger
+	client, err := toolrlredis.Connect(ctx, url, toolrlredis.ConnectOptions{ClientName: "toolrl-advantage"})
+	if err != nil {
+		return fmt.Errorf("advantage serve: %w", err)
+	}
+	defer client.Close()
+	svc, err := advantage.NewService(client, opts)
+	if err != nil {
+		return usageErrorf("advantage serve: %v", err)
+	}
+	if listen != "" {
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			return fmt.Errorf("advantage serve: listen %s: %w", listen, err)
+		}
+		srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("metrics server", "err", err)
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		logger.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
+	}
+	logger.Info("advantage service", "redis", toolrlredis.Redact(url), "job", opts.Job)
+	if err := svc.Run(ctx); err != nil {
+		return fmt.Errorf("advantage serve: %w", err)
+	}
+	if ctx.Err() != nil {
+		return exitError{code: exitInterrupted, err: errors.New("advantage service stopped by signal after committing its batches")}
+	}
+	return nil
+}
+
+// parseBytes reads a size such as 512MiB, 2GiB, 100MB or 1048576.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("%q is not a positive size (e.g. 256MiB)", s)
+	}
+	return int64(v * float64(mult)), nil
 }

@@ -1,0 +1,274 @@
+package advantage
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// syntheticGroup is a realistic-sized group: g trajectories with a 32-token
+// prompt and a response of three model steps of stepLen tokens separated by
+// two tool results of stepLen/2 tokens, with reference logprobs and step
+// rewards.
+func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
+	rng := rand.New(rand.NewPCG(uint64(i), 7))
+	prompt := fmt.Sprintf("p%07d", i)
+	trs := make([]traj.Trajectory, g)
+	for k := range trs {
+		t := traj.Trajectory{
+			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, k), JobID: job, PromptID: prompt,
+			GroupID: traj.GroupID(job, prompt), GroupSize: g, SampleIndex: k, PolicyVersion: 1, Seed: rng.Uint64(),
+			Model: traj.ModelRef{Name: "synthetic"}, PromptLen: 32, FinishReason: traj.FinishStop,
+			Reward: traj.Reward{Total: float64(rng.IntN(2)), Parts: map[string]float64{"outcome": 1, "call_cost": -0.1}},
+		}
+		for j := 0; j < 32; j++ {
+			t.Tokens = append(t.Tokens, int32(rng.IntN(32000)))
+		}
+		pos := 0
+		for s := 0; s < 3; s++ {
+			t.Segments = append(t.Segments, traj.Segment{Kind: traj.SegmentModel, Turn: s, Start: pos, End: pos + stepLen})
+			for j := 0; j < stepLen; j++ {
+				t.Tokens = append(t.Tokens, int32(rng.IntN(32000)))
+				t.LossMask = append(t.LossMask, 1)
+				t.Logprobs = append(t.Logprobs, -float32(rng.ExpFloat64()))
+				t.RefLogprobs = append(t.RefLogprobs, -float32(rng.ExpFloat64()))
+			}
+			pos += stepLen
+			t.StepRewards = append(t.StepRewards, rng.Float64())
+			if s < 2 {
+				n := stepLen / 2
+				t.Segments = append(t.Segments, traj.Segment{Kind: traj.SegmentTool, Turn: s, Start: pos, End: pos + n,
+					Result: &traj.ToolResult{OK: true, Content: "42"}})
+				for j := 0; j < n; j++ {
+					t.Tokens = append(t.Tokens, int32(rng.IntN(32000)))
+					t.LossMask = append(t.LossMask, 0)
+					t.Logprobs = append(t.Logprobs, 0)
+					t.RefLogprobs = append(t.RefLogprobs, 0)
+				}
+				pos += n
+			}
+		}
+		trs[k] = t
+	}
+	gr := traj.NewGroup(trs)
+	return &gr
+}
+
+// BenchmarkServiceVsRaw measures, in one run against one redis-server, the
+// groups/s of the whole service path (AddGroups with its idempotence script,
+// then the service: XREADGROUP, decode, compute, encode, atomic commit) and
+// of raw XADD + XREADGROUP + XACK of the same payloads, and reports their
+// ratio.
+func BenchmarkServiceVsRaw(b *testing.B) {
+	const n, g, stepLen, batch = 2000, 8, 64, 32
+	r := testsupport.StartRedis(b, testsupport.RedisOptions{})
+	ctx := context.Background()
+	client, err := redis.Connect(ctx, r.URL(), redis.ConnectOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	groups := make([]*traj.Group, n)
+	payloads := make([][]byte, n)
+	var tokens int64
+	for i := range groups {
+		groups[i] = syntheticGroup("bench", i, g, stepLen)
+		payloads[i], _ = redis.EncodeGroup(groups[i])
+		for _, t := range groups[i].Trajectories {
+			tokens += int64(t.ResponseLen())
+		}
+	}
+	b.ResetTimer()
+	var raw, svc time.Duration
+	for iter := 0; iter < b.N; iter++ {
+		if err := client.FlushAll(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+		raw += rawStreamRun(b, client, payloads, batch)
+		svc += serviceRun(b, client, groups, payloads, batch)
+	}
+	b.StopTimer()
+	rawRate := float64(n*b.N) / raw.Seconds()
+	svcRate := float64(n*b.N) / svc.Seconds()
+	b.ReportMetric(rawRate, "raw-groups/s")
+	b.ReportMetric(svcRate, "service-groups/s")
+	b.ReportMetric(svcRate/rawRate, "ratio")
+	b.ReportMetric(float64(tokens*int64(b.N))/svc.Seconds(), "service-tokens/s")
+}
+
+// rawStreamRun XADDs the payloads (pipelined, batch per round trip), then
+// reads them back with XREADGROUP COUNT batch and XACKs each batch.
+func rawStreamRun(b *testing.B, client goredis.UniversalClient, payloads [][]byte, batch int) time.Duration {
+	ctx := context.Background()
+	const stream = "raw"
+	start := time.Now()
+	if err := client.XGroupCreateMkStream(ctx, stream, "g", "0").Err(); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < len(payloads); i += batch {
+		pipe := client.Pipeline()
+		for _, p := range payloads[i:min(i+batch, len(payloads))] {
+			pipe.XAdd(ctx, &goredis.XAddArgs{Stream: stream, Values: []any{redis.FieldGroup, p}})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for read := 0; read < len(payloads); {
+		res, err := client.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{stream, ">"},
+			Count: int64(batch), Block: time.Second}).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]string, 0, batch)
+		for _, m := range res[0].Messages {
+			ids = append(ids, m.ID)
+		}
+		if err := client.XAck(ctx, stream, "g", ids...).Err(); err != nil {
+			b.Fatal(err)
+		}
+		read += len(ids)
+	}
+	return time.Since(start)
+}
+
+// serviceRun adds the same payloads with Producer.AddGroupPayloads (the
+// idempotent script) and runs the service until every group is done.
+func serviceRun(b *testing.B, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte, batch int) time.Duration {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.KL = ModeHybrid, KLK3
+	svc, err := NewService(client, ServiceOptions{Job: "bench", Config: cfg, Workers: 2, Batch: int64(batch), Block: 10 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	p := redis.NewProducer(client, redis.ProducerOptions{MaxBacklog: -1})
+	for i := 0; i < len(groups); i += batch {
+		var gp []redis.GroupPayload
+		for k := i; k < min(i+batch, len(groups)); k++ {
+			gp = append(gp, redis.GroupPayload{GroupID: groups[k].GroupID, PolicyVersion: groups[k].PolicyVersion, JSON: payloads[k]})
+		}
+		if _, err := p.AddGroupPayloads(ctx, "bench", gp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	produced := time.Since(start)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	for doneCount(client, "bench") < int64(len(groups)) {
+		time.Sleep(time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	b.Logf("service: produce %v, consume %v", produced, elapsed-produced)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return elapsed
+}
+
+// BenchmarkOffline measures offline tokens/s: a JSONL file of trajectories
+// (members of a group spread over a window of 64 groups) through Offline to
+// a JSONL file of advantage records.
+func BenchmarkOffline(b *testing.B) {
+	dir := b.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	tokens, err := WriteSyntheticTrajectories(in, 20000, 8, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.KL = ModeHybrid, KLK3
+	b.ResetTimer()
+	start := time.Now()
+	for iter := 0; iter < b.N; iter++ {
+		src, err := export.OpenTrajectories(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dst, err := export.CreateAdvantages(filepath.Join(dir, "out.jsonl"), export.WriterOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Offline(context.Background(), src, dst, OfflineOptions{Config: cfg}); err != nil {
+			b.Fatal(err)
+		}
+		src.Close()
+		if err := dst.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(tokens*int64(b.N))/time.Since(start).Seconds(), "tokens/s")
+}
+
+// WriteSyntheticTrajectories writes n trajectories (groups of g, steps of
+// stepLen tokens) to path as JSONL, each group's members spread over a window
+// of 64 groups so that they are not contiguous, and returns the response
+// tokens written. It is exported for the test that generates big inputs.
+func WriteSyntheticTrajectories(path string, n, g, stepLen int) (int64, error) {
+	w, err := export.CreateTrajectories(path, export.WriterOptions{})
+	if err != nil {
+		return 0, err
+	}
+	const window = 64
+	rng := rand.New(rand.NewPCG(1, 1))
+	var tokens int64
+	var open [][]traj.Trajectory // members of the groups in the window, not yet written
+	next, written := 0, 0
+	for written < n {
+		for len(open) < window && next*g < n {
+			open = append(open, syntheticGroup("synthetic", next, g, stepLen).Trajectories)
+			next++
+		}
+		k := rng.IntN(len(open))
+		t := open[k][0]
+		open[k] = open[k][1:]
+		if len(open[k]) == 0 {
+			open[k] = open[len(open)-1]
+			open = open[:len(open)-1]
+		}
+		if err := w.Write(t); err != nil {
+			w.Close()
+			return 0, err
+		}
+		tokens += int64(t.ResponseLen())
+		written++
+	}
+	return tokens, w.Close()
+}
+
+// TestWriteSyntheticTrajectories writes a big input for measuring the
+// offline command's memory, only when asked:
+//
+//	TOOLRL_SYNTHETIC=/tmp/1m.jsonl:1000000 go test ./advantage -run TestWriteSyntheticTrajectories
+func TestWriteSyntheticTrajectories(t *testing.T) {
+	spec := os.Getenv("TOOLRL_SYNTHETIC")
+	if spec == "" {
+		t.Skip("set TOOLRL_SYNTHETIC=PATH:N to write N synthetic trajectories to PATH")
+	}
+	path, count, ok := strings.Cut(spec, ":")
+	n, err := strconv.Atoi(count)
+	if !ok || err != nil {
+		t.Fatalf("TOOLRL_SYNTHETIC=%q, want PATH:N", spec)
+	}
+	tokens, err := WriteSyntheticTrajectories(path, n, 8, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %d trajectories, %d response tokens, to %s", n, tokens, path)
+}
