@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -106,27 +107,32 @@ func buildBPE(raw json.RawMessage, bl *byteLevelTables) (*bpeModel, map[string]i
 }
 
 func (m *bpeModel) parseMerges(raw json.RawMessage) error {
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return fmt.Errorf("tokenizer.json model.merges: %w", err)
+	// Merges are either "a b" strings or [a, b] pairs; one Unmarshal call for
+	// the whole list (per-item decoding dominates load time otherwise).
+	var pairs [][2]string
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		trimmed = bytes.TrimLeft(trimmed[1:], " \t\r\n")
 	}
-	m.merges = make(map[uint64]merge, len(list))
-	for i, item := range list {
-		var a, b string
-		var s string
-		if err := json.Unmarshal(item, &s); err == nil {
-			parts := strings.Split(s, " ")
-			if len(parts) != 2 {
+	if len(trimmed) > 0 && trimmed[0] == '"' {
+		var list []string
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return fmt.Errorf("tokenizer.json model.merges: %w", err)
+		}
+		pairs = make([][2]string, len(list))
+		for i, s := range list {
+			a, b, ok := strings.Cut(s, " ")
+			if !ok || strings.Contains(b, " ") {
 				return fmt.Errorf("tokenizer.json model.merges[%d]: %q is not two tokens", i, s)
 			}
-			a, b = parts[0], parts[1]
-		} else {
-			var pair []string
-			if err := json.Unmarshal(item, &pair); err != nil || len(pair) != 2 {
-				return fmt.Errorf("tokenizer.json model.merges[%d]: neither \"a b\" nor [a, b]", i)
-			}
-			a, b = pair[0], pair[1]
+			pairs[i] = [2]string{a, b}
 		}
+	} else if err := json.Unmarshal(raw, &pairs); err != nil {
+		return fmt.Errorf("tokenizer.json model.merges: want [\"a b\", ...] or [[a, b], ...]: %w", err)
+	}
+	m.merges = make(map[uint64]merge, len(pairs))
+	for i, p := range pairs {
+		a, b := p[0], p[1]
 		aID, ok := m.vocab[a]
 		if !ok {
 			return fmt.Errorf("tokenizer.json model.merges[%d]: token %q is not in the vocabulary", i, a)
