@@ -52,6 +52,29 @@ func TestLoadRegistryCalc(t *testing.T) {
 	}
 }
 
+func TestLoadRegistryExample(t *testing.T) {
+	reg, err := LoadRegistry(context.Background(), "testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	if got := strings.Join(reg.Names(), ","); got != "calculator,python,search,weather" {
+		t.Errorf("Names() = %q", got)
+	}
+	if got := strings.Join(reg.BracketNames(), ","); got != "CALC,SEARCH" {
+		t.Errorf("BracketNames() = %q", got)
+	}
+	p := NewBracketParser(reg, ParserOptions{})
+	r := p.Add("[SEARCH: capital of France]", true)
+	if len(r.Calls) != 1 || !r.Calls[0].OK() || string(r.Calls[0].Arguments) != `{"query":"capital of France"}` {
+		t.Fatalf("bracket search call = %+v", r.Calls)
+	}
+	res := NewExecutor(reg, ExecutorOptions{Logger: quiet}).Execute(context.Background(), r.Calls[0])
+	if !res.OK || !strings.HasPrefix(res.Content, "[1] Paris (paris)") {
+		t.Errorf("search result %+v", res)
+	}
+}
+
 func TestParseRegistryJSON(t *testing.T) {
 	doc := `{"defaults": {"timeout": "3s"}, "tools": [{"type": "calculator", "bracket": "CALC", "max_output": 16,
 	  "function": {"name": "calc", "description": "math", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}}]}`
