@@ -117,6 +117,18 @@ type GroupPayload struct {
 	JSON []byte
 }
 
+// GroupFields are the fields of the groups-stream entry for g, for writers
+// that XADD it themselves, e.g. through Consumer.Commit into keys.Groups with
+// keys.GroupsWritten as the done set (the same set AddGroup checks).
+func GroupFields(g GroupPayload) []Field {
+	return []Field{
+		{Name: FieldGroupID, Value: []byte(g.GroupID)},
+		{Name: FieldPolicyVersion, Value: strconv.AppendInt(nil, g.PolicyVersion, 10)},
+		{Name: FieldSchema, Value: []byte(traj.TrajectorySchema)},
+		{Name: FieldGroup, Value: g.JSON},
+	}
+}
+
 // AddGroupPayloads is AddGroups for groups already encoded, e.g. read from a
 // file or encoded ahead of time: one round trip, one script, idempotent per
 // group id.

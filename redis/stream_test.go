@@ -265,3 +265,42 @@ func readUntil(t *testing.T, c *Consumer, n int) []Message {
 	t.Fatalf("no batch of %d entries within 10 s", n)
 	return nil
 }
+
+// A group committed through Consumer.Commit with GroupFields into the groups
+// stream (the distributed-actor path) is the same entry AddGroup writes, and
+// AddGroup then sees it as already written.
+func TestGroupFieldsCommitMatchesAddGroup(t *testing.T) {
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connect(t, r.URL())
+	ctx := context.Background()
+	keys := JobKeys("j")
+	prompts, _ := NewConsumer(client, ConsumerOptions{Stream: keys.Prompts, Group: ActorsGroup, Consumer: "a", Block: 10 * time.Millisecond})
+	if err := prompts.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{"prompt_id", "p1"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := prompts.Read(ctx)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("read prompts: %d %v", len(msgs), err)
+	}
+	g := testGroup("j", "p1", 2)
+	data, _ := EncodeGroup(g)
+	payload := GroupPayload{GroupID: g.GroupID, PolicyVersion: g.PolicyVersion, JSON: data}
+	written, err := prompts.Commit(ctx, keys.GroupsWritten, keys.Groups, []Output{{ID: msgs[0].ID, Done: g.GroupID, Entries: [][]Field{GroupFields(payload)}}})
+	if err != nil || !written[0] {
+		t.Fatalf("commit: %v %v", written, err)
+	}
+	if w, err := NewProducer(client, ProducerOptions{}).AddGroup(ctx, "j", g); err != nil || w {
+		t.Fatalf("AddGroup after the commit wrote again: %v %v", w, err)
+	}
+	entries, _ := client.XRange(ctx, keys.Groups, "-", "+").Result()
+	if len(entries) != 1 {
+		t.Fatalf("%d group entries", len(entries))
+	}
+	back, err := DecodeGroupEntry(Message{ID: entries[0].ID, Values: entries[0].Values})
+	if err != nil || !reflect.DeepEqual(back, g) {
+		t.Fatalf("decode: %v", err)
+	}
+}

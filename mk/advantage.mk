@@ -1,0 +1,7 @@
+# advantage/ + redis/: the service-vs-raw Redis benchmark (one run, reports
+# the ratio) and offline tokens/s. Needs redis-server (make setup).
+.PHONY: advantage-bench
+BENCH_TARGETS += advantage-bench
+
+advantage-bench:
+	$(GO) test ./advantage -run '^$$' -bench 'ServiceVsRaw|Offline' -benchtime 1x -count 1
