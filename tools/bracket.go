@@ -42,6 +42,7 @@ const (
 type BracketParser struct {
 	reg   *Registry
 	max   int
+	known bool // KnownBracketsOnly
 	state bracketState
 	buf   strings.Builder // the pending "[NAME..." text
 	name  string
@@ -53,7 +54,7 @@ func NewBracketParser(reg *Registry, opts ParserOptions) *BracketParser {
 	if max <= 0 {
 		max = 1024
 	}
-	return &BracketParser{reg: reg, max: max}
+	return &BracketParser{reg: reg, max: max, known: opts.KnownBracketsOnly}
 }
 
 // Add implements Parser.
@@ -76,7 +77,7 @@ func (p *BracketParser) Add(chunk string, done bool) ParseResult {
 			}
 		case bracketName:
 			switch {
-			case c == ':' && p.buf.Len() > 1:
+			case c == ':' && p.buf.Len() > 1 && p.isCallName(p.buf.String()[1:]):
 				p.name = p.buf.String()[1:]
 				p.buf.WriteByte(c)
 				p.state = bracketArgs
@@ -131,6 +132,15 @@ func (p *BracketParser) Add(chunk string, done bool) ParseResult {
 	}
 	res.Content = content.String()
 	return res
+}
+
+// isCallName reports whether [name: opens a call.
+func (p *BracketParser) isCallName(name string) bool {
+	if !p.known {
+		return true
+	}
+	_, _, ok := p.reg.Bracket(name)
+	return ok
 }
 
 func (p *BracketParser) toolName() string {

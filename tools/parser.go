@@ -79,6 +79,10 @@ type ParserOptions struct {
 	// MaxCallBytes is the longest call, markup included, before it fails as
 	// too_long (default 1024 for the bracket form, 8192 for the Hermes form).
 	MaxCallBytes int
+	// KnownBracketsOnly makes the bracket parser treat [NAME: ...] with a
+	// NAME no tool answers to as plain text, instead of an unknown_tool call
+	// (for models that also write things like [NOTE: ...]).
+	KnownBracketsOnly bool
 }
 
 // NewParser returns the parser for a form name ("bracket" or "hermes").

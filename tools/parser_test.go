@@ -113,6 +113,12 @@ func TestBracketParser(t *testing.T) {
 	}
 }
 
+func TestBracketParserKnownOnly(t *testing.T) {
+	reg := loadCalc(t)
+	np := func() Parser { return NewBracketParser(reg, ParserOptions{KnownBracketsOnly: true}) }
+	checkParse(t, np, "[NOTE: x] [CALC: 1]", "[NOTE: x] ", []wantCall{{"calculator", `{"expression":"1"}`, "[CALC: 1]", ""}})
+}
+
 func TestBracketParserStopsAtCall(t *testing.T) {
 	reg := loadCalc(t)
 	p := NewBracketParser(reg, ParserOptions{})
