@@ -4,8 +4,9 @@
 //   node scripts/tokenizer/bench.js [name ...]
 //
 // Prints one JSON object per tokenizer: encode and decode seconds over the
-// whole corpus (one string per call, awaited in turn, as a caller decoding a
-// stream would), with bytes and token counts. tokenizer/bench_test.go runs it
+// whole corpus, one string per call awaited in turn (as an actor encoding
+// prompts and tool results one at a time would), and in one batched call
+// (encodeBatch/decodeBatch, the Rust thread pool), with bytes and tokens. tokenizer/bench_test.go runs it
 // and divides, so both sides are measured in one run on the same machine.
 const { Tokenizer } = require('tokenizers');
 const { buildCorpus } = require('./corpus.js');
@@ -43,7 +44,18 @@ async function main() {
     const decode = await timeIt(async () => {
       for (const a of ids) await tok.decode(a, false);
     });
-    console.log(JSON.stringify({ name: entry.name, bytes, tokens, strings: corpus.length, encode_s: encode, decode_s: decode }));
+    // The same work in one batched call each (Rust threads, no per-call
+    // round trip): the reference's best case.
+    const encodeBatch = await timeIt(async () => {
+      await tok.encodeBatch(corpus, { addSpecialTokens: false });
+    });
+    const decodeBatch = await timeIt(async () => {
+      await tok.decodeBatch(ids, false);
+    });
+    console.log(JSON.stringify({
+      name: entry.name, bytes, tokens, strings: corpus.length,
+      encode_s: encode, decode_s: decode, encode_batch_s: encodeBatch, decode_batch_s: decodeBatch,
+    }));
   }
 }
 
