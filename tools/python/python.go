@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,7 +53,13 @@ type Options struct {
 	// AllowNetwork turns the network isolation off.
 	AllowNetwork bool `yaml:"allow_network" json:"allow_network"`
 	// TempRoot is where each run's temp dir is made (default os.TempDir()).
+	// When the runner is root the code runs as nobody, who must be able to
+	// reach it.
 	TempRoot string `yaml:"temp_root" json:"temp_root"`
+
+	// skipModes lists namespace modes ("root", "user") not to try; tests set
+	// it to exercise the weaker sandboxes.
+	skipModes []string
 }
 
 func (o Options) withDefaults() Options {
@@ -155,11 +162,21 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 			}
 		}})
 	}
-	modes = append(modes, mode{"", false, func() *syscall.SysProcAttr {
-		return &syscall.SysProcAttr{Setpgid: true}
+	// Without namespaces root still drops to nobody, so that the code can
+	// neither raise its rlimits nor write where root could.
+	root := os.Geteuid() == 0
+	modes = append(modes, mode{"", root, func() *syscall.SysProcAttr {
+		attr := &syscall.SysProcAttr{Setpgid: true}
+		if root {
+			attr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}
+		}
+		return attr
 	}})
 	var notes []string
 	for _, m := range modes {
+		if m.name != "" && slices.Contains(opts.skipModes, m.name) {
+			continue
+		}
 		r.attr, r.asNobody = m.attr, m.asNobody
 		out, err := r.probe(ctx)
 		if err != nil {

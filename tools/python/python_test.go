@@ -61,10 +61,17 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// TestSandboxNoNetwork: the code cannot reach a server listening on the
-// host's loopback, nor any other address.
+// TestSandboxNoNetwork: the code cannot open a socket, nor reach a server
+// listening on the host's loopback or any other address; with the
+// strongest sandbox this host allows and with no namespaces at all (seccomp
+// and Landlock alone).
 func TestSandboxNoNetwork(t *testing.T) {
-	r := newRunner(t, Options{})
+	t.Run("best", func(t *testing.T) { testNoNetwork(t, Options{}) })
+	t.Run("no-namespaces", func(t *testing.T) { testNoNetwork(t, Options{skipModes: []string{"root", "user"}}) })
+}
+
+func testNoNetwork(t *testing.T, opts Options) {
+	r := newRunner(t, opts)
 	if !r.Isolation().NetworkIsolated {
 		t.Skipf("this host gives no network isolation: %s", r.Isolation())
 	}
@@ -98,9 +105,14 @@ for addr in [("127.0.0.1", %d), ("1.1.1.1", 53)]:
 }
 
 // TestSandboxWritesConfined: the code can write in its own dir but not in a
-// world-writable dir outside it, nor in /tmp.
+// world-writable dir outside it, nor in /tmp; with and without namespaces.
 func TestSandboxWritesConfined(t *testing.T) {
-	r := newRunner(t, Options{})
+	t.Run("best", func(t *testing.T) { testWritesConfined(t, Options{}) })
+	t.Run("no-namespaces", func(t *testing.T) { testWritesConfined(t, Options{skipModes: []string{"root", "user"}}) })
+}
+
+func testWritesConfined(t *testing.T, opts Options) {
+	r := newRunner(t, opts)
 	if r.Isolation().Landlock == 0 {
 		t.Skipf("this host cannot confine writes: %s", r.Isolation())
 	}
@@ -165,5 +177,19 @@ func TestTimeoutKillsProcessTree(t *testing.T) {
 	}
 	if err := proctest.WaitDescendants(os.Getpid(), before, 5*time.Second); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestRunsAsNobody: as root, the code runs as nobody with or without
+// namespaces.
+func TestRunsAsNobody(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root")
+	}
+	for _, opts := range []Options{{}, {skipModes: []string{"root", "user"}}} {
+		out := run(t, newRunner(t, opts), "import os\nprint(os.getuid(), os.getgid(), os.getgroups())")
+		if strings.TrimSpace(out.Stdout) != "65534 65534 []" {
+			t.Errorf("ids = %q %s", out.Stdout, out.Stderr)
+		}
 	}
 }
