@@ -1,0 +1,52 @@
+package tools_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/toolrl/toolrl/tools"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// A rollout in miniature: model text arrives in deltas, the parser finds the
+// bracket call, the episode executes it, the result is injected, and the
+// reward parts are computed from the segments.
+func Example() {
+	ctx := context.Background()
+	reg, err := tools.LoadRegistry(ctx, "testdata/calc.yaml")
+	if err != nil {
+		panic(err)
+	}
+	defer reg.Close()
+	ex := tools.NewExecutor(reg, tools.ExecutorOptions{MaxCallsPerTrajectory: 4})
+	ep := ex.NewEpisode()
+	p := tools.NewBracketParser(reg, tools.ParserOptions{})
+
+	deltas := []string{"12 times 34: [CA", "LC: 12 ", "* 34]", " so the answer is 408."}
+	var segs []traj.Segment
+	var text strings.Builder
+	turn := 0
+	for i, d := range deltas {
+		r := p.Add(d, i == len(deltas)-1)
+		text.WriteString(d)
+		if len(r.Calls) == 0 {
+			continue
+		}
+		call, result := ep.Execute(ctx, turn, r.Calls[0])
+		inject := tools.BracketInjection(result)
+		fmt.Printf("call %s %s -> inject %q\n", call.Name, call.Arguments, inject)
+		segs = append(segs,
+			traj.Segment{Kind: traj.SegmentModel, Turn: turn, Text: text.String(), Call: &call},
+			traj.Segment{Kind: traj.SegmentTool, Turn: turn, Text: inject, Call: &call, Result: &result})
+		text.Reset()
+		turn++
+	}
+	segs = append(segs, traj.Segment{Kind: traj.SegmentModel, Turn: turn, Text: text.String()})
+	rw := tools.ComputeRewards(segs, tools.DefaultRewardWeights())
+	fmt.Printf("tool_success %.1f tool_use %.1f call_cost %.1f steps %.1f\n",
+		rw.Parts[tools.PartToolSuccess], rw.Parts[tools.PartToolUse], rw.Parts[tools.PartCallCost], rw.Steps)
+	// Output:
+	// call calculator {"expression":"12 * 34"} -> inject " = 408"
+	// tool_success 0.1 tool_use 0.2 call_cost -0.1 steps [0.2 0.0]
+}
