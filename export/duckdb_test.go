@@ -261,6 +261,7 @@ func checkDump(t *testing.T, dump duckdbDump, schema string, want []map[string]a
 // DuckDB, an independent Parquet implementation, reads back every value,
 // null and empty lists included, and the schema metadata.
 func TestDuckDBReadsOurParquet(t *testing.T) {
+	t.Parallel() // most of its time is node and DuckDB starting
 	dir := t.TempDir()
 
 	advantages, _ := viaJSON(t, allAdvantages(), traj.MarshalAdvantage, traj.UnmarshalAdvantage)

@@ -94,6 +94,9 @@ func (w *jsonlWriter[T]) Write(records ...T) error {
 	if w.err != nil {
 		return w.err
 	}
+	if w.file == nil {
+		return fmt.Errorf("write %s: writer is closed", w.path)
+	}
 	// Validate and encode everything first, so that a rejected call writes nothing.
 	w.lines = w.lines[:0]
 	for i := range records {
@@ -119,6 +122,9 @@ func (w *jsonlWriter[T]) Write(records ...T) error {
 func (w *jsonlWriter[T]) Flush() error {
 	if w.err != nil {
 		return w.err
+	}
+	if w.file == nil {
+		return fmt.Errorf("flush %s: writer is closed", w.path)
 	}
 	if err := w.buf.Flush(); err != nil {
 		w.err = fmt.Errorf("flush %s: %w", w.path, err)

@@ -78,12 +78,12 @@ func edgeAdvantages() []traj.AdvantageRecord {
 var testParts = []string{"outcome", "format", "tool_success", "call_cost", "call-cost"}
 
 func allTrajectories() []traj.Trajectory {
-	ts, _ := genRecords(1, 120)
+	ts, _ := genRecords(1, 60)
 	return append(edgeTrajectories(), ts...)
 }
 
 func allAdvantages() []traj.AdvantageRecord {
-	_, as := genRecords(2, 120)
+	_, as := genRecords(2, 60)
 	return append(edgeAdvantages(), as...)
 }
 
