@@ -566,9 +566,9 @@ type draw struct {
 	logprob float32
 }
 
-// minRowsPerWorker: below this many rows per goroutine, sampling stays on
-// the calling goroutine.
-const minRowsPerWorker = 8
+// minLogitsPerWorker: below this many logits per goroutine, sampling stays
+// on the calling goroutine (waking another costs more than it saves).
+const minLogitsPerWorker = 1 << 18
 
 // sampleRows draws every row's next token from the step's logits. Rows are
 // independent (each has its own RNG and logits), so they are spread over up
@@ -576,7 +576,7 @@ const minRowsPerWorker = 8
 func (e *Engine) sampleRows(logits []float32) {
 	B, V := len(e.rows), e.pol.io.vocab
 	e.draws = grow(e.draws, B)
-	workers := max(1, min(runtime.GOMAXPROCS(0), B/minRowsPerWorker))
+	workers := max(1, min(runtime.GOMAXPROCS(0), B, B*V/minLogitsPerWorker))
 	for len(e.samplers) < workers {
 		e.samplers = append(e.samplers, sampler{})
 	}

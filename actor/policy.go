@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,16 @@ type LoadOptions struct {
 	// 0 leaves ONNX Runtime's default (one thread per core).
 	IntraOpThreads int
 	InterOpThreads int
+	// Spinning lets ONNX Runtime's pool threads busy-wait for work (ONNX
+	// Runtime's own default). The actor turns it off by default: between
+	// Runs the Go side samples, detokenises and runs tools on the same cores,
+	// and on a shared machine spinning threads take the CPU the other
+	// runnable threads need (measured: several times slower decode steps).
+	Spinning bool
+	// SessionConfig holds further ONNX Runtime session configuration entries
+	// (for example "session.intra_op.allow_spinning"), applied in key order
+	// after the options above.
+	SessionConfig map[string]string
 }
 
 // modelCandidates are the ONNX files Load looks for, in order.
@@ -145,6 +156,23 @@ func sessionOptions(opts LoadOptions) (*ortgo.SessionOptions, error) {
 	if opts.InterOpThreads > 0 {
 		if err := so.SetInterOpNumThreads(opts.InterOpThreads); err != nil {
 			return fail(fmt.Errorf("load policy: inter-op threads %d: %w", opts.InterOpThreads, err))
+		}
+	}
+	if !opts.Spinning {
+		for _, k := range []string{"session.intra_op.allow_spinning", "session.inter_op.allow_spinning"} {
+			if err := so.AddSessionConfigEntry(k, "0"); err != nil {
+				return fail(fmt.Errorf("load policy: session config %s=0: %w", k, err))
+			}
+		}
+	}
+	keys := make([]string, 0, len(opts.SessionConfig))
+	for k := range opts.SessionConfig {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := so.AddSessionConfigEntry(k, opts.SessionConfig[k]); err != nil {
+			return fail(fmt.Errorf("load policy: session config %s=%s: %w", k, opts.SessionConfig[k], err))
 		}
 	}
 	switch strings.ToLower(opts.Provider) {

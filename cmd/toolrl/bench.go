@@ -36,6 +36,7 @@ type benchActorFlags struct {
 	newTokens   int
 	threads     int
 	peer        bool
+	spin        bool
 	peerScript  string
 	peerG       int
 	rss         int
@@ -73,6 +74,7 @@ reports the process's resident memory before and after.`,
 	fl.IntVar(&f.newTokens, "new-tokens", 64, "tokens generated per sequence")
 	fl.IntVar(&f.threads, "threads", 0, "ONNX Runtime intra-op threads for toolrl and the peer (0: ORT default)")
 	fl.BoolVar(&f.peer, "peer", false, "also run the transformers.js peer at G=--peer-g")
+	fl.BoolVar(&f.spin, "spin", false, "let ONNX Runtime's threads spin (ORT's default; toolrl turns spinning off)")
 	fl.StringVar(&f.peerScript, "peer-script", "scripts/actor/peer.mjs", "the peer benchmark script")
 	fl.IntVar(&f.peerG, "peer-g", 8, "group size of the peer comparison")
 	fl.IntVar(&f.rss, "rss", 0, "run this many short trajectories on the first model and report RSS")
@@ -127,7 +129,7 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 	var peers []peerRow
 	var rss *rssReport
 	for mi, dir := range f.models {
-		pol, err := actor.Load(ctx, actor.LoadOptions{Dir: dir, IntraOpThreads: f.threads, InterOpThreads: 1})
+		pol, err := actor.Load(ctx, actor.LoadOptions{Dir: dir, IntraOpThreads: f.threads, InterOpThreads: 1, Spinning: f.spin})
 		if err != nil {
 			return err
 		}
@@ -170,7 +172,12 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 		pol.Close()
 	}
 
-	fmt.Fprintf(w, "ONNX Runtime %s, prompt %d tokens, %d new tokens per sequence, temperature 1, top-k 50\n\n", ort.Version(), f.promptLen, f.newTokens)
+	spin := "off (toolrl's default)"
+	if f.spin {
+		spin = "on (ONNX Runtime's default)"
+	}
+	fmt.Fprintf(w, "ONNX Runtime %s, %d CPUs, intra-op threads %d (0: ORT default), thread spinning %s; prompt %d tokens, %d new tokens per sequence, temperature 1, top-k 50\n\n",
+		ort.Version(), runtime.NumCPU(), f.threads, spin, f.promptLen, f.newTokens)
 	fmt.Fprintln(w, "| model | concurrency | tokens/s | Go-side overhead |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|")
 	for _, r := range rows {
