@@ -11,9 +11,12 @@ import (
 // the final Flush gives Decode of all the ids.
 //
 // For byte-level tokenizers (GPT-2, Llama-3, Qwen) Add is allocation-free for
-// a token that is whole characters on its own, the common case. Other
-// decoders use the reference's windowed re-decode (HF DecodeStream). A
-// StreamDecoder is not safe for concurrent use; make one per sequence.
+// a token that is whole characters on its own, the common case; so it is for
+// SentencePiece-style decoder chains (Replace/Metaspace, ByteFallback, Fuse,
+// Strip: Llama-2, Mistral), where a byte-fallback run is emitted as soon as it
+// forms whole characters. Other decoders use the reference's windowed
+// re-decode (HF DecodeStream). A StreamDecoder is not safe for concurrent
+// use; make one per sequence.
 type StreamDecoder struct {
 	skipSpecial bool
 
@@ -21,6 +24,10 @@ type StreamDecoder struct {
 	t       *Tokenizer
 	pending []byte
 	out     []byte
+
+	// SentencePiece-style path
+	pieces *pieceDecoder
+	ps     pieceStream
 
 	// generic path (HF DecodeStream)
 	decode      func(ids []int32, skipSpecial bool) (string, error)
@@ -33,6 +40,9 @@ type StreamDecoder struct {
 func (t *Tokenizer) NewStreamDecoder(skipSpecial bool) *StreamDecoder {
 	if t.byteDecode {
 		return &StreamDecoder{t: t, skipSpecial: skipSpecial}
+	}
+	if t.pieces != nil {
+		return &StreamDecoder{t: t, pieces: t.pieces, ps: t.pieces.newStream(), skipSpecial: skipSpecial}
 	}
 	return NewGenericStreamDecoder(t.Decode, skipSpecial)
 }
@@ -53,6 +63,9 @@ func (d *StreamDecoder) Add(id int32) (string, error) {
 	t := d.t
 	if t.skip(id, d.skipSpecial) {
 		return "", nil
+	}
+	if d.pieces != nil {
+		return d.pieces.add(&d.ps, id), nil
 	}
 	if len(d.pending) == 0 {
 		if s := t.validTokens[id]; s != "" || len(t.rawTokens[id]) == 0 {
@@ -94,6 +107,11 @@ func (d *StreamDecoder) addGeneric(id int32) (string, error) {
 // Flush returns the text still held back (unfinished characters become
 // U+FFFD) and resets the decoder for a new sequence.
 func (d *StreamDecoder) Flush() string {
+	if d.pieces != nil {
+		s := d.pieces.flush(&d.ps)
+		d.ps = d.pieces.newStream()
+		return s
+	}
 	if d.t != nil {
 		s := string(appendLossyUTF8(nil, d.pending))
 		d.pending = d.pending[:0]

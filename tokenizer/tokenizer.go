@@ -71,6 +71,9 @@ type Tokenizer struct {
 	// validTokens[id]: rawTokens[id] as a string when it is valid UTF-8 on its
 	// own (lets the stream decoder return it without allocating).
 	validTokens []string
+	// pieces: the SentencePiece-style fast path (nil when the decoder has
+	// another shape).
+	pieces *pieceDecoder
 
 	scratch sync.Pool
 }
@@ -239,6 +242,7 @@ func (t *Tokenizer) buildFastDecode(bl *byteLevelTables) {
 		_, isBL = seq[0].(byteLevelDecoder)
 	}
 	if !isBL {
+		t.pieces = buildPieceDecoder(t.decoder, t.idTokens, t.idKnown)
 		return
 	}
 	t.byteDecode = true
@@ -316,6 +320,9 @@ func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 			return string(buf), nil
 		}
 		return string(appendLossyUTF8(nil, buf)), nil
+	}
+	if t.pieces != nil {
+		return t.pieces.decode(ids, func(id int32) bool { return t.skip(id, skipSpecial) }), nil
 	}
 	tokens := make([]string, 0, len(ids))
 	for _, id := range ids {
