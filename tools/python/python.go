@@ -48,6 +48,11 @@ type Options struct {
 	FileSizeMB int `yaml:"file_size_mb" json:"file_size_mb"`
 	// OpenFiles is RLIMIT_NOFILE (default 64).
 	OpenFiles int `yaml:"open_files" json:"open_files"`
+	// Processes is RLIMIT_NPROC when the code runs as nobody (default 128).
+	// The limit counts every process and thread of nobody on the host, so
+	// concurrent runs share it; it is not set for an unprivileged runner,
+	// whose own processes it would count.
+	Processes int `yaml:"processes" json:"processes"`
 	// MaxOutputBytes bounds the stdout and the stderr kept (default 65536 each).
 	MaxOutputBytes int `yaml:"max_output_bytes" json:"max_output_bytes"`
 	// AllowNetwork turns the network isolation off.
@@ -80,6 +85,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OpenFiles <= 0 {
 		o.OpenFiles = 64
+	}
+	if o.Processes <= 0 {
+		o.Processes = 128
 	}
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = 65536
@@ -271,6 +279,10 @@ func (r *Runner) Run(ctx context.Context, code string, probe bool) (Output, erro
 		strconv.Itoa(r.opts.FileSizeMB << 20),
 		strconv.Itoa(r.opts.OpenFiles),
 		net,
+		"0", // RLIMIT_NPROC: see Options.Processes
+	}
+	if r.asNobody {
+		args[len(args)-1] = strconv.Itoa(r.opts.Processes)
 	}
 	if probe {
 		args = append(args, "--probe")

@@ -193,3 +193,28 @@ func TestRunsAsNobody(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessLimit: as nobody, the code cannot start more processes than
+// Processes allows (a fork bomb stops early), and nothing outlives the run.
+func TestProcessLimit(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("RLIMIT_NPROC is set only when the code runs as nobody")
+	}
+	before := proctest.Descendants(os.Getpid())
+	r := newRunner(t, Options{Processes: 16})
+	out := run(t, r, `import subprocess
+procs = []
+try:
+    for i in range(64):
+        procs.append(subprocess.Popen(["sleep", "30"]))
+    print("STARTED", len(procs))
+except OSError as e:
+    print("stopped after", len(procs), type(e).__name__)
+`)
+	if !strings.Contains(out.Stdout, "stopped after") {
+		t.Errorf("process limit not enforced: %s%s", out.Stdout, out.Stderr)
+	}
+	if err := proctest.WaitDescendants(os.Getpid(), before, 5*time.Second); err != nil {
+		t.Error(err)
+	}
+}

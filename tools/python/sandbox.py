@@ -1,5 +1,5 @@
 # toolrl python sandbox preamble: run by the python tool as
-#   python3 -I -B -c <this> WORKDIR CPU_S MEM_BYTES FSIZE_BYTES NOFILE NET [--probe]
+#   python3 -I -B -c <this> WORKDIR CPU_S MEM_BYTES FSIZE_BYTES NOFILE NET NPROC [--probe]
 # It lowers the rlimits (hard and soft), confines writes to WORKDIR with
 # Landlock when the kernel has it (and, with NET=0 and Landlock ABI >= 4,
 # denies TCP bind/connect), with NET=0 makes socket(2) fail with EACCES
@@ -43,10 +43,11 @@ def _deny_sockets(libc):
 
 def _toolrl_sandbox():
     work, cpu, mem, fsize, nofile, net = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6] == "1"
-    probe = "--probe" in sys.argv[7:]
+    nproc = int(sys.argv[7])
+    probe = "--probe" in sys.argv[8:]
     if cpu > 0:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    for res, v in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, fsize), (resource.RLIMIT_NOFILE, nofile)):
+    for res, v in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, fsize), (resource.RLIMIT_NOFILE, nofile), (resource.RLIMIT_NPROC, nproc)):
         if v > 0:
             resource.setrlimit(res, (v, v))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
