@@ -11,6 +11,7 @@ import (
 // the input before pre-tokenization, special (control tokens such as
 // <|im_end|>, skipped by Decode with skipSpecial) or not.
 type AddedToken struct {
+	// ID is the token's id; Content is its text as written in tokenizer.json.
 	ID      int32
 	Content string
 	// Special tokens are skipped when decoding with skipSpecial.
