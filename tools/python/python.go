@@ -64,7 +64,26 @@ type Options struct {
 
 	// skipModes lists namespace modes ("root", "user") not to try; tests set
 	// it to exercise the weaker sandboxes.
-	skipModes []string
+	skipModes   []string
+	tempRootSet bool
+}
+
+// reachableByOthers reports whether every folder from / down to dir can be
+// traversed by any user.
+func reachableByOthers(dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if p == filepath.Dir(p) {
+			return true
+		}
+	}
 }
 
 func (o Options) withDefaults() Options {
@@ -92,6 +111,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = 65536
 	}
+	o.tempRootSet = o.TempRoot != ""
 	if o.TempRoot == "" {
 		o.TempRoot = os.TempDir()
 	}
@@ -142,6 +162,14 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	interp, err := exec.LookPath(opts.Interpreter)
 	if err != nil {
 		return nil, fmt.Errorf("python interpreter %q: %w", opts.Interpreter, err)
+	}
+	if os.Geteuid() == 0 && !reachableByOthers(opts.TempRoot) {
+		// The code runs as nobody, who must reach its temp dir.
+		if !opts.tempRootSet && reachableByOthers("/tmp") {
+			opts.TempRoot = "/tmp"
+		} else {
+			return nil, fmt.Errorf("python temp_root %s: not reachable by nobody (every folder on the path needs o+x)", opts.TempRoot)
+		}
 	}
 	r := &Runner{opts: opts, interp: interp}
 	type mode struct {

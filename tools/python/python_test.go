@@ -116,9 +116,15 @@ func testWritesConfined(t *testing.T, opts Options) {
 	if r.Isolation().Landlock == 0 {
 		t.Skipf("this host cannot confine writes: %s", r.Isolation())
 	}
-	outside := t.TempDir()
-	if err := os.Chmod(outside, 0o777); err != nil {
+	// A world-writable dir that nobody can reach (t.TempDir's parents are
+	// private), so that only the sandbox can stop the writes.
+	outside, err := os.MkdirTemp("", "toolrl-outside-")
+	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	if err := os.Chmod(outside, 0o777); err != nil || !reachableByOthers(outside) {
+		t.Fatalf("chmod %s: %v", outside, err)
 	}
 	target := filepath.Join(outside, "escaped.txt")
 	tmpTarget := filepath.Join(os.TempDir(), fmt.Sprintf("toolrl-escape-%d.txt", time.Now().UnixNano()))
@@ -216,5 +222,26 @@ except OSError as e:
 	}
 	if err := proctest.WaitDescendants(os.Getpid(), before, 5*time.Second); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestTempRootReachable: as root, a temp root nobody cannot reach is
+// refused when set, and replaced by /tmp when it only came from TMPDIR.
+func TestTempRootReachable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root drops to nobody")
+	}
+	private := filepath.Join(t.TempDir(), "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(context.Background(), Options{TempRoot: private}); err == nil || !strings.Contains(err.Error(), "not reachable by nobody") {
+		t.Errorf("New with a private temp_root: %v", err)
+	}
+	t.Setenv("TMPDIR", private)
+	r := newRunner(t, Options{})
+	out := run(t, r, "import os\nprint(os.getcwd())")
+	if !strings.HasPrefix(out.Stdout, "/tmp/toolrl-py-") {
+		t.Errorf("cwd %q %s", out.Stdout, out.Stderr)
 	}
 }
