@@ -102,9 +102,13 @@ func kindOfSchema(schema string) (Kind, bool) {
 	return 0, false
 }
 
+// ErrNoRecords is returned by DetectKind for a JSONL file without records:
+// such a file has no kind.
+var ErrNoRecords = errors.New("no records, so no kind")
+
 // DetectKind reads the schema of a file: the MetaSchema key-value metadata of
 // a Parquet file, or the "schema" field of the first non-blank JSONL line. An
-// empty JSONL file has no kind and gives an error.
+// empty JSONL file has no kind and gives ErrNoRecords.
 func DetectKind(path string) (Kind, error) {
 	format, err := FormatOf(path)
 	if err != nil {
@@ -154,7 +158,7 @@ func DetectKind(path string) (Kind, error) {
 			return kind, nil
 		}
 		if err == io.EOF {
-			return 0, fmt.Errorf("%s: no records, so no kind", path)
+			return 0, fmt.Errorf("%s: %w", path, ErrNoRecords)
 		}
 		if err != nil {
 			return 0, fmt.Errorf("%s line %d: %w", path, line, err)

@@ -35,6 +35,10 @@ summary with its parts, tool-call rates and a text histogram of the rewards.`,
 				return usageErrorf("inspect: %v", err)
 			}
 			info, err := export.Stat(path)
+			if errors.Is(err, export.ErrNoRecords) {
+				fmt.Fprintf(cmd.OutOrStdout(), "file             %s (%s, %d bytes)\nrecords          0\n", path, info.Format, info.Size)
+				return nil
+			}
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,92 @@
+package export
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolrl/toolrl/traj"
+)
+
+func TestSummaryCountsAndHistogram(t *testing.T) {
+	s := NewSummary(Trajectories)
+	ts, _ := genRecords(5, 40)
+	var calls, parseErrors, results, ok, policy int64
+	for i := range ts {
+		ts[i].Reward.Total = float64(i % 10) // 4 records in each of 10 bins
+		s.AddTrajectory(&ts[i])
+		for _, seg := range ts[i].Segments {
+			if seg.Kind == traj.SegmentModel && seg.Call != nil {
+				calls++
+				if seg.Call.ParseError != "" {
+					parseErrors++
+				}
+			}
+			if seg.Kind == traj.SegmentTool {
+				results++
+				if seg.Result.OK {
+					ok++
+				}
+			}
+		}
+		for _, m := range ts[i].LossMask {
+			policy += int64(m)
+		}
+	}
+	if s.Records != 40 || s.Groups() != 10 || s.Calls != calls || s.ParseErrors != parseErrors ||
+		s.ToolResults != results || s.ToolOK != ok || s.PolicyTokens != policy {
+		t.Errorf("summary %+v; want calls %d parse errors %d results %d ok %d policy tokens %d", s, calls, parseErrors, results, ok, policy)
+	}
+	hist := s.Histogram(10)
+	if len(hist) != 10 || hist[0].Lo != 0 || hist[9].Hi != 9 {
+		t.Fatalf("histogram %+v", hist)
+	}
+	for _, h := range hist {
+		if h.Count != 4 {
+			t.Errorf("bin [%g, %g) holds %d, want 4", h.Lo, h.Hi, h.Count)
+		}
+	}
+	if r := s.Rewards(); r.Mean != 4.5 || r.Min != 0 || r.Max != 9 {
+		t.Errorf("rewards %+v", r)
+	}
+	var out bytes.Buffer
+	if err := s.WriteText(&out, 10, 20); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "records          40 trajectories in 10 groups") ||
+		strings.Count(out.String(), strings.Repeat("#", 20)) != 10 {
+		t.Errorf("text:\n%s", out.String())
+	}
+	one := NewSummary(Advantages)
+	if h := one.Histogram(5); h != nil {
+		t.Errorf("empty histogram %+v", h)
+	}
+}
+
+func TestEmptyFiles(t *testing.T) {
+	dir := t.TempDir()
+	pq := filepath.Join(dir, "empty.parquet")
+	w, err := CreateAdvantages(pq, WriterOptions{RewardParts: []string{"outcome"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenAdvantages(pq)
+	if got := readAll(t, r, err); len(got) != 0 {
+		t.Errorf("read %d records from an empty file", len(got))
+	}
+	info, err := Stat(pq)
+	if err != nil || info.Kind != Advantages || info.Rows != 0 {
+		t.Errorf("Stat = %+v, %v", info, err)
+	}
+	jl := filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(jl, []byte("\n\n"), 0o644)
+	if _, err := DetectKind(jl); !errors.Is(err, ErrNoRecords) {
+		t.Errorf("DetectKind of an empty JSONL: %v, want ErrNoRecords", err)
+	}
+}
