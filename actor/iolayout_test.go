@@ -107,3 +107,30 @@ func TestCUDAUnavailable(t *testing.T) {
 		t.Fatalf("unknown provider: %v", err)
 	}
 }
+
+// TestReadGraphIO: the protobuf walk sees what ONNX Runtime sees.
+func TestReadGraphIO(t *testing.T) {
+	dir, _ := tinyModel(t, 1)
+	path := dir + "/onnx/model.onnx"
+	ins, outs, err := readGraphIO(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIns, wantOuts, err := ortgo.GetInputOutputInfo(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := func(v []ortgo.InputOutputInfo) string {
+		var parts []string
+		for _, x := range v {
+			parts = append(parts, x.String())
+		}
+		return strings.Join(parts, "\n")
+	}
+	if show(ins) != show(wantIns) || show(outs) != show(wantOuts) {
+		t.Fatalf("inputs:\n%s\nwant:\n%s\noutputs:\n%s\nwant:\n%s", show(ins), show(wantIns), show(outs), show(wantOuts))
+	}
+	if _, _, err := readGraphIO(dir + "/config.json"); err == nil {
+		t.Error("a JSON file read as an ONNX graph")
+	}
+}

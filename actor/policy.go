@@ -104,9 +104,13 @@ func Load(ctx context.Context, opts LoadOptions) (*Policy, error) {
 		return nil, err
 	}
 	defer so.Destroy()
-	ins, outs, err := ortgo.GetInputOutputInfoWithOptions(p.modelPath, so)
+	// The graph's declared interface, read without loading the weights; if
+	// the file cannot be walked, ask ONNX Runtime (a second session load).
+	ins, outs, err := readGraphIO(p.modelPath)
 	if err != nil {
-		return nil, fmt.Errorf("load policy: read inputs and outputs of %s: %w", p.modelPath, err)
+		if ins, outs, err = ortgo.GetInputOutputInfoWithOptions(p.modelPath, so); err != nil {
+			return nil, fmt.Errorf("load policy: read inputs and outputs of %s: %w", p.modelPath, err)
+		}
 	}
 	if p.io, err = discoverIO(ins, outs); err != nil {
 		return nil, fmt.Errorf("load policy %s: %w", p.modelPath, err)
