@@ -10,11 +10,12 @@ ORT_LIB   := $(ORT_DIR)/libonnxruntime.so.1
 export ONNXRUNTIME_LIB ?= $(abspath $(ORT_LIB))
 export ONNXRUNTIME_NODE_INSTALL := skip
 
-# Packages whose tests run with -race: everything concurrent. The actor and
-# models packages run long numeric tests, so they run without -race (they
-# have no goroutines of their own beyond ORT's).
-RACE_PKGS  = ./traj/... ./tools/... ./orchestrator/... ./advantage/... ./redis/... ./export/... ./internal/...
-PLAIN_PKGS = $(filter-out $(RACE_PKGS),$(shell $(GO) list ./... 2>/dev/null | sed 's,^github.com/toolrl/toolrl,.,'))
+# Packages whose tests run with -race: everything concurrent. The actor,
+# models and tokenizer packages run long numeric tests, so they run without
+# -race (their concurrency is ORT's own, or none).
+RACE_PATTERNS = ./traj/... ./tools/... ./orchestrator/... ./advantage/... ./redis/... ./export/... ./internal/...
+RACE_PKGS  = $(shell $(GO) list $(RACE_PATTERNS) 2>/dev/null)
+PLAIN_PKGS = $(filter-out $(RACE_PKGS),$(shell $(GO) list ./... 2>/dev/null | grep -v "/out/"))
 
 # Area makefiles append to these.
 TEST_DEPS :=
