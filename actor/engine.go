@@ -66,15 +66,16 @@ type Event struct {
 
 // Stats counts an engine's work since it was made.
 type Stats struct {
-	Steps         int           // Step calls that ran the model
-	DecodeRuns    int           // batched decode Runs
-	PrefillRuns   int           // batched prefill Runs
-	Repacks       int           // times the decode batch's cache was re-laid out
-	SampledTokens int64         // tokens sampled
-	PrefillTokens int64         // prompt and injected tokens prefilled (padding excluded)
-	RowSteps      int64         // sum over decode Runs of the batch size
-	RunTime       time.Duration // wall time inside ONNX Runtime
-	StepTime      time.Duration // wall time inside Step
+	Steps          int           // Step calls that ran the model
+	DecodeRuns     int           // batched decode Runs
+	PrefillRuns    int           // batched prefill Runs
+	Repacks        int           // times the decode batch changed (rows joined or left)
+	InPlaceRepacks int           // of which handled by moving rows inside the cache buffer
+	SampledTokens  int64         // tokens sampled
+	PrefillTokens  int64         // prompt and injected tokens prefilled (padding excluded)
+	RowSteps       int64         // sum over decode Runs of the batch size
+	RunTime        time.Duration // wall time inside ONNX Runtime
+	StepTime       time.Duration // wall time inside Step
 }
 
 // Overhead is the fraction of Step wall time spent outside ONNX Runtime.
@@ -443,13 +444,32 @@ func (e *Engine) repack(survivors []*Sequence, survivorRows []int, admitted []wo
 	for _, src := range srcs {
 		P = max(P, src.len())
 	}
-	e.spare.reshape(l, len(rows), P)
-	pads := make([]int, len(rows))
-	for r, src := range srcs {
-		pads[r] = P - src.len()
-		copyRow(l, e.spare, r, pads[r], src)
+	var pads []int
+	if e.fitsInPlace(len(rows), P) {
+		// Survivors move up over the rows that left, inside e.cur; new rows
+		// are written after them, left-padded to the current width.
+		P = e.cur.cols
+		pads = make([]int, len(rows))
+		e.cur.moveRows(l, survivorRows)
+		e.cur.rows = len(rows)
+		for r, src := range srcs {
+			if r < len(survivors) {
+				pads[r] = e.pads[survivorRows[r]]
+				continue
+			}
+			pads[r] = P - src.len()
+			copyRow(l, e.cur, r, pads[r], src)
+		}
+		e.stats.InPlaceRepacks++
+	} else {
+		e.spare.reshape(l, len(rows), P)
+		pads = make([]int, len(rows))
+		for r, src := range srcs {
+			pads[r] = P - src.len()
+			copyRow(l, e.spare, r, pads[r], src)
+		}
+		e.cur, e.spare = e.spare, e.cur
 	}
-	e.cur, e.spare = e.spare, e.cur
 	for r, s := range rows {
 		s.state = StateRunning
 		s.row = r
@@ -460,6 +480,20 @@ func (e *Engine) repack(survivors []*Sequence, survivorRows []int, admitted []wo
 	e.dirty = false
 	e.stats.Repacks++
 	return nil
+}
+
+// fitsInPlace reports whether the new batch of rows rows, whose longest
+// cache is need columns, can be laid out inside e.cur at its current width:
+// the buffer has room for the rows, no row is wider than e.cur, and the
+// width is not much more than needed (else a full re-layout trims the
+// padding every row would otherwise carry).
+func (e *Engine) fitsInPlace(rows, need int) bool {
+	l := &e.pol.io
+	P := e.cur.cols
+	if e.cur.keys == nil || need > P || need < P-P/8 {
+		return false
+	}
+	return rows*l.kvHeads*P*l.headDim*l.kvElem <= cap(e.cur.keys[0])
 }
 
 // prefill runs the rows' new tokens on top of their caches in one batched

@@ -41,6 +41,11 @@ type trajectory struct {
 // generate runs the same 16 trajectories (4 prompts x 4 samples, with tool
 // pauses) with at most maxBatch sequences per step and groups of g samples.
 func generate(t *testing.T, pol *Policy, maxBatch, g int, sampling Sampling) []trajectory {
+	trs, _ := generateStats(t, pol, maxBatch, g, sampling)
+	return trs
+}
+
+func generateStats(t *testing.T, pol *Policy, maxBatch, g int, sampling Sampling) ([]trajectory, Stats) {
 	t.Helper()
 	eng := NewEngine(pol, EngineOptions{MaxBatch: maxBatch})
 	defer eng.Close()
@@ -68,7 +73,7 @@ func generate(t *testing.T, pol *Policy, maxBatch, g int, sampling Sampling) []t
 		}
 		out[i] = trajectory{s.Tokens(), s.LossMask(), s.Logprobs(), s.FinishReason(), s.Segments(), s.PromptLen()}
 	}
-	return out
+	return out, eng.Stats()
 }
 
 func testSampling() Sampling {
@@ -80,7 +85,12 @@ func testSampling() Sampling {
 func TestBatchInvariance(t *testing.T) {
 	pol, _ := loadTiny(t, 2)
 	s := testSampling()
-	want := generate(t, pol, 16, 4, s)
+	want, st := generateStats(t, pol, 16, 4, s)
+	// Both ways of changing the batch were taken: moving rows in place and
+	// a full re-layout.
+	if st.InPlaceRepacks == 0 || st.InPlaceRepacks == st.Repacks {
+		t.Errorf("%d repacks, %d in place: want some of each", st.Repacks, st.InPlaceRepacks)
+	}
 	for _, c := range []struct{ batch, g int }{{3, 1}, {1, 1}, {16, 2}} {
 		got := generate(t, pol, c.batch, c.g, s)
 		for i := range want {

@@ -102,3 +102,19 @@ func extract(l *ioLayout, src rowSource) *kvBlock {
 	copyRow(l, b, 0, 0, src)
 	return b
 }
+
+// moveRows compacts the block in place: row i takes the contents of row
+// from[i], for every layer (from is increasing, so rows only move up and
+// copy's memmove semantics make the overlap safe).
+func (b *kvBlock) moveRows(l *ioLayout, from []int) {
+	rowBytes := l.kvHeads * b.cols * l.headDim * l.kvElem
+	for layer := 0; layer < l.layers; layer++ {
+		for _, buf := range [2][]byte{b.keys[layer], b.values[layer]} {
+			for i, r := range from {
+				if i != r {
+					copy(buf[i*rowBytes:(i+1)*rowBytes], buf[r*rowBytes:(r+1)*rowBytes])
+				}
+			}
+		}
+	}
+}
