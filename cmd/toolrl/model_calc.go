@@ -87,10 +87,7 @@ func newModelTokenizerCmd() *cobra.Command {
 }
 
 func newModelTrainCmd() *cobra.Command {
-	var (
-		out, tokPath string
-		skipONNX     bool
-	)
+	var out, tokPath, snapDir string
 	o := calcdata.DefaultPolicyOptions()
 	cmd := &cobra.Command{
 		Use:   "train",
@@ -103,7 +100,7 @@ tokenizer_config.json, tools.yaml, prompt_format.json and model.onnx.
 Everything is seeded: the same flags on the same build give the same bytes.
 Build with GOEXPERIMENT=simd for the AVX GEMM kernel (make model does).`,
 		Example: `  toolrl model train --out models/calc
-  toolrl model train --out /tmp/calc-small --steps 200 --dim 64 --skip-onnx`,
+  toolrl model train --out /tmp/calc-small --steps 200 --dim 64`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Train.Steps <= 0 || o.Train.BatchSize <= 0 || o.Examples <= 0 {
@@ -116,12 +113,17 @@ Build with GOEXPERIMENT=simd for the AVX GEMM kernel (make model does).`,
 			if err != nil {
 				return usageErrorf("model train: %v (run `toolrl model tokenizer --out %s` first)", err, tokPath)
 			}
+			if snapDir != "" {
+				o.Snapshot = func(m *train.Model, step int) error {
+					return writeCalcModel(filepath.Join(snapDir, fmt.Sprintf("step-%06d", step)), m, tok)
+				}
+			}
 			m, res, err := calcdata.TrainPolicy(cmd.Context(), tok, o)
 			if err != nil {
 				return fmt.Errorf("model train: %w", err)
 			}
 			slog.Info("trained", "steps", res.Steps, "loss", res.LastLoss, "eval_loss", res.EvalLoss, "elapsed", res.Elapsed.String(), "gemm", train.KernelName())
-			return writeCalcModel(out, m, tok, skipONNX)
+			return writeCalcModel(out, m, tok)
 		},
 	}
 	fl := cmd.Flags()
@@ -140,19 +142,25 @@ Build with GOEXPERIMENT=simd for the AVX GEMM kernel (make model does).`,
 	fl.Uint64Var(&o.Seed, "seed", o.Seed, "initialisation seed")
 	fl.Uint64Var(&o.Train.Seed, "data-seed", o.Train.Seed, "data-order seed")
 	fl.IntVar(&o.Train.LogEvery, "log-every", o.Train.LogEvery, "log every N steps")
-	fl.BoolVar(&skipONNX, "skip-onnx", false, "write safetensors and configs only")
+	fl.StringVar(&snapDir, "snapshot-dir", "", "write intermediate model folders here (step-NNNNNN)")
+	fl.IntVar(&o.Train.SnapshotEvery, "snapshot-every", 500, "steps between snapshots (with --snapshot-dir)")
 	return cmd
 }
 
-// writeCalcModel writes the whole HF folder: weights, config, ONNX and the
-// calc policy's prompt format and tools.
-func writeCalcModel(dir string, m *train.Model, tok *bpetrain.Tokenizer, skipONNX bool) error {
-	sp := int(tok.SpecialID())
-	if err := m.WriteHF(dir, sp, sp, sp, skipONNX); err != nil {
+// writeCalcModel writes the whole HF folder: weights, config, ONNX, the
+// tokenizer and the calc policy's prompt format and tools.
+func writeCalcModel(dir string, m *train.Model, tok *bpetrain.Tokenizer) error {
+	tj, err := tok.MarshalJSON()
+	if err != nil {
 		return err
 	}
-	if err := calcdata.WriteFolderFiles(dir, sp, bpetrain.SpecialToken); err != nil {
+	sp := int(tok.SpecialID())
+	files, err := calcdata.FolderFiles(tj, sp, bpetrain.SpecialToken)
+	if err != nil {
 		return fmt.Errorf("write model %s: %w", dir, err)
+	}
+	if err := m.WriteFolder(dir, sp, sp, sp, files); err != nil {
+		return err
 	}
 	slog.Info("wrote model folder", "dir", dir)
 	return nil

@@ -2,9 +2,8 @@ package calcdata
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
+
+	"github.com/toolrl/toolrl/models/train"
 )
 
 // PromptFormat is prompt_format.json: how the orchestrator renders a prompt
@@ -43,34 +42,36 @@ tools:
       decimals: 6
 `
 
-// WriteFolderFiles writes the calc policy's non-weight files into dir:
-// prompt_format.json, tools.yaml, generation_config.json and
-// tokenizer_config.json (bos = eos = pad = special, the tokenizer's
-// SpecialToken text).
-func WriteFolderFiles(dir string, special int, specialText string) error {
-	files := map[string]any{
-		"prompt_format.json": PromptFormat{Kind: "plain", Template: Template, ToolCallFormat: "bracket"},
-		"generation_config.json": map[string]any{
-			"bos_token_id": special, "eos_token_id": special, "pad_token_id": special,
-			"do_sample": true, "temperature": 1.0, "max_new_tokens": 64,
-		},
-		"tokenizer_config.json": map[string]any{
-			"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 256,
-			"bos_token": specialText, "eos_token": specialText, "pad_token": specialText, "unk_token": nil,
-			"add_bos_token": true, "add_eos_token": false, "clean_up_tokenization_spaces": false,
-		},
-	}
-	for name, v := range files {
+// FolderFiles returns the calc policy's non-weight files for
+// train.Model.WriteFolder: generation_config.json, tokenizer_config.json
+// (bos = eos = pad = special, whose text is specialText), and the extra files
+// prompt_format.json and tools.yaml.
+func FolderFiles(tokenizerJSON []byte, special int, specialText string) (train.FolderFiles, error) {
+	enc := func(v any) ([]byte, error) {
 		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
-		}
+		return append(b, '\n'), err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tools.yaml"), []byte(ToolsYAML), 0o644); err != nil {
-		return fmt.Errorf("write tools.yaml: %w", err)
+	gen, err := enc(map[string]any{
+		"bos_token_id": special, "eos_token_id": special, "pad_token_id": special,
+		"do_sample": true, "temperature": 1.0, "max_new_tokens": 64,
+	})
+	if err != nil {
+		return train.FolderFiles{}, err
 	}
-	return nil
+	tc, err := enc(map[string]any{
+		"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 256,
+		"bos_token": specialText, "eos_token": specialText, "pad_token": specialText, "unk_token": nil,
+		"add_bos_token": true, "add_eos_token": false, "clean_up_tokenization_spaces": false,
+	})
+	if err != nil {
+		return train.FolderFiles{}, err
+	}
+	pf, err := enc(PromptFormat{Kind: "plain", Template: Template, ToolCallFormat: "bracket"})
+	if err != nil {
+		return train.FolderFiles{}, err
+	}
+	return train.FolderFiles{
+		TokenizerJSON: tokenizerJSON, TokenizerConfig: tc, GenerationConfig: gen,
+		Extra: map[string][]byte{"prompt_format.json": pf, "tools.yaml": []byte(ToolsYAML)},
+	}, nil
 }

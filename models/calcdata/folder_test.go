@@ -13,11 +13,12 @@ import (
 
 func TestFolderFiles(t *testing.T) {
 	dir := t.TempDir()
-	if err := WriteFolderFiles(dir, 639, "<|endoftext|>"); err != nil {
+	files, err := FolderFiles(nil, 639, "<|endoftext|>")
+	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "prompt_format.json"))
-	if err != nil {
+	b := files.Extra["prompt_format.json"]
+	if err := os.WriteFile(filepath.Join(dir, "tools.yaml"), files.Extra["tools.yaml"], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"kind":"plain","template":"Question: {prompt}\nAnswer:","tool_call_format":"bracket"}`

@@ -33,13 +33,16 @@ type PolicyOptions struct {
 	Train    train.Options
 	Examples int    // training examples generated
 	Seed     uint64 // initialisation seed (Train.Seed orders the data)
+	// Snapshot, when set, is called every Train.SnapshotEvery steps with the
+	// model being trained (for intermediate evaluations; it must not modify m).
+	Snapshot func(m *train.Model, step int) error
 }
 
 // DefaultPolicyOptions are the shipped model's settings.
 func DefaultPolicyOptions() PolicyOptions {
 	return PolicyOptions{
-		Model:    train.Config{Dim: 128, Layers: 4, Heads: 4, KVHeads: 4, FF: 384, MaxPos: 256, RopeTheta: 10000, NormEps: 1e-5},
-		Train:    train.Options{Steps: 3000, BatchSize: 32, LR: 3e-3, Seed: 1, LogEvery: 50},
+		Model:    train.Config{Dim: 128, Layers: 3, Heads: 4, KVHeads: 4, FF: 256, MaxPos: 256, RopeTheta: 10000, NormEps: 1e-5},
+		Train:    train.Options{Steps: 4000, BatchSize: 16, LR: 3e-3, Seed: 1, LogEvery: 50},
 		Examples: 200000,
 		Seed:     1,
 	}
@@ -75,6 +78,9 @@ func TrainPolicy(ctx context.Context, tok *bpetrain.Tokenizer, o PolicyOptions) 
 		"steps", o.Train.Steps, "batch", o.Train.BatchSize, "config", fmt.Sprintf("%+v", cfg))
 	opts := o.Train
 	opts.Eval = eval
+	if o.Snapshot != nil {
+		opts.Snapshot = func(step int) error { return o.Snapshot(m, step) }
+	}
 	res, err := train.Run(ctx, m, data, opts)
 	if err != nil {
 		return nil, res, fmt.Errorf("calc policy: %w", err)

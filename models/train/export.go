@@ -2,8 +2,6 @@ package train
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/models/safetensors"
@@ -33,33 +31,29 @@ func (m *Model) LlamaWeights() llama.Weights {
 	return w
 }
 
-// WriteHF writes config.json, model.safetensors (F32) and, unless skipONNX,
-// model.onnx (weights inline, built by models/llama) into dir. The bytes
-// depend only on the weights and ids.
-func (m *Model) WriteHF(dir string, bos, eos, pad int, skipONNX bool) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write model %s: %w", dir, err)
-	}
+// FolderFiles are the non-weight files of a model folder.
+type FolderFiles struct {
+	TokenizerJSON    []byte            // tokenizer.json
+	TokenizerConfig  []byte            // tokenizer_config.json (nil: derived by models/llama)
+	GenerationConfig []byte            // generation_config.json (nil: derived)
+	Extra            map[string][]byte // copied verbatim (prompt_format.json, tools.yaml, ...)
+}
+
+// WriteFolder writes a complete Hugging Face model folder through
+// models/llama.WriteFolder: config.json, model.safetensors (F32),
+// onnx/model.onnx (weights inline) and the given files. The bytes depend
+// only on the weights, ids and files.
+func (m *Model) WriteFolder(dir string, bos, eos, pad int, files FolderFiles) error {
 	cfg := m.LlamaConfig(bos, eos, pad)
-	w := m.LlamaWeights()
-	if err := w.Check(cfg); err != nil {
-		return fmt.Errorf("write model %s: %w", dir, err)
-	}
-	cj, err := llama.MarshalConfig(cfg)
+	_, err := llama.WriteFolder(dir, llama.FolderSpec{
+		Config: cfg, Weights: m.LlamaWeights(),
+		TokenizerJSON: files.TokenizerJSON, TokenizerConfig: files.TokenizerConfig,
+		GenerationConfig: files.GenerationConfig, ExtraFiles: files.Extra,
+		ONNX:        llama.ONNXOptions{External: llama.ExternalNever},
+		Safetensors: true, SafetensorsDType: safetensors.F32,
+	})
 	if err != nil {
-		return fmt.Errorf("write model %s: config: %w", dir, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cj, 0o644); err != nil {
-		return fmt.Errorf("write model %s: %w", dir, err)
-	}
-	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), w.SafetensorsTensors(cfg), safetensors.F32, map[string]string{"format": "pt"}); err != nil {
-		return fmt.Errorf("write model %s: %w", dir, err)
-	}
-	if skipONNX {
-		return nil
-	}
-	if _, err := llama.WriteONNX(filepath.Join(dir, "model.onnx"), cfg, w, llama.ONNXOptions{External: llama.ExternalNever}); err != nil {
-		return fmt.Errorf("write model %s: onnx: %w", dir, err)
+		return fmt.Errorf("write model folder %s: %w", dir, err)
 	}
 	return nil
 }

@@ -25,6 +25,10 @@ type Options struct {
 	Eval      []Sequence
 	EvalEvery int
 	Logger    *slog.Logger // default slog.Default()
+	// Snapshot, when set, is called after every SnapshotEvery-th step (not
+	// after the last); an error stops the run.
+	Snapshot      func(step int) error
+	SnapshotEvery int
 }
 
 // Result summarises a run.
@@ -137,6 +141,11 @@ func Run(ctx context.Context, m *Model, data []Sequence, o Options) (Result, err
 				"grad_norm", fmt.Sprintf("%.3f", norm), "tokens", res.Tokens, "elapsed", el.Round(time.Second).String(),
 				"eta", (time.Duration(float64(el) / float64(step) * float64(o.Steps-step))).Round(time.Second).String())
 			winLoss, winCount = 0, 0
+		}
+		if o.Snapshot != nil && o.SnapshotEvery > 0 && step%o.SnapshotEvery == 0 && step < o.Steps {
+			if err := o.Snapshot(step); err != nil {
+				return res, fmt.Errorf("train: snapshot at step %d: %w", step, err)
+			}
 		}
 		if len(o.Eval) > 0 && (step%o.EvalEvery == 0 || step == o.Steps) {
 			ev, err := m.EvalLoss(o.Eval, o.BatchSize)

@@ -1,0 +1,27 @@
+# The default calc policy (models/calc, data/calc): `make model` rebuilds the
+# held-out prompts, the tokenizer, the weights and the ONNX graph from scratch,
+# deterministically. It is not part of `make test`.
+# The trainer is built with GOEXPERIMENT=simd so that its GEMM uses the
+# AVX-512/AVX2 kernel (models/train/gemm_simd.go); without it the same code
+# falls back to gonum's blas32 (slower, different float rounding).
+CALC_DIR ?= models/calc
+CALC_PROMPTS ?= data/calc/prompts.jsonl
+CALC_BIN := out/calc/toolrl-simd
+CALC_EVAL_BIN := out/calc/toolrl
+
+.PHONY: model model-eval
+
+model:
+	@mkdir -p out/calc $(dir $(CALC_PROMPTS))
+	GOEXPERIMENT=simd go build -o $(CALC_BIN) ./cmd/toolrl
+	rm -rf $(CALC_DIR) && mkdir -p $(CALC_DIR)
+	$(CALC_BIN) model data --out $(CALC_PROMPTS)
+	$(CALC_BIN) model tokenizer --out $(CALC_DIR)/tokenizer.json
+	set -o pipefail; $(CALC_BIN) model train --out $(CALC_DIR) $(CALC_TRAIN_FLAGS) 2>&1 | tee out/calc/train.log
+	@cd $(CALC_DIR) && sha256sum $$(find . -type f | sort) && sha256sum $(CURDIR)/$(CALC_PROMPTS)
+
+# Measure the shipped policy through the actor (ONNX Runtime), T=1.0, G=8.
+model-eval:
+	@mkdir -p out/calc
+	go build -o $(CALC_EVAL_BIN) ./cmd/toolrl
+	$(CALC_EVAL_BIN) model eval --model $(CALC_DIR) --prompts $(CALC_PROMPTS) --samples 8 --temperature 1
