@@ -53,6 +53,9 @@ input twice, once to find every part.`,
 			if _, err := export.FormatOf(to); err != nil {
 				return usageErrorf("export: --to: %v", err)
 			}
+			if sameFile(from, to) {
+				return usageErrorf("export: --from and --to name the same file %s", to)
+			}
 			if stream != "groups" && stream != "advantages" {
 				return usageErrorf("export: --stream is %q, want groups or advantages", stream)
 			}
@@ -89,6 +92,17 @@ input twice, once to find every part.`,
 	f.Int64Var(&rowsPerGroup, "rows-per-group", 0, fmt.Sprintf("Parquet rows per row group (0: %d)", export.DefaultRowsPerGroup))
 	f.StringSliceVar(&parts, "reward-parts", nil, "extra reward parts to give a reward_<part> column even if no record has them")
 	return cmd
+}
+
+// sameFile reports whether two paths name one file (writing JSONL would
+// truncate the input before it is read).
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // runExport copies src into a new file at to. For Parquet it first reads the

@@ -153,6 +153,7 @@ func TestExportUsageErrors(t *testing.T) {
 		{"export", "--from", filepath.Join(dir, "a.jsonl"), "--to", filepath.Join(dir, "b.csv")},
 		{"export", "--from", "redis://127.0.0.1:1/", "--to", filepath.Join(dir, "b.jsonl")},
 		{"inspect", filepath.Join(dir, "a.txt")},
+		{"export", "--from", filepath.Join(dir, "a.jsonl"), "--to", filepath.Join(dir, ".", "a.jsonl")},
 	} {
 		_, _, err := runToolrl(t, args...)
 		var ue usageError
