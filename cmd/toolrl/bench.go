@@ -107,7 +107,9 @@ type rssReport struct {
 	Trajectories int     `json:"trajectories"`
 	StartRSSMiB  float64 `json:"start_rss_mib"`
 	EndRSSMiB    float64 `json:"end_rss_mib"`
-	Seconds      float64 `json:"seconds"`
+	// ChunkRSSMiB is the RSS after each chunk of 1000 trajectories.
+	ChunkRSSMiB []float64 `json:"chunk_rss_mib"`
+	Seconds     float64   `json:"seconds"`
 }
 
 func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
@@ -192,7 +194,12 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 		}
 	}
 	if rss != nil {
-		fmt.Fprintf(w, "\nRSS over %d trajectories: start %.1f MiB, end %.1f MiB (%.1f s)\n", rss.Trajectories, rss.StartRSSMiB, rss.EndRSSMiB, rss.Seconds)
+		var chunks []string
+		for _, m := range rss.ChunkRSSMiB {
+			chunks = append(chunks, fmt.Sprintf("%.0f", m))
+		}
+		fmt.Fprintf(w, "\nRSS over %d trajectories (%s, 8-token prompts, 8 new tokens, a tool pause every 3 tokens): start %.1f MiB, end %.1f MiB, after each 1000: %s MiB (%.1f s)\n",
+			rss.Trajectories, f.models[0], rss.StartRSSMiB, rss.EndRSSMiB, strings.Join(chunks, " "), rss.Seconds)
 	}
 	if f.jsonOut != "" {
 		b, err := json.MarshalIndent(map[string]any{"throughput": rows, "peer": peers, "rss": rss}, "", "  ")
@@ -281,6 +288,7 @@ func rssRun(ctx context.Context, pol *actor.Policy, n int) (*rssReport, error) {
 		if err := run(min(1000, n-done)); err != nil {
 			return nil, err
 		}
+		rep.ChunkRSSMiB = append(rep.ChunkRSSMiB, rssMiB())
 	}
 	runtime.GC()
 	rep.EndRSSMiB = rssMiB()
