@@ -246,12 +246,30 @@ func (m *bpeModel) tokenizeWord(p piece, dst []int32, scratch *bpeScratch) ([]in
 	return append(dst, syms...), nil
 }
 
-// bpeScratch holds per-call buffers.
+// bpeScratch holds the buffers of one Encode call (pooled per Tokenizer).
 type bpeScratch struct {
 	ids  []int32
 	next []int32
 	prev []int32
 	heap []heapItem
+
+	// Two piece buffers that pipeline stages alternate between, and the
+	// span buffer of the current split.
+	pieces [2][]piece
+	cur    int
+	spans  []span
+}
+
+// nextPieces returns an empty piece buffer other than the current one.
+func (sc *bpeScratch) nextPieces() []piece {
+	sc.cur ^= 1
+	return sc.pieces[sc.cur][:0]
+}
+
+// keepPieces records the (possibly grown) current buffer.
+func (sc *bpeScratch) keepPieces(p []piece) []piece {
+	sc.pieces[sc.cur] = p
+	return p
 }
 
 // mergeAll applies merges lowest rank first, leftmost first among equal

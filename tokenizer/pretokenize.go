@@ -24,12 +24,13 @@ type piece struct {
 // preTokenizer splits pieces further (HF pre-tokenizers). Pieces with id >= 0
 // are never touched; empty pieces are dropped.
 type preTokenizer interface {
-	preTokenize(pieces []piece) ([]piece, error)
+	preTokenize(pieces []piece, sc *bpeScratch) ([]piece, error)
 }
 
-// splitEach applies f to every text piece and drops empty results.
-func splitEach(pieces []piece, f func(p piece, out []piece) ([]piece, error)) ([]piece, error) {
-	out := make([]piece, 0, len(pieces)*2)
+// splitEach applies f to every text piece and drops empty results. The
+// result lives in one of sc's two piece buffers (not the one pieces is in).
+func splitEach(pieces []piece, sc *bpeScratch, f func(p piece, out []piece) ([]piece, error)) ([]piece, error) {
+	out := sc.nextPieces()
 	var err error
 	for _, p := range pieces {
 		if p.id >= 0 {
@@ -50,15 +51,16 @@ func splitEach(pieces []piece, f func(p piece, out []piece) ([]piece, error)) ([
 		}
 		out = out[:k]
 	}
-	return out, nil
+	return sc.keepPieces(out), nil
 }
 
 // splitByMatcher splits p with m and behaviour b.
-func splitByMatcher(p piece, out []piece, m matcher, b splitBehavior, invert bool) ([]piece, error) {
-	matches, err := m.find(p.text, make([]span, 0, 8+len(p.text)/4))
+func splitByMatcher(p piece, out []piece, m matcher, b splitBehavior, invert bool, sc *bpeScratch) ([]piece, error) {
+	matches, err := m.find(p.text, sc.spans[:0])
 	if err != nil {
 		return nil, err
 	}
+	sc.spans = matches[:0]
 	if b != behaviorIsolated || invert {
 		matches = applyBehavior(matches, b, invert)
 	}
@@ -123,10 +125,10 @@ func buildPreTokenizer(raw json.RawMessage, where string, last bool, bl *byteLev
 
 type sequencePreTokenizer []preTokenizer
 
-func (seq sequencePreTokenizer) preTokenize(pieces []piece) ([]piece, error) {
+func (seq sequencePreTokenizer) preTokenize(pieces []piece, sc *bpeScratch) ([]piece, error) {
 	var err error
 	for _, p := range seq {
-		if pieces, err = p.preTokenize(pieces); err != nil {
+		if pieces, err = p.preTokenize(pieces, sc); err != nil {
 			return nil, err
 		}
 	}
@@ -139,12 +141,12 @@ type splitPreTokenizer struct {
 	invert   bool
 }
 
-func (sp *splitPreTokenizer) preTokenize(pieces []piece) ([]piece, error) {
-	return splitEach(pieces, func(p piece, out []piece) ([]piece, error) {
+func (sp *splitPreTokenizer) preTokenize(pieces []piece, sc *bpeScratch) ([]piece, error) {
+	return splitEach(pieces, sc, func(p piece, out []piece) ([]piece, error) {
 		if p.byteLevel {
 			return nil, fmt.Errorf("pre_tokenizer after a ByteLevel pre_tokenizer is not supported")
 		}
-		return splitByMatcher(p, out, sp.m, sp.behavior, sp.invert)
+		return splitByMatcher(p, out, sp.m, sp.behavior, sp.invert, sc)
 	})
 }
 
@@ -159,15 +161,15 @@ type byteLevelPreTokenizer struct {
 	tables         *byteLevelTables
 }
 
-func (bp *byteLevelPreTokenizer) preTokenize(pieces []piece) ([]piece, error) {
-	return splitEach(pieces, func(p piece, out []piece) ([]piece, error) {
+func (bp *byteLevelPreTokenizer) preTokenize(pieces []piece, sc *bpeScratch) ([]piece, error) {
+	return splitEach(pieces, sc, func(p piece, out []piece) ([]piece, error) {
 		if bp.addPrefixSpace && !strings.HasPrefix(p.text, " ") {
 			p.text = " " + p.text
 		}
 		n := len(out)
 		var err error
 		if bp.re != nil {
-			if out, err = splitByMatcher(p, out, bp.re, behaviorIsolated, false); err != nil {
+			if out, err = splitByMatcher(p, out, bp.re, behaviorIsolated, false, sc); err != nil {
 				return nil, err
 			}
 		} else {
@@ -212,8 +214,8 @@ func buildMetaspace(c *componentJSON, where string) (preTokenizer, error) {
 	return &metaspacePreTokenizer{replacement: c.Replacement, repRune: r, prepend: scheme, split: boolOr(c.Split, true)}, nil
 }
 
-func (ms *metaspacePreTokenizer) preTokenize(pieces []piece) ([]piece, error) {
-	return splitEach(pieces, func(p piece, out []piece) ([]piece, error) {
+func (ms *metaspacePreTokenizer) preTokenize(pieces []piece, sc *bpeScratch) ([]piece, error) {
+	return splitEach(pieces, sc, func(p piece, out []piece) ([]piece, error) {
 		if p.byteLevel {
 			return nil, fmt.Errorf("Metaspace after a ByteLevel pre_tokenizer is not supported")
 		}
@@ -225,6 +227,6 @@ func (ms *metaspacePreTokenizer) preTokenize(pieces []piece) ([]piece, error) {
 			return append(out, p), nil
 		}
 		rep := ms.repRune
-		return splitByMatcher(p, out, runeMatcher(func(r rune) bool { return r == rep }), behaviorMergedWithNext, false)
+		return splitByMatcher(p, out, runeMatcher(func(r rune) bool { return r == rep }), behaviorMergedWithNext, false, sc)
 	})
 }

@@ -267,9 +267,10 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
 	if !utf8.ValidString(text) {
 		return nil, fmt.Errorf("encode: text is not valid UTF-8")
 	}
-	pieces := make([]piece, 0, 8)
-	pieces = splitAdded(piece{text: text, id: -1, first: true}, t.rawAdded, pieces)
-	pieces, err := splitEach(pieces, func(p piece, out []piece) ([]piece, error) {
+	scratch := t.scratch.Get().(*bpeScratch)
+	defer t.scratch.Put(scratch)
+	pieces := scratch.keepPieces(splitAdded(piece{text: text, id: -1, first: true}, t.rawAdded, scratch.nextPieces()))
+	pieces, err := splitEach(pieces, scratch, func(p piece, out []piece) ([]piece, error) {
 		if t.normalizer != nil {
 			var err error
 			if p.text, err = t.normalizer.normalize(p.text); err != nil {
@@ -282,12 +283,10 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
 		return nil, fmt.Errorf("encode: normalize: %w", err)
 	}
 	if t.pre != nil {
-		if pieces, err = t.pre.preTokenize(pieces); err != nil {
+		if pieces, err = t.pre.preTokenize(pieces, scratch); err != nil {
 			return nil, fmt.Errorf("encode: pre-tokenize: %w", err)
 		}
 	}
-	scratch := t.scratch.Get().(*bpeScratch)
-	defer t.scratch.Put(scratch)
 	ids := make([]int32, 0, len(text)/3+4)
 	for _, p := range pieces {
 		if p.id >= 0 {
