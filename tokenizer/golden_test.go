@@ -248,8 +248,14 @@ func checkDecode(tok Interface, ids []int32, skip bool, want, what string, fail 
 }
 
 func checkStream(tok Interface, ids []int32, what string, fail func(string, ...any)) {
+	checkStreamWith(tok, tok.NewStreamDecoder(false), ids, what, fail)
+	// The reference's windowed algorithm, which the Rust backend and
+	// decoders without a fast path use.
+	checkStreamWith(tok, NewGenericStreamDecoder(tok.Decode, false), ids, what+" (generic)", fail)
+}
+
+func checkStreamWith(tok Interface, sd *StreamDecoder, ids []int32, what string, fail func(string, ...any)) {
 	want, _ := tok.Decode(ids, false)
-	sd := tok.NewStreamDecoder(false)
 	var b strings.Builder
 	for _, id := range ids {
 		delta, err := sd.Add(id)
