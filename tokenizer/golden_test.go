@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -49,12 +50,25 @@ func listGoldens(t testing.TB) []goldenEntry {
 // fetched (make tokenizer-deps), and fails instead under CI=true.
 func loadGoldenTokenizer(t testing.TB, e goldenEntry) *Tokenizer {
 	t.Helper()
+	loadedMu.Lock()
+	defer loadedMu.Unlock()
+	if tok, ok := loaded[e.name]; ok {
+		return tok
+	}
 	tok, err := Parse(loadGoldenJSON(t, e))
 	if err != nil {
 		t.Fatalf("%s: %v", e.name, err)
 	}
+	loaded[e.name] = tok
 	return tok
 }
+
+// Tokenizers are immutable, so tests share each one (loading the big ones
+// dominates the package's test time).
+var (
+	loadedMu sync.Mutex
+	loaded   = map[string]*Tokenizer{}
+)
 
 // loadGoldenJSON returns the entry's tokenizer.json bytes (base file plus patch).
 func loadGoldenJSON(t testing.TB, e goldenEntry) []byte {
@@ -271,5 +285,36 @@ func checkStreamWith(tok Interface, sd *StreamDecoder, ids []int32, what string,
 	b.WriteString(sd.Flush())
 	if b.String() != want {
 		fail("%s stream:\n got  %q\n want %q", what, b.String(), want)
+	}
+}
+
+// TestLoadSpecialFromRealConfigs reads the tokenizer_config.json the npm
+// packages ship beside tokenizer.json. Expected ids are the reference's
+// tokenToId of the configured tokens.
+func TestLoadSpecialFromRealConfigs(t *testing.T) {
+	want := map[string][3]int32{ // BOS, EOS, PAD
+		"qwen3":  {-1, 151645, 151643},
+		"llama3": {128000, 128001, -1},
+		"llama2": {1, 2, -1},
+		"gpt2":   {50256, 50256, -1},
+	}
+	for _, e := range listGoldens(t) {
+		w, ok := want[e.name]
+		if !ok || e.patch != "" {
+			continue
+		}
+		t.Run(e.name, func(t *testing.T) {
+			tok := loadGoldenTokenizer(t, e)
+			sp, err := LoadSpecialFromConfig(filepath.Dir(filepath.Join(repoRoot(t), e.file)), tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := [3]int32{sp.BOS, sp.EOS, sp.PAD}; got != w {
+				t.Fatalf("BOS/EOS/PAD = %v, want %v", got, w)
+			}
+			if len(sp.EOSIDs) == 0 || sp.EOSIDs[0] != w[1] {
+				t.Fatalf("EOSIDs = %v", sp.EOSIDs)
+			}
+		})
 	}
 }
