@@ -19,8 +19,8 @@ import (
 	"github.com/toolrl/toolrl/traj"
 )
 
-// syntheticGroup is a realistic-sized group: g trajectories with a 32-token
-// prompt and a response of three model steps of stepLen tokens separated by
+// syntheticGroup is a realistic-sized group: g trajectories with a prompt of
+// min(32, stepLen) tokens and a response of three model steps of stepLen tokens separated by
 // two tool results of stepLen/2 tokens, with reference logprobs and step
 // rewards.
 func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
@@ -31,10 +31,10 @@ func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
 		t := traj.Trajectory{
 			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, k), JobID: job, PromptID: prompt,
 			GroupID: traj.GroupID(job, prompt), GroupSize: g, SampleIndex: k, PolicyVersion: 1, Seed: rng.Uint64(),
-			Model: traj.ModelRef{Name: "synthetic"}, PromptLen: 32, FinishReason: traj.FinishStop,
+			Model: traj.ModelRef{Name: "synthetic"}, PromptLen: min(32, stepLen), FinishReason: traj.FinishStop,
 			Reward: traj.Reward{Total: float64(rng.IntN(2)), Parts: map[string]float64{"outcome": 1, "call_cost": -0.1}},
 		}
-		for j := 0; j < 32; j++ {
+		for j := 0; j < t.PromptLen; j++ {
 			t.Tokens = append(t.Tokens, int32(rng.IntN(32000)))
 		}
 		pos := 0
@@ -266,7 +266,7 @@ func TestWriteSyntheticTrajectories(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatalf("TOOLRL_SYNTHETIC=%q, want PATH:N", spec)
 	}
-	tokens, err := WriteSyntheticTrajectories(path, n, 8, 16)
+	tokens, err := WriteSyntheticTrajectories(path, n, 8, 8)
 	if err != nil {
 		t.Fatal(err)
 	}

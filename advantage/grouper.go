@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"hash/maphash"
+	"hash/fnv"
 	"io"
 	"os"
 	"sort"
@@ -33,7 +33,6 @@ type grouper struct {
 	order   []string // group ids in order of first member, for Finish
 	bytes   int64
 
-	seed    maphash.Seed
 	spilled map[uint64]struct{} // hashes of group ids with members on disk
 	files   []*spillFile
 
@@ -50,7 +49,7 @@ type spillFile struct {
 
 func newGrouper(limit int64, dir string, emit func([]traj.Trajectory) error) *grouper {
 	return &grouper{limit: limit, dir: dir, emit: emit, partial: map[string][]traj.Trajectory{},
-		seed: maphash.MakeSeed(), spilled: map[uint64]struct{}{}}
+		spilled: map[uint64]struct{}{}}
 }
 
 // trajectoryBytes estimates the memory a decoded trajectory holds.
@@ -71,7 +70,7 @@ func trajectoryBytes(t *traj.Trajectory) int64 {
 
 // Add takes one trajectory; a group whose last member it is gets emitted.
 func (g *grouper) Add(t traj.Trajectory) error {
-	h := maphash.String(g.seed, t.GroupID)
+	h := groupHash(0, t.GroupID)
 	if _, ok := g.spilled[h]; ok {
 		return g.spill(h, &t)
 	}
@@ -119,7 +118,7 @@ func (g *grouper) spillAll() error {
 		if !ok {
 			continue
 		}
-		h := maphash.String(g.seed, id)
+		h := groupHash(0, id)
 		g.spilled[h] = struct{}{}
 		for i := range members {
 			if err := g.spill(h, &members[i]); err != nil {
@@ -191,13 +190,25 @@ func (g *grouper) Finish(incomplete func(members []traj.Trajectory) error) error
 }
 
 // regroup reads one spill file back and emits its groups in order of their
-// first spilled member.
+// first spilled member. A file bigger than the memory limit is first split
+// again by a fresh hash into spillPartitions files, so that what is loaded at
+// once stays near the limit however large the input (up to maxSplitDepth
+// levels: beyond that one group alone exceeds the limit).
 func (g *grouper) regroup(sf *spillFile, incomplete func([]traj.Trajectory) error) error {
+	return g.regroupAt(sf, incomplete, 0)
+}
+
+const maxSplitDepth = 3
+
+func (g *grouper) regroupAt(sf *spillFile, incomplete func([]traj.Trajectory) error, depth int) error {
 	if err := sf.w.Flush(); err != nil {
 		return fmt.Errorf("spill file %s: %w", sf.f.Name(), err)
 	}
 	if _, err := sf.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("spill file %s: %w", sf.f.Name(), err)
+	}
+	if info, err := sf.f.Stat(); err == nil && info.Size() > g.limit && depth < maxSplitDepth {
+		return g.split(sf, incomplete, depth)
 	}
 	groups := map[string][]traj.Trajectory{}
 	first := map[string]int{}
@@ -238,6 +249,72 @@ func (g *grouper) regroup(sf *spillFile, incomplete func([]traj.Trajectory) erro
 		}
 	}
 	return nil
+}
+
+// split distributes one spill file over spillPartitions new ones by a fresh
+// hash of the group id (members of a group stay together) and regroups each.
+func (g *grouper) split(sf *spillFile, incomplete func([]traj.Trajectory) error, depth int) error {
+	parts := make([]*spillFile, spillPartitions)
+	defer func() {
+		for _, p := range parts {
+			if p != nil {
+				p.f.Close()
+			}
+		}
+	}()
+	r := bufio.NewReaderSize(sf.f, 64<<10)
+	for n := 0; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("spill file %s line %d: %w", sf.f.Name(), n+1, err)
+		}
+		var probe struct {
+			GroupID string `json:"group_id"`
+		}
+		if err := json.Unmarshal(line, &probe); err != nil {
+			return fmt.Errorf("spill file %s line %d: %w", sf.f.Name(), n+1, err)
+		}
+		i := groupHash(depth+1, probe.GroupID) % spillPartitions
+		if parts[i] == nil {
+			f, err := os.CreateTemp(g.dir, "toolrl-advantage-spill-*.jsonl")
+			if err != nil {
+				return fmt.Errorf("split spill file: %w", err)
+			}
+			_ = os.Remove(f.Name())
+			parts[i] = &spillFile{f: f, w: bufio.NewWriterSize(f, 64<<10)}
+		}
+		if _, err := parts[i].w.Write(line); err != nil {
+			return fmt.Errorf("split spill file into %s: %w", parts[i].f.Name(), err)
+		}
+	}
+	// The parent's blocks can go before the children are read.
+	if err := sf.f.Truncate(0); err != nil {
+		return fmt.Errorf("spill file %s: %w", sf.f.Name(), err)
+	}
+	for i, p := range parts {
+		if p == nil {
+			continue
+		}
+		if err := g.regroupAt(p, incomplete, depth+1); err != nil {
+			return err
+		}
+		p.f.Close()
+		parts[i] = nil
+	}
+	return nil
+}
+
+// groupHash is FNV-1a of the group id salted with the split level: fixed,
+// so that the same input always spills and regroups the same way and the
+// output order is reproducible.
+func groupHash(level int, groupID string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte{byte(level)})
+	h.Write([]byte(groupID))
+	return h.Sum64()
 }
 
 // Close removes the spill files (they are already unlinked; this releases
