@@ -77,11 +77,12 @@ func (sm *sampler) sample(logits []float32, s *Sampling, u float64) (int32, floa
 		sm.weights = make([]float32, V)
 	}
 	w := sm.weights[:V]
-	best, max := argmax(logits)
 	if s.Temperature == 0 {
+		best, max := argmax(logits)
 		sum := expShiftedScaled(w, logits, max, 1)
 		return int32(best), float32(-math.Log(sum))
 	}
+	max := rowMax(logits)
 	invT := float32(1 / s.Temperature)
 	sum := expShiftedScaled(w, logits, max, invT)
 	logSum := math.Log(sum)
@@ -216,15 +217,32 @@ func inverseCDF(w []float32, cand []int32, target float64) int32 {
 	var acc float64
 	last := int32(-1)
 	if cand == nil {
-		for i, x := range w {
-			if x > 0 {
+		// Skip whole blocks of eight by their float32 sum; scan inside the
+		// block where the target falls.
+		i := 0
+		for ; i+8 <= len(w); i += 8 {
+			b := w[i : i+8 : i+8]
+			blk := ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]))
+			if acc+float64(blk) <= target {
+				acc += float64(blk)
+				continue
+			}
+			break
+		}
+		for ; i < len(w); i++ {
+			if x := w[i]; x > 0 {
 				acc += float64(x)
-				last = int32(i)
 				if acc > target {
-					return last
+					return int32(i)
 				}
 			}
 		}
+		for i := len(w) - 1; i >= 0; i-- {
+			if w[i] > 0 {
+				return int32(i)
+			}
+		}
+		return 0
 	} else {
 		for _, id := range cand {
 			if x := w[id]; x > 0 {
@@ -245,21 +263,26 @@ func inverseCDF(w []float32, cand []int32, target float64) int32 {
 // argmax returns the index and value of the largest logit (the lowest index
 // among ties).
 func argmax(x []float32) (int, float32) {
-	best, max := 0, x[0]
+	m := rowMax(x)
 	for i, v := range x {
-		if v > max {
-			best, max = i, v
+		if v == m {
+			return i, m
 		}
 	}
-	return best, max
+	return 0, m // NaNs only
 }
 
 // expShiftedScaled writes w[i] = exp((x[i] - max) * invT) and returns the sum
-// (accumulated in float64, four partial sums to keep the adds independent).
+// (accumulated in float64): eight lanes at a time with AVX2 where the CPU
+// has it, the rest with four independent partial sums.
 func expShiftedScaled(w, x []float32, max, invT float32) float64 {
 	w = w[:len(x)]
 	var s0, s1, s2, s3 float64
 	i := 0
+	if haveAVX2 && len(x) >= 8 {
+		i = len(x) &^ 7
+		s0 = expSumAVX2(&w[0], &x[0], i, max, invT)
+	}
 	for ; i+4 <= len(x); i += 4 {
 		e0 := expf((x[i] - max) * invT)
 		e1 := expf((x[i+1] - max) * invT)
@@ -277,6 +300,21 @@ func expShiftedScaled(w, x []float32, max, invT float32) float64 {
 		s0 += float64(e)
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+// rowMax returns the largest logit.
+func rowMax(x []float32) float32 {
+	i, m := 0, x[0]
+	if haveAVX2 && len(x) >= 8 {
+		i = len(x) &^ 7
+		m = maxAVX2(&x[0], i)
+	}
+	for ; i < len(x); i++ {
+		if x[i] > m {
+			m = x[i]
+		}
+	}
+	return m
 }
 
 // nucleus partially orders idx by descending weight and returns the length

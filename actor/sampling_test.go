@@ -224,3 +224,37 @@ func BenchmarkSampleVocab49152(b *testing.B) {
 		})
 	}
 }
+
+// TestVectorKernels: the AVX2 exp-sum and max agree with the scalar code.
+func TestVectorKernels(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no AVX2")
+	}
+	for _, n := range []int{8, 16, 320, 49152} {
+		x := randomLogits(n, uint64(n), 20)
+		x[n/3] = -200 // below expf's cut-off after the shift
+		m := rowMax(x)
+		var sm float32 = x[0]
+		for _, v := range x {
+			sm = max(sm, v)
+		}
+		if m != sm {
+			t.Fatalf("n=%d: max %v, scalar %v", n, m, sm)
+		}
+		for _, invT := range []float32{1, 1.7} {
+			w := make([]float32, n)
+			sum := expSumAVX2(&w[0], &x[0], n, m, invT)
+			var want float64
+			for i, v := range x {
+				e := expf((v - m) * invT)
+				if w[i] != e {
+					t.Fatalf("n=%d i=%d: vector %v, scalar %v (x=%v)", n, i, w[i], e, (v-m)*invT)
+				}
+				want += float64(e)
+			}
+			if math.Abs(sum-want) > 1e-9*want {
+				t.Fatalf("n=%d: sum %v, scalar %v", n, sum, want)
+			}
+		}
+	}
+}

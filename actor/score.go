@@ -97,7 +97,7 @@ func (p *Policy) ScoreTemperature(ctx context.Context, seqs [][]int32, promptLen
 
 // logSoftmaxAt returns log-softmax(row * invT)[id].
 func logSoftmaxAt(sm *sampler, row []float32, id int32, invT float32) float32 {
-	_, m := argmax(row)
+	m := rowMax(row)
 	sm.weights = grow(sm.weights, len(row))
 	sum := expShiftedScaled(sm.weights, row, m, invT)
 	return float32(float64((row[id]-m)*invT) - math.Log(sum))
