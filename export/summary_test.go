@@ -90,3 +90,21 @@ func TestEmptyFiles(t *testing.T) {
 		t.Errorf("DetectKind of an empty JSONL: %v, want ErrNoRecords", err)
 	}
 }
+
+func TestScanRewardParts(t *testing.T) {
+	dir := t.TempDir()
+	recs := allAdvantages()
+	want := []string{"call-cost", "call_cost", "format", "outcome", "tool_success"}
+	for _, ext := range []string{".jsonl", ".jsonl.gz", ".parquet"} {
+		path := filepath.Join(dir, "a"+ext)
+		w, err := CreateAdvantages(path, WriterOptions{RewardParts: testParts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeAll(t, w, recs)
+		got, err := ScanRewardParts(path)
+		if err != nil || strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: ScanRewardParts = %v, %v; want %v", ext, got, err, want)
+		}
+	}
+}

@@ -40,8 +40,9 @@ group, so it consumes nothing: the advantage service and trainers still get
 every entry. Redis options go in the query (?db=N, ?cluster=true, see
 docs/redis.md); the password comes from the URL or $TOOLRL_REDIS_PASSWORD.
 
-Parquet output has one reward_<part> column per reward part: export reads its
-input twice, once to find every part.`,
+Parquet output has one reward_<part> column per reward part, so export first
+finds every part: from the columns of a Parquet input, with a light first pass
+over a JSONL input or a stream.`,
 		Example: `  toolrl export --from out/calc.jsonl --to out/calc.parquet
   toolrl export --from redis://127.0.0.1:6379/calc-demo --to out/groups.parquet
   toolrl export --from redis://127.0.0.1:6379/calc-demo --stream advantages --to out/adv.parquet`,
@@ -105,13 +106,20 @@ func sameFile(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
-// runExport copies src into a new file at to. For Parquet it first reads the
-// source once to find every reward part. On failure the output is removed.
+// runExport copies src into a new file at to. For Parquet it first finds
+// every reward part: cheaply for a file (export.ScanRewardParts), with a
+// first pass over the records for a stream. On failure the output is removed.
 func runExport[T any](ctx context.Context, src *exportSource, to string, opts export.WriterOptions,
 	open func() (export.Reader[T], error), create func(string, export.WriterOptions) (export.Writer[T], error),
 	partsOf func(*T) map[string]float64) (int64, error) {
 	if format, _ := export.FormatOf(to); format == export.Parquet {
-		parts, err := scanRewardParts(ctx, open, partsOf)
+		var parts []string
+		var err error
+		if src.path != "" {
+			parts, err = export.ScanRewardParts(src.path)
+		} else {
+			parts, err = scanRewardParts(ctx, open, partsOf)
+		}
 		if err != nil {
 			return 0, err
 		}
