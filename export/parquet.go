@@ -175,6 +175,9 @@ func (w *parquetWriter[T, R]) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
+	if w.closed {
+		return fmt.Errorf("flush %s: writer is closed", w.path)
+	}
 	if w.layout == nil {
 		if len(w.pending) == 0 {
 			return nil
@@ -305,9 +308,6 @@ func (r *parquetReader[T, R]) Next() (rec T, err error) {
 	}
 	return rec, nil
 }
-
-// NumRows returns the number of rows in the file.
-func (r *parquetReader[T, R]) NumRows() int64 { return r.pr.NumRows() }
 
 func (r *parquetReader[T, R]) Close() error {
 	if r.closer == nil {
