@@ -11,7 +11,7 @@ type postProcessor interface {
 	process(ids []int32) []int32
 }
 
-func buildPostProcessor(raw json.RawMessage, where string, vocab func(string) (int32, bool)) (postProcessor, error) {
+func buildPostProcessor(raw json.RawMessage, where string) (postProcessor, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -23,7 +23,7 @@ func buildPostProcessor(raw json.RawMessage, where string, vocab func(string) (i
 	case "Sequence":
 		var seq sequenceProcessor
 		for i, sub := range c.Processors {
-			p, err := buildPostProcessor(sub, fmt.Sprintf("%s.processors[%d]", where, i), vocab)
+			p, err := buildPostProcessor(sub, fmt.Sprintf("%s.processors[%d]", where, i))
 			if err != nil {
 				return nil, err
 			}

@@ -163,8 +163,11 @@ type pieceStream struct {
 	started   bool // a token has been seen (Metaspace's first-token rule)
 	stripLeft int  // leading strip runes still to remove
 	emitted   bool // text has been emitted (the strip window is over)
-	run       []byte
-	out       []byte
+	// runInvalid: the current byte-fallback run is already invalid, so
+	// ByteFallback turns each of its bytes into U+FFFD.
+	runInvalid bool
+	run        []byte
+	out        []byte
 }
 
 func (p *pieceDecoder) newStream() pieceStream { return pieceStream{stripLeft: p.stripCount} }
@@ -173,6 +176,9 @@ func (p *pieceDecoder) add(st *pieceStream, id int32) string {
 	first := !st.started
 	st.started = true
 	if b := p.byteVal[id]; b >= 0 {
+		if st.runInvalid {
+			return p.stripString(st, "\uFFFD")
+		}
 		st.run = append(st.run, byte(b))
 		// Emit a run as soon as it is whole valid characters (as the
 		// reference's DecodeStream does).
@@ -184,11 +190,13 @@ func (p *pieceDecoder) add(st *pieceStream, id int32) string {
 		if incompleteTail(st.run) > 0 && utf8.Valid(st.run[:len(st.run)-incompleteTail(st.run)]) {
 			return ""
 		}
-		// Invalid: ByteFallback makes the run U+FFFD per byte.
+		// Invalid: ByteFallback makes the run U+FFFD per byte, to its end.
 		st.out = appendByteRun(st.out[:0], st.run)
 		st.run = st.run[:0]
+		st.runInvalid = true
 		return p.strip(st, st.out)
 	}
+	st.runInvalid = false
 	var prefix string
 	if len(st.run) > 0 {
 		st.out = appendByteRun(st.out[:0], st.run)
@@ -230,6 +238,7 @@ func (p *pieceDecoder) stripString(st *pieceStream, s string) string {
 }
 
 func (p *pieceDecoder) flush(st *pieceStream) string {
+	st.runInvalid = false
 	if len(st.run) == 0 {
 		return ""
 	}

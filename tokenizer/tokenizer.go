@@ -58,6 +58,9 @@ type Tokenizer struct {
 	model      *bpeModel
 	post       postProcessor
 	decoder    decoder
+	truncation *truncation // nil: none
+	padding    *padding    // nil: none
+	nSpecial   int         // ids the post-processor adds to a single sequence
 
 	vocabSize int
 	idTokens  []string // id -> token (model or added)
@@ -118,14 +121,15 @@ func Parse(data []byte) (*Tokenizer, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("parse tokenizer.json: %w", err)
 	}
-	if !isNull(f.Truncation) || !isNull(f.Padding) {
-		// Truncation and padding change encode results; refuse rather than
-		// silently ignore them.
-		return nil, fmt.Errorf("tokenizer.json: truncation/padding are set; unsupported (clear them)")
-	}
 	bl := newByteLevelTables()
 	t := &Tokenizer{addedByID: map[int32]*AddedToken{}, addedByTok: map[string]int32{}, specialSet: map[string]bool{}}
 	var err error
+	if t.truncation, err = parseTruncation(f.Truncation); err != nil {
+		return nil, err
+	}
+	if t.padding, err = parsePadding(f.Padding); err != nil {
+		return nil, err
+	}
 	var vocab map[string]int32
 	if isNull(f.Model) {
 		return nil, fmt.Errorf("tokenizer.json: no model")
@@ -190,15 +194,12 @@ func Parse(data []byte) (*Tokenizer, error) {
 		normPatterns[a] = p
 	}
 	t.normAdded = newAddedMatcher(norm, func(a *AddedToken) string { return normPatterns[a] })
-	lookup := func(s string) (int32, bool) {
-		if id, ok := t.addedByTok[s]; ok {
-			return id, true
-		}
-		id, ok := vocab[s]
-		return id, ok
-	}
-	if t.post, err = buildPostProcessor(f.PostProcessor, "post_processor", lookup); err != nil {
+	// TemplateProcessing carries its special tokens' ids itself.
+	if t.post, err = buildPostProcessor(f.PostProcessor, "post_processor"); err != nil {
 		return nil, err
+	}
+	if t.post != nil {
+		t.nSpecial = len(t.post.process(nil))
 	}
 	t.buildIDTable(vocab)
 	// The reference keeps a normalized added token under its normalized form
@@ -297,8 +298,20 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
 			return nil, fmt.Errorf("encode: %w", err)
 		}
 	}
+	// As the reference's post_process: truncate (leaving room for the
+	// special tokens), add them, then pad.
+	if t.truncation != nil {
+		n := 0
+		if addSpecial {
+			n = t.nSpecial
+		}
+		ids = t.truncation.apply(ids, n)
+	}
 	if addSpecial && t.post != nil {
 		ids = t.post.process(ids)
+	}
+	if t.padding != nil {
+		ids = t.padding.apply(ids)
 	}
 	return ids, nil
 }

@@ -95,7 +95,8 @@ func TestUnsupportedComponentsAreNamed(t *testing.T) {
 		{"post_processor", map[string]any{"type": "Weird"}, `unsupported post_processor "Weird"`},
 		{"model", map[string]any{"type": "Unigram", "vocab": []any{}}, `unsupported model "Unigram"`},
 		{"pre_tokenizer", map[string]any{"type": "Split", "pattern": map[string]any{"Regex": "a"}, "behavior": "Sideways"}, `unsupported split behavior "Sideways"`},
-		{"truncation", map[string]any{"max_length": 8}, "truncation/padding"},
+		{"truncation", map[string]any{"max_length": 8, "direction": "Up"}, `truncation: unsupported direction "Up"`},
+		{"padding", map[string]any{"strategy": "Longest"}, `padding: unsupported strategy "Longest"`},
 	}
 	for _, c := range cases {
 		data := tinyByteLevel(t, func(m map[string]any) { m[c.field] = c.value })
