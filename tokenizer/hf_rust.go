@@ -81,8 +81,9 @@ func (h *HFTokenizer) TokenToID(tok string) (int32, bool) { return h.meta.tokenT
 // IDToToken returns the token string of an id.
 func (h *HFTokenizer) IDToToken(id int32) (string, bool) { return h.meta.idToToken(id) }
 
-// VocabSize is the native get_vocab_size(true).
-func (h *HFTokenizer) VocabSize() int { return int(h.native.VocabSize()) }
+// VocabSize is the number of distinct tokens, added tokens included (HF
+// get_vocab_size(true)), counted from tokenizer.json.
+func (h *HFTokenizer) VocabSize() int { return len(h.meta.byTok) }
 
 // Special returns the special tokens guessed from tokenizer.json.
 func (h *HFTokenizer) Special() SpecialTokens { return h.meta.special.clone() }

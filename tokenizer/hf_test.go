@@ -54,6 +54,9 @@ func TestVocabInfoMatchesTokenizer(t *testing.T) {
 			}
 		}
 	}
+	if len(v.byTok) != tok.VocabSize() {
+		t.Fatalf("vocab size %d vs %d", len(v.byTok), tok.VocabSize())
+	}
 	if s1, s2 := tok.Special(), v.special; s1.BOS != s2.BOS || s1.EOS != s2.EOS || !slices.Equal(s1.EOSIDs, s2.EOSIDs) {
 		t.Fatalf("special %+v vs %+v", s1, s2)
 	}
