@@ -1,5 +1,5 @@
-# export/: the npm packages of the third-party (DuckDB) Parquet reader check,
-# and the JSONL vs Parquet benchmark.
+# export/: the npm packages of the third-party Parquet reader checks (DuckDB,
+# hyparquet), and the JSONL vs Parquet benchmark.
 
 EXPORT_NPM_STAMP := scripts/export/node_modules/.toolrl-installed
 
@@ -8,11 +8,11 @@ BENCH_TARGETS += bench-export
 
 .PHONY: export-npm bench-export
 
-## export-npm: DuckDB for node (exact versions from scripts/export/package-lock.json)
+## export-npm: DuckDB and hyparquet for node (exact versions from scripts/export/package-lock.json)
 export-npm: $(EXPORT_NPM_STAMP)
 
 $(EXPORT_NPM_STAMP): scripts/export/package.json scripts/export/package-lock.json
-	@echo "export: installing @duckdb/node-api into scripts/export for the Parquet reader check"
+	@echo "export: installing @duckdb/node-api and hyparquet into scripts/export for the Parquet reader checks"
 	@npm ci --prefix scripts/export --no-audit --no-fund --silent
 	@touch $@
 

@@ -16,8 +16,9 @@ import (
 	"github.com/toolrl/toolrl/traj"
 )
 
-// duckdbDump is what scripts/export/check.mjs prints.
-type duckdbDump struct {
+// readerDump is what scripts/export/check.mjs (DuckDB) and
+// check-hyparquet.mjs print.
+type readerDump struct {
 	Metadata map[string]string `json:"metadata"`
 	Columns  []struct {
 		Name string `json:"name"`
@@ -26,30 +27,37 @@ type duckdbDump struct {
 	Rows []map[string]any `json:"rows"`
 }
 
-// readWithDuckDB runs the node DuckDB check on a Parquet file. It skips the
-// test (fails it under CI=true) when the npm packages are not installed.
-func readWithDuckDB(t *testing.T, path string) duckdbDump {
+// thirdPartyReaders are the node scripts that read a Parquet file with a
+// reader independent of parquet-go, and the npm package each needs.
+var thirdPartyReaders = []struct{ name, script, pkg string }{
+	{"duckdb", "check.mjs", filepath.Join("@duckdb", "node-api")},
+	{"hyparquet", "check-hyparquet.mjs", "hyparquet"},
+}
+
+// readWith runs a reader script on a Parquet file. It skips the test (fails
+// it under CI=true) when the npm packages are not installed.
+func readWith(t *testing.T, script, pkg, path string) readerDump {
 	t.Helper()
 	dir := filepath.Join(testsupport.RepoRoot(t), "scripts", "export")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api")); err != nil {
-		testsupport.SkipOrFail(t, "DuckDB for node is not installed in scripts/export (npm install --prefix scripts/export)")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
+		testsupport.SkipOrFail(t, "npm package %s is not installed in scripts/export (make export-npm)", pkg)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		testsupport.SkipOrFail(t, "node is not installed")
 	}
-	cmd := exec.Command(node, filepath.Join(dir, "check.mjs"), path)
+	cmd := exec.Command(node, filepath.Join(dir, script), path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node check.mjs %s: %v\n%s", path, err, stderr.String())
+		t.Fatalf("node %s %s: %v\n%s", script, path, err, stderr.String())
 	}
-	var dump duckdbDump
+	var dump readerDump
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
 	if err := dec.Decode(&dump); err != nil {
-		t.Fatalf("decode DuckDB output: %v", err)
+		t.Fatalf("decode the output of %s: %v", script, err)
 	}
 	return dump
 }
@@ -224,13 +232,13 @@ func sameValue(want, got any) error {
 	return nil
 }
 
-func checkDump(t *testing.T, dump duckdbDump, schema string, want []map[string]any) {
+func checkDump(t *testing.T, dump readerDump, schema string, want []map[string]any) {
 	t.Helper()
 	if dump.Metadata[MetaSchema] != schema {
-		t.Errorf("DuckDB reads %s = %q, want %q", MetaSchema, dump.Metadata[MetaSchema], schema)
+		t.Errorf("reads %s = %q, want %q", MetaSchema, dump.Metadata[MetaSchema], schema)
 	}
 	if len(dump.Rows) != len(want) {
-		t.Fatalf("DuckDB reads %d rows, want %d", len(dump.Rows), len(want))
+		t.Fatalf("reads %d rows, want %d", len(dump.Rows), len(want))
 	}
 	var names []string
 	for _, c := range dump.Columns {
@@ -243,7 +251,7 @@ func checkDump(t *testing.T, dump duckdbDump, schema string, want []map[string]a
 	slices.Sort(wantNames)
 	sorted := slices.Sorted(slices.Values(names))
 	if !reflect.DeepEqual(sorted, wantNames) {
-		t.Fatalf("DuckDB columns %v, want %v", names, wantNames)
+		t.Fatalf("columns %v, want %v", names, wantNames)
 	}
 	values := 0
 	for i := range want {
@@ -254,16 +262,15 @@ func checkDump(t *testing.T, dump duckdbDump, schema string, want []map[string]a
 			values++
 		}
 	}
-	t.Logf("DuckDB returned the same %d column values (lists element by element) in %d rows", values, len(want))
+	t.Logf("the reader returned the same %d column values (lists element by element) in %d rows", values, len(want))
 }
 
-// TestDuckDBReadsOurParquet writes every fixture to Parquet and checks that
-// DuckDB, an independent Parquet implementation, reads back every value,
-// null and empty lists included, and the schema metadata.
-func TestDuckDBReadsOurParquet(t *testing.T) {
-	t.Parallel() // most of its time is node and DuckDB starting
+// TestThirdPartyReadersReadOurParquet writes every fixture to Parquet and
+// checks that DuckDB and hyparquet, two Parquet implementations independent
+// of parquet-go (C++ and JavaScript), read back every value, nulls and empty
+// lists included, and the schema metadata.
+func TestThirdPartyReadersReadOurParquet(t *testing.T) {
 	dir := t.TempDir()
-
 	advantages, _ := viaJSON(t, allAdvantages(), traj.MarshalAdvantage, traj.UnmarshalAdvantage)
 	apath := filepath.Join(dir, "advantages.parquet")
 	aw, err := CreateAdvantages(apath, WriterOptions{RowsPerGroup: 32, RewardParts: testParts})
@@ -271,12 +278,10 @@ func TestDuckDBReadsOurParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeAll(t, aw, advantages)
-	dump := readWithDuckDB(t, apath)
-	var want []map[string]any
+	var wantA []map[string]any
 	for _, a := range advantages {
-		want = append(want, expectedAdvantageRow(a, testParts))
+		wantA = append(wantA, expectedAdvantageRow(a, testParts))
 	}
-	checkDump(t, dump, traj.AdvantageSchema, want)
 
 	trajectories, _ := viaJSON(t, allTrajectories(), traj.MarshalTrajectory, traj.UnmarshalTrajectory)
 	tpath := filepath.Join(dir, "trajectories.parquet")
@@ -285,10 +290,16 @@ func TestDuckDBReadsOurParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeAll(t, tw, trajectories)
-	dump = readWithDuckDB(t, tpath)
-	want = want[:0]
+	var wantT []map[string]any
 	for _, tr := range trajectories {
-		want = append(want, expectedTrajectoryRow(tr, testParts))
+		wantT = append(wantT, expectedTrajectoryRow(tr, testParts))
 	}
-	checkDump(t, dump, traj.TrajectorySchema, want)
+
+	for _, reader := range thirdPartyReaders {
+		t.Run(reader.name, func(t *testing.T) {
+			t.Parallel() // most of the time is node starting
+			checkDump(t, readWith(t, reader.script, reader.pkg, apath), traj.AdvantageSchema, wantA)
+			checkDump(t, readWith(t, reader.script, reader.pkg, tpath), traj.TrajectorySchema, wantT)
+		})
+	}
 }
