@@ -180,7 +180,7 @@ func expectedTrajectoryRow(t traj.Trajectory, parts []string) map[string]any {
 	return row
 }
 
-// sameValue compares an expected Go value with what DuckDB printed: BIGINTs
+// sameValue compares an expected Go value with what a reader printed: BIGINTs
 // come as strings, other numbers as JSON numbers.
 func sameValue(want, got any) error {
 	switch w := want.(type) {

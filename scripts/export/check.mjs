@@ -1,6 +1,6 @@
 // Reads a Parquet file with DuckDB (a third-party reader) and prints, as one
 // JSON document, the file's key-value metadata, its columns as DuckDB types
-// them, and every row. The Go test export/duckdb_test.go compares each value
+// them, and every row. The Go test export/thirdparty_test.go compares each value
 // with what toolrl wrote.
 //
 // usage: node scripts/export/check.mjs FILE.parquet
