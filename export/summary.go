@@ -16,8 +16,8 @@ import (
 // NewSummary. It keeps one float64 per record (for the reward quantiles and
 // histogram) and one string per group.
 type Summary struct {
-	Kind    Kind
-	Records int64
+	Kind    Kind  // what the records are
+	Records int64 // records added
 	groups  map[string]struct{}
 
 	PromptTokens   int64
@@ -25,8 +25,8 @@ type Summary struct {
 	PolicyTokens   int64 // response tokens with loss mask 1
 	InjectedTokens int64 // response tokens with loss mask 0
 
-	MinPolicyVersion, MaxPolicyVersion int64
-	FinishReasons                      map[string]int64 // trajectories only
+	MinPolicyVersion, MaxPolicyVersion int64            // range of policy_version
+	FinishReasons                      map[string]int64 // trajectories only: count per finish_reason
 
 	rewards []float64
 	parts   map[string]*partStats
@@ -38,7 +38,7 @@ type Summary struct {
 	ToolResults     int64 // tool segments
 	ToolOK          int64
 	ToolTruncated   int64
-	ErrorClasses    map[string]int64
+	ErrorClasses    map[string]int64 // failed tool results per error class
 	latencySum      float64
 	SegmentsMissing int64 // records without segments (no call statistics)
 
@@ -47,7 +47,7 @@ type Summary struct {
 	AdvantageTokens           int64
 	klSum                     float64
 	KLTokens                  int64
-	ZeroVariance, Stale       int64
+	ZeroVariance, Stale       int64 // records flagged zero_variance, stale
 }
 
 type partStats struct {
