@@ -58,6 +58,12 @@ type wireGroup struct {
 	Trajectories  []wireTrajectory `json:"trajectories"`
 }
 
+// disallowUnknownFields sets go-json's DisallowUnknownFieldsOption flag
+// (1<<4 in internal/decoder/option.go of v0.12.0), which the public API offers
+// only on the stream Decoder. TestWireDecodeRejects fails if a go-json upgrade
+// moves the flag.
+func disallowUnknownFields(o *json.DecodeOption) { o.Flags |= 1 << 4 }
+
 // rawArrays are the raw JSON of one trajectory's per-token arrays.
 type rawArrays struct {
 	tokens, lossMask, logprobs, refLogprobs []byte
@@ -67,13 +73,10 @@ type rawArrays struct {
 // validates it, and returns it with each trajectory's raw arrays.
 func decodeWireGroup(data []byte) (*traj.Group, []rawArrays, error) {
 	var wg wireGroup
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&wg); err != nil {
+	// Unmarshal with unknown fields rejected is ~3x faster than the strict
+	// stream Decoder on a 60 KB group; trailing data is rejected by Unmarshal.
+	if err := json.UnmarshalWithOption(data, &wg, disallowUnknownFields); err != nil {
 		return nil, nil, fmt.Errorf("decode group: %w", err)
-	}
-	if dec.More() {
-		return nil, nil, fmt.Errorf("decode group: trailing data after the JSON value")
 	}
 	g := &traj.Group{Schema: wg.Schema, GroupID: wg.GroupID, JobID: wg.JobID, PromptID: wg.PromptID,
 		PolicyVersion: wg.PolicyVersion, Trajectories: make([]traj.Trajectory, len(wg.Trajectories))}
@@ -192,8 +195,8 @@ func parseUint8s(raw []byte) ([]uint8, error) {
 func parseFloat32s(raw []byte) ([]float32, error) {
 	out := make([]float32, 0, len(raw)/8)
 	ok, err := arrayElems(raw, func(e []byte) error {
-		if len(e) == 1 && e[0] == '0' {
-			out = append(out, 0)
+		if v, ok := fastFloat32(e); ok {
+			out = append(out, v)
 			return nil
 		}
 		v, err := strconv.ParseFloat(unsafeString(e), 32)
@@ -207,6 +210,101 @@ func parseFloat32s(raw []byte) ([]float32, error) {
 		return nil, err
 	}
 	return out, err
+}
+
+// pow10 holds the powers of ten that float64 represents exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// fastFloat32 parses the common decimal forms (-d.ddd, -d.ddde-x) of a
+// float32 exactly, or reports false for strconv to handle. With a mantissa m
+// below 2^53 and |exponent| ≤ 22, m·10^e in float64 is correctly rounded
+// (Clinger 1990, the fast path strconv also takes). Rounding that float64 to
+// float32 rounds once more, which differs from rounding the decimal directly
+// only when the float64 lands exactly on a float32 halfway point: those go
+// to strconv, as do subnormals and overflows.
+func fastFloat32(s []byte) (float32, bool) {
+	i, neg := 0, false
+	if i < len(s) && s[i] == '-' {
+		neg, i = true, i+1
+	}
+	var m uint64
+	digits, e10, seen := 0, 0, false
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		seen = true
+		if m == 0 && s[i] == '0' {
+			continue
+		}
+		if digits++; digits > 19 {
+			return 0, false
+		}
+		m = m*10 + uint64(s[i]-'0')
+	}
+	if i < len(s) && s[i] == '.' {
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			seen = true
+			e10--
+			if m == 0 && s[i] == '0' {
+				continue
+			}
+			if digits++; digits > 19 {
+				return 0, false
+			}
+			m = m*10 + uint64(s[i]-'0')
+		}
+	}
+	if !seen {
+		return 0, false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			eneg, i = s[i] == '-', i+1
+		}
+		x, n := 0, 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9' && n < 4; i, n = i+1, n+1 {
+			x = x*10 + int(s[i]-'0')
+		}
+		if n == 0 {
+			return 0, false
+		}
+		if eneg {
+			x = -x
+		}
+		e10 += x
+	}
+	if i != len(s) {
+		return 0, false
+	}
+	if m == 0 {
+		if neg {
+			return float32(math.Copysign(0, -1)), true
+		}
+		return 0, true
+	}
+	if m >= 1<<53 {
+		return 0, false
+	}
+	f := float64(m)
+	switch {
+	case e10 > 0 && e10 <= 22:
+		f *= pow10[e10]
+	case e10 < 0 && e10 >= -22:
+		f /= pow10[-e10]
+	case e10 != 0:
+		return 0, false
+	}
+	if f < 0x1p-126 || f > math.MaxFloat32 {
+		return 0, false
+	}
+	if math.Float64bits(f)&(1<<29-1) == 1<<28 {
+		return 0, false // exactly halfway between two float32s
+	}
+	if neg {
+		f = -f
+	}
+	return float32(f), true
 }
 
 // unsafeString views b as a string without copying; the string must not

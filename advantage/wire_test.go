@@ -1,8 +1,10 @@
 package advantage
 
 import (
+	"math"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,6 +97,8 @@ func TestWireDecodeRejects(t *testing.T) {
 	s := string(data)
 	for name, bad := range map[string]string{
 		"unknown field":  strings.Replace(s, `"prompt_len"`, `"surprise":1,"prompt_len"`, 1),
+		"unknown nested": strings.Replace(s, `"kind":"model"`, `"kind":"model","surprise":1`, 1),
+		"unknown top":    strings.Replace(s, `"group_id"`, `"surprise":1,"group_id"`, 1),
 		"float token":    strings.Replace(s, `"tokens":[1,`, `"tokens":[1.5,`, 1),
 		"string logprob": strings.Replace(s, `"logprobs":[`, `"logprobs":["x",`, 1),
 		"mask 300":       strings.Replace(s, `"loss_mask":[1`, `"loss_mask":[300`, 1),
@@ -113,5 +117,50 @@ func TestWireDecodeRejects(t *testing.T) {
 	spaced := strings.Replace(s, `"tokens":[1,2`, `"tokens":[ 1 , 2`, 1)
 	if _, _, err := decodeWireGroup([]byte(spaced)); err != nil {
 		t.Errorf("spaced array: %v", err)
+	}
+}
+
+// fastFloat32 agrees with strconv.ParseFloat(s, 32) on every float32 it
+// accepts: the shortest forms encoding/json writes, random decimals, and
+// values near float32 halfway points.
+func TestFastFloat32MatchesStrconv(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	check := func(s string) {
+		got, ok := fastFloat32([]byte(s))
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s, 32)
+		if err != nil {
+			t.Fatalf("%q: fast path accepted what strconv rejects: %v", s, err)
+		}
+		if math.Float32bits(got) != math.Float32bits(float32(want)) {
+			t.Fatalf("%q: fast %v (%#x), strconv %v (%#x)", s, got, math.Float32bits(got), float32(want), math.Float32bits(float32(want)))
+		}
+	}
+	accepted := 0
+	for i := 0; i < 300000; i++ {
+		f := math.Float32frombits(rng.Uint32())
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			continue
+		}
+		b, _ := appendFloat(nil, float64(f), 32)
+		check(string(b))
+		if _, ok := fastFloat32(b); ok {
+			accepted++
+		}
+		check(strconv.FormatFloat(float64(-rng.ExpFloat64()), 'f', rng.IntN(12), 64))
+		check(strconv.FormatFloat(rng.NormFloat64()*1e5, 'e', rng.IntN(17), 64))
+		// A float32 halfway point written out in full, and its neighbours.
+		mid := (float64(f) + float64(math.Nextafter32(f, float32(math.Inf(1))))) / 2
+		check(strconv.FormatFloat(mid, 'e', -1, 64))
+		check(strconv.FormatFloat(math.Nextafter(mid, 0), 'e', -1, 64))
+		check(strconv.FormatFloat(math.Nextafter(mid, math.Inf(1)), 'e', -1, 64))
+	}
+	if accepted < 100000 {
+		t.Errorf("fast path took only %d of the shortest forms", accepted)
+	}
+	for _, s := range []string{"0", "-0", "0.0", "-1", "-0.5", "-1.25e-7", "1E3", "-2.5e+2", "3.4028235e38", "1e-45"} {
+		check(s)
 	}
 }
