@@ -28,7 +28,7 @@ type parquetWriter[T, R any] struct {
 	rows    *rowCodec[T, R]
 	file    *os.File
 	layout  *layout
-	pw      *parquet.Writer
+	pw      *parquet.GenericWriter[any]
 	encoded []any
 	pending []T // the first row group, held until the columns are fixed
 	err     error
@@ -95,7 +95,10 @@ func (w *parquetWriter[T, R]) start(first []T) error {
 	// conventional "app version V (build B)" ourselves.
 	config.CreatedBy = fmt.Sprintf("toolrl version %s (build %s)", moduleVersion(), runtime.Version())
 	w.layout = l
-	w.pw = parquet.NewWriter(w.file, config)
+	// GenericWriter[any] maps each row value onto the column buffers
+	// directly; the plain Writer first deconstructs it into a parquet.Row,
+	// which costs 2x the time and 5x the allocations (BenchmarkWrite).
+	w.pw = parquet.NewGenericWriter[any](w.file, config)
 	return nil
 }
 
@@ -160,11 +163,9 @@ func (w *parquetWriter[T, R]) write(records []T) error {
 		}
 		w.encoded = append(w.encoded, row)
 	}
-	for _, row := range w.encoded {
-		if err := w.pw.Write(row); err != nil {
-			w.err = fmt.Errorf("write %s: %w", w.path, err)
-			return w.err
-		}
+	if _, err := w.pw.Write(w.encoded); err != nil {
+		w.err = fmt.Errorf("write %s: %w", w.path, err)
+		return w.err
 	}
 	clear(w.encoded)
 	return nil

@@ -320,7 +320,7 @@ func TestParquetReaderRejectsNonFiniteRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.pw.Write(enc); err != nil {
+	if _, err := w.pw.Write([]any{enc}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
