@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -174,6 +175,7 @@ type calcEvalFlags struct {
 	seed           uint64
 	maxNew         int
 	threads        int
+	samplesOut     string
 }
 
 func newModelEvalCmd() *cobra.Command {
@@ -208,6 +210,7 @@ correctness is not all equal.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "job seed (per-sample seeds derive from it)")
 	fl.IntVar(&f.maxNew, "max-new-tokens", 64, "sampled-token cap per sample")
 	fl.IntVar(&f.threads, "threads", 0, "ONNX Runtime intra-op threads (0: one per core)")
+	fl.StringVar(&f.samplesOut, "samples-out", "", "also write every sample (JSONL: id, sample, answer, completion, correct)")
 	return cmd
 }
 
@@ -264,6 +267,7 @@ func runCalcEval(ctx context.Context, f calcEvalFlags) (calcdata.Metrics, error)
 		rec     calcdata.PromptRecord
 		seqs    []*actor.Sequence
 		results []calcdata.SampleResult
+		texts   []string
 		left    int
 	}
 	groups := map[string]*group{}
@@ -288,7 +292,7 @@ func runCalcEval(ctx context.Context, f calcEvalFlags) (calcdata.Metrics, error)
 		if err != nil {
 			return m, fmt.Errorf("model eval: prompt %s: %w", rec.ID, err)
 		}
-		g := &group{rec: rec, seqs: seqs, results: make([]calcdata.SampleResult, f.samples), left: f.samples}
+		g := &group{rec: rec, seqs: seqs, results: make([]calcdata.SampleResult, f.samples), texts: make([]string, f.samples), left: f.samples}
 		groups[rec.ID] = g
 		order = append(order, g)
 	}
@@ -330,6 +334,7 @@ func runCalcEval(ctx context.Context, f calcEvalFlags) (calcdata.Metrics, error)
 				ans, ok := calcdata.ExtractAnswer(text)
 				res.Answered = ok
 				res.Correct = ok && ans == g.rec.Answer
+				g.texts[s.Index()] = text
 				g.left--
 				if g.left == 0 {
 					slog.Debug("group done", "id", g.rec.ID)
@@ -340,5 +345,39 @@ func runCalcEval(ctx context.Context, f calcEvalFlags) (calcdata.Metrics, error)
 	for _, g := range order {
 		m.AddGroup(g.results)
 	}
+	if f.samplesOut != "" {
+		if err := writeCalcSamples(f.samplesOut, func(yield func(string, int, string, string, bool)) {
+			for _, g := range order {
+				for i, r := range g.results {
+					yield(g.rec.ID, i, g.rec.Answer, g.texts[i], r.Correct)
+				}
+			}
+		}); err != nil {
+			return m, err
+		}
+	}
 	return m, nil
+}
+
+// writeCalcSamples writes one JSON line per evaluated sample.
+func writeCalcSamples(path string, each func(yield func(id string, sample int, answer, completion string, correct bool))) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("model eval: %w", err)
+	}
+	enc := json.NewEncoder(f)
+	enc.SetEscapeHTML(false)
+	var werr error
+	each(func(id string, sample int, answer, completion string, correct bool) {
+		if werr == nil {
+			werr = enc.Encode(map[string]any{"id": id, "sample": sample, "answer": answer, "completion": completion, "correct": correct})
+		}
+	})
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("model eval: write %s: %w", path, werr)
+	}
+	return nil
 }
