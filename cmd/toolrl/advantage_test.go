@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/traj"
+)
+
+func runAdvantageCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newAdvantageCmd()
+	cmd.SetArgs(args)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// advTrajectory is sample i of prompt p (group size g): a 3-token prompt, a
+// model step, a 2-token tool result and a final model step, tokens below 300.
+func advTrajectory(p string, i, g int, reward float64) traj.Trajectory {
+	return traj.Trajectory{
+		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID("j", p, i), JobID: "j", PromptID: p, GroupID: traj.GroupID("j", p),
+		GroupSize: g, SampleIndex: i, Model: traj.ModelRef{Name: "tiny"},
+		Tokens: []int32{1, 40, 41, int32(50 + i), 51, 60, 61, int32(70 + i)}, PromptLen: 3,
+		LossMask: traj.Mask{1, 1, 0, 0, 1}, Logprobs: []float32{-0.5, -1, 0, 0, -2},
+		Segments: []traj.Segment{
+			{Kind: traj.SegmentModel, Start: 0, End: 2},
+			{Kind: traj.SegmentTool, Start: 2, End: 4, Result: &traj.ToolResult{OK: true, Content: "4"}},
+			{Kind: traj.SegmentModel, Turn: 1, Start: 4, End: 5},
+		},
+		FinishReason: traj.FinishStop, Reward: traj.Reward{Total: reward}, StepRewards: []float64{0.1, reward},
+	}
+}
+
+// writeAdvInput writes two groups of three, members interleaved.
+func writeAdvInput(t *testing.T, path string) []traj.Trajectory {
+	t.Helper()
+	var trs []traj.Trajectory
+	for i := 0; i < 3; i++ {
+		trs = append(trs, advTrajectory("a", i, 3, float64(i)), advTrajectory("b", i, 3, float64(i%2)))
+	}
+	w, err := export.CreateTrajectories(path, export.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(trs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return trs
+}
+
+func readAdvantages(t *testing.T, path string) []traj.AdvantageRecord {
+	t.Helper()
+	r, err := export.OpenAdvantages(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []traj.AdvantageRecord
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rec)
+	}
+}
+
+func TestAdvantageCmdOffline(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	writeAdvInput(t, in)
+	for _, out := range []string{"adv.jsonl", "adv.parquet"} {
+		outPath := filepath.Join(dir, out)
+		stdout, err := runAdvantageCmd(t, "--in", in, "--out", outPath, "--mode", "hybrid", "--estimator", "rloo", "--memory-limit", "1KiB")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", out, err, stdout)
+		}
+		if !strings.Contains(stdout, "6 trajectories in 2 groups -> 6 records") {
+			t.Errorf("%s: summary: %s", out, stdout)
+		}
+		recs := readAdvantages(t, outPath)
+		if len(recs) != 6 {
+			t.Fatalf("%s: %d records", out, len(recs))
+		}
+		for _, r := range recs {
+			if r.Mode != "hybrid" || r.Estimator != "rloo" || r.Advantages[2] != 0 {
+				t.Errorf("%s: record %s: mode %s estimator %s advantages %v", out, r.TrajectoryID, r.Mode, r.Estimator, r.Advantages)
+			}
+		}
+	}
+}
+
+func TestAdvantageCmdUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	writeAdvInput(t, in)
+	for _, args := range [][]string{
+		{"--in", in},
+		{"--in", in, "--out", filepath.Join(dir, "x.csv")},
+		{"--in", in, "--out", filepath.Join(dir, "x.jsonl"), "--mode", "sideways"},
+		{"--in", in, "--out", filepath.Join(dir, "x.jsonl"), "--kl-coef", "0.1"},
+		{"--in", in, "--out", filepath.Join(dir, "x.jsonl"), "--memory-limit", "lots"},
+		{"serve", "--job", "j"},
+		{"serve", "--redis", "redis://h", "--job", "a{b}"},
+		{"serve", "--redis", "http://h", "--job", "j"},
+	} {
+		_, err := runAdvantageCmd(t, args...)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
+
+// TestAdvantageCmdRefModel scores trajectories without ref_logprobs with a
+// tiny random Llama through --ref-model, and checks the references against
+// the actor's scorer called directly.
+func TestAdvantageCmdRefModel(t *testing.T) {
+	testsupport.RequireORT(t)
+	cfg, err := llama.ShapeConfig("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := llama.RandomWeights(cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	model := filepath.Join(dir, "tiny")
+	if _, err := llama.WriteFolder(model, llama.FolderSpec{Config: cfg, Weights: w}); err != nil {
+		t.Fatal(err)
+	}
+	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "adv.jsonl")
+	trs := writeAdvInput(t, in)
+	stdout, err := runAdvantageCmd(t, "--in", in, "--out", out, "--ref-model", model, "--ref-batch", "4", "--kl", "k3", "--kl-coef", "0.01")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if !strings.Contains(stdout, "ref-scored 6") {
+		t.Errorf("summary: %s", stdout)
+	}
+	pol, err := actor.Load(context.Background(), actor.LoadOptions{Dir: model, IntraOpThreads: 1, InterOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pol.Close()
+	want, err := pol.Score(context.Background(), [][]int32{trs[0].Tokens}, []int{trs[0].PromptLen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range readAdvantages(t, out) {
+		if len(r.RefLogprobs) != 5 || len(r.KL) != 5 || r.KLEstimator != "k3" {
+			t.Fatalf("record %s: ref %v kl %v", r.TrajectoryID, r.RefLogprobs, r.KL)
+		}
+		if r.RefLogprobs[2] != 0 || r.KL[2] != 0 {
+			t.Errorf("record %s: injected token has ref %g kl %g", r.TrajectoryID, r.RefLogprobs[2], r.KL[2])
+		}
+		if r.TrajectoryID == trs[0].ID {
+			for _, j := range []int{0, 1, 4} {
+				if math.Abs(float64(r.RefLogprobs[j]-want[0][j])) > 1e-6 {
+					t.Errorf("ref_logprobs[%d] = %g, the scorer gives %g", j, r.RefLogprobs[j], want[0][j])
+				}
+			}
+		}
+	}
+}
