@@ -5,7 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolrl/toolrl/traj"
 )
@@ -111,5 +113,61 @@ func reportRows(b *testing.B, path string) {
 	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	if st, err := os.Stat(path); err == nil {
 		b.ReportMetric(float64(st.Size())/benchRows, "file-B/row")
+	}
+}
+
+// BenchmarkInterleaved writes and reads the data set in every format within
+// each iteration, so that every format meets the same machine load, and
+// reports each format's write and read MB/s and rows/s, and Parquet's and
+// gzipped JSONL's speed as a ratio of JSONL's, measured in the same run.
+func BenchmarkInterleaved(b *testing.B) {
+	recs, logical := benchData(b)
+	dir := b.TempDir()
+	write := map[string]time.Duration{}
+	read := map[string]time.Duration{}
+	n := 0
+	for b.Loop() {
+		n++
+		for _, ext := range benchFormats {
+			path := filepath.Join(dir, "bench"+ext)
+			start := time.Now()
+			w, err := CreateAdvantages(path, WriterOptions{RewardParts: testParts})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < len(recs); i += 64 {
+				if err := w.Write(recs[i:min(i+64, len(recs))]...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+			write[ext] += time.Since(start)
+			start = time.Now()
+			r, err := OpenAdvantages(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				if _, err := r.Next(); errors.Is(err, io.EOF) {
+					break
+				} else if err != nil {
+					b.Fatal(err)
+				}
+			}
+			r.Close()
+			read[ext] += time.Since(start)
+		}
+	}
+	for _, ext := range benchFormats {
+		name := strings.TrimPrefix(ext, ".")
+		b.ReportMetric(float64(logical)*float64(n)/1e6/write[ext].Seconds(), name+"-write-MB/s")
+		b.ReportMetric(float64(benchRows)*float64(n)/write[ext].Seconds(), name+"-write-rows/s")
+		b.ReportMetric(float64(logical)*float64(n)/1e6/read[ext].Seconds(), name+"-read-MB/s")
+		b.ReportMetric(float64(benchRows)*float64(n)/read[ext].Seconds(), name+"-read-rows/s")
+		if st, err := os.Stat(filepath.Join(dir, "bench"+ext)); err == nil {
+			b.ReportMetric(float64(st.Size())/benchRows, name+"-file-B/row")
+		}
 	}
 }

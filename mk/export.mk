@@ -19,5 +19,5 @@ $(EXPORT_NPM_STAMP): scripts/export/package.json scripts/export/package-lock.jso
 ## bench-export: write/read MB/s and rows/s of JSONL, JSONL.gz and Parquet, with ratios
 bench-export:
 	@mkdir -p out
-	$(GO) test ./export -run '^$$' -bench 'Benchmark(Write|Read)$$' -benchtime 3x -count 1 | tee out/bench-export.txt
+	$(GO) test ./export -run '^$$' -bench 'Benchmark(Write|Read|Interleaved)$$' -benchtime 5x -count 1 | tee out/bench-export.txt
 	@awk -f scripts/export/ratios.awk out/bench-export.txt
