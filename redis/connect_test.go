@@ -2,8 +2,17 @@ package redis
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 )
@@ -104,5 +113,61 @@ func TestValidateJob(t *testing.T) {
 		if !strings.HasPrefix(key, "toolrl:{j1}:") {
 			t.Errorf("key %s lacks the hash tag", key)
 		}
+	}
+}
+
+// TestConnectThroughSentinel starts a Sentinel watching a test server and
+// connects with ?sentinel=NAME: the client finds the master through it.
+func TestConnectThroughSentinel(t *testing.T) {
+	master := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		testsupport.SkipOrFail(t, "redis-server not installed")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	host, mport, _ := net.SplitHostPort(master.Addr)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor toolrl-master %s %s 1\nsentinel down-after-milliseconds toolrl-master 60000\n", port, dir, host, mport)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, conf, "--sentinel")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	url := fmt.Sprintf("redis://127.0.0.1:%d?sentinel=toolrl-master", port)
+	ctx := context.Background()
+	var client goredis.UniversalClient
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		client, err = Connect(ctx, url, ConnectOptions{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connect through sentinel: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // the sentinel is starting
+	}
+	defer client.Close()
+	if w, err := NewProducer(client, ProducerOptions{}).AddGroup(ctx, "sj", testGroup("sj", "p", 2)); err != nil || !w {
+		t.Fatalf("AddGroup through sentinel: %v %v", w, err)
+	}
+	direct, err := Connect(ctx, master.URL(), ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if n, err := direct.XLen(ctx, JobKeys("sj").Groups).Result(); err != nil || n != 1 {
+		t.Fatalf("master holds %d group entries (%v), want 1", n, err)
 	}
 }
