@@ -57,6 +57,9 @@ over a JSONL input or a stream.`,
 			if sameFile(from, to) {
 				return usageErrorf("export: --from and --to name the same file %s", to)
 			}
+			if rowsPerGroup < 0 {
+				return usageErrorf("export: --rows-per-group is %d, want ≥ 0", rowsPerGroup)
+			}
 			if stream != "groups" && stream != "advantages" {
 				return usageErrorf("export: --stream is %q, want groups or advantages", stream)
 			}
