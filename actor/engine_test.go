@@ -303,3 +303,44 @@ func TestFinishReasons(t *testing.T) {
 		t.Errorf("idle %v, reasons %q %q", eng.Idle(), ss[0].FinishReason(), ss[1].FinishReason())
 	}
 }
+
+// TestScoreBatching: scoring in several batches (a small logits budget)
+// gives the same logprobs as one sequence at a time, and the prompt is not
+// scored.
+func TestScoreBatching(t *testing.T) {
+	pol, _ := loadTiny(t, 6)
+	var seqs [][]int32
+	var plens []int
+	for i := 0; i < 7; i++ {
+		seqs = append(seqs, prompt(3+4*i, i))
+		plens = append(plens, 1+i%3)
+	}
+	seqs = append(seqs, prompt(2, 9))
+	plens = append(plens, 2)       // nothing to score
+	pol.scoreBudget = 4 * 320 * 40 // about 40 tokens per Run
+	batched, err := pol.Score(context.Background(), seqs, plens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.scoreBudget = 0
+	for i := range seqs {
+		alone, err := pol.Score(context.Background(), seqs[i:i+1], plens[i:i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(batched[i]) != len(seqs[i])-plens[i] || len(alone[0]) != len(batched[i]) {
+			t.Fatalf("seq %d: %d and %d logprobs for %d response tokens", i, len(batched[i]), len(alone[0]), len(seqs[i])-plens[i])
+		}
+		for j := range alone[0] {
+			if d := math.Abs(float64(alone[0][j] - batched[i][j])); d > 1e-4 || batched[i][j] > 0 {
+				t.Fatalf("seq %d token %d: batched %v alone %v", i, j, batched[i][j], alone[0][j])
+			}
+		}
+	}
+	if _, err := pol.Score(context.Background(), seqs[:1], []int{0}); err == nil {
+		t.Error("prompt length 0 accepted")
+	}
+	if _, err := pol.Score(context.Background(), [][]int32{{1, 999}}, []int{1}); err == nil {
+		t.Error("token outside the vocabulary accepted")
+	}
+}

@@ -67,6 +67,7 @@ type Policy struct {
 	special        tokenizer.SpecialTokens
 	maxPositions   int
 	defaults       Sampling
+	scoreBudget    int // logits bytes per scoring Run; 0: scoreLogitsBytes
 }
 
 // Load opens the model folder described by opts. The ONNX file's inputs and

@@ -6,8 +6,8 @@ import (
 	"math"
 )
 
-// scoreTokenBudget bounds the tokens (batch x length) of one scoring Run, so
-// that its logits ([batch, length, vocab] float32) stay near 256 MiB.
+// scoreLogitsBytes bounds the logits ([batch, length, vocab] float32) of one
+// scoring Run; sequences are batched up to it.
 const scoreLogitsBytes = 256 << 20
 
 // Score returns teacher-forced logprobs of the given sequences at
@@ -41,7 +41,11 @@ func (p *Policy) ScoreTemperature(ctx context.Context, seqs [][]int32, promptLen
 		}
 	}
 	out := make([][]float32, len(seqs))
-	maxTokens := max(scoreLogitsBytes/(4*V), 1)
+	budget := p.scoreBudget
+	if budget <= 0 {
+		budget = scoreLogitsBytes
+	}
+	maxTokens := max(budget/(4*V), 1)
 	var rb runBuffers
 	past, present := &kvBlock{}, &kvBlock{}
 	var sm sampler
