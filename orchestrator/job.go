@@ -61,6 +61,12 @@ type Job struct {
 	ToolCallFormat string `yaml:"tool_call_format"`
 	// ToolConcurrency caps tool calls in flight across the job. Default 64.
 	ToolConcurrency int `yaml:"tool_concurrency"`
+	// AsyncTools lets the other sequences keep decoding while slow tools run;
+	// results are injected at whichever step they come back. Off by default:
+	// lockstep injection (all of a step's calls finish before the next step)
+	// makes the output a pure function of the job and seed, byte for byte,
+	// and costs nothing with fast tools like the calculator.
+	AsyncTools bool `yaml:"async_tools"`
 
 	Rewards RewardConfig `yaml:"rewards"`
 	Limits  Limits       `yaml:"limits"`

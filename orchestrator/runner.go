@@ -115,6 +115,18 @@ type runner struct {
 	bySeq    map[*actor.Sequence]*sampleRun
 	inflight int // sequences of groups not yet written
 	correct  map[*sampleRun]bool
+
+	// Async tool mode: calls run in the background and their results come
+	// back on toolDone; pendingTools counts those not yet injected.
+	toolDone     chan toolOutcome
+	pendingTools int
+}
+
+// toolOutcome is an executed call on its way back to its sequence.
+type toolOutcome struct {
+	job    toolJob
+	call   traj.ToolCall
+	result traj.ToolResult
 }
 
 // Run executes a rollout job and returns its summary. Cancelling ctx stops
@@ -138,7 +150,8 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 		return nil, fmt.Errorf("batch: %d is smaller than group_size %d; a group is decoded together", job.Batch, job.GroupSize)
 	}
 	r := &runner{job: job, opts: opts, log: opts.Logger, summary: newSummary(job.ID),
-		bySeq: map[*actor.Sequence]*sampleRun{}, correct: map[*sampleRun]bool{}}
+		bySeq: map[*actor.Sequence]*sampleRun{}, correct: map[*sampleRun]bool{},
+		toolDone: make(chan toolOutcome, 4*job.Batch)}
 	defer r.close()
 	if err := r.open(ctx); err != nil {
 		return nil, err
@@ -392,6 +405,16 @@ func (r *runner) loop(ctx context.Context) error {
 		if drain.Err() != nil {
 			return fmt.Errorf("aborted with %d sequences in flight: %w", r.inflight, drain.Err())
 		}
+		if r.pendingTools > 0 {
+			// Async tools: inject what has come back; wait only when no
+			// sequence could decode meanwhile.
+			if err := r.collectTools(drain, r.eng.Idle()); err != nil {
+				return err
+			}
+			if r.eng.Idle() {
+				continue
+			}
+		}
 		events, err := r.eng.Step(drain)
 		if err != nil {
 			return fmt.Errorf("decode step: %w", err)
@@ -462,9 +485,7 @@ func (r *runner) handle(ctx context.Context, events []actor.Event) error {
 			if turn+1 >= r.job.Limits.MaxTurns {
 				// No turn is left to read the result in: record the call unexecuted.
 				sr.calls = append(sr.calls, callRecord{turn: turn, call: call.Traj()})
-				ev.Seq.Finish(traj.FinishMaxTurns)
-				sr.finish = traj.FinishMaxTurns
-				if err := r.finished(ctx, sr); err != nil {
+				if err := r.end(ctx, sr, traj.FinishMaxTurns); err != nil {
 					return err
 				}
 				continue
@@ -483,55 +504,97 @@ func (r *runner) handle(ctx context.Context, events []actor.Event) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	type executed struct {
-		call   traj.ToolCall
-		result traj.ToolResult
+	if r.job.AsyncTools {
+		for _, j := range jobs {
+			r.pendingTools++
+			go func() {
+				c, res := j.sample.episode.Execute(ctx, j.turn, j.call)
+				r.toolDone <- toolOutcome{job: j, call: c, result: res}
+			}()
+		}
+		return nil
 	}
-	results := make([]executed, len(jobs))
+	// Lockstep: every call of this step runs concurrently, and the results
+	// are injected in event order once all are back, so the batches (and so
+	// the output, bit for bit) never depend on tool timing.
+	outcomes := make([]toolOutcome, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			c, res := j.sample.episode.Execute(ctx, j.turn, j.call)
-			results[i] = executed{c, res}
+			outcomes[i] = toolOutcome{job: j, call: c, result: res}
 		}()
 	}
 	wg.Wait()
-	for i, j := range jobs {
-		sr, res := j.sample, results[i]
-		if !r.job.RecordLatency {
-			res.result.LatencyMS = 0
-		}
-		if res.result.ErrorClass == tools.ClassOverCap {
-			sr.calls = append(sr.calls, callRecord{turn: j.turn, call: res.call})
-			sr.seq.Finish(traj.FinishMaxToolCalls)
-			sr.finish = traj.FinishMaxToolCalls
-			if err := r.finished(ctx, sr); err != nil {
-				return err
-			}
-			continue
-		}
-		_, ids, err := r.format.Injection(res.result)
-		if err != nil {
+	for _, o := range outcomes {
+		if err := r.deliver(ctx, o); err != nil {
 			return err
-		}
-		if len(sr.seq.Tokens())-sr.seq.PromptLen()+len(ids) > r.job.Limits.MaxTokens {
-			sr.calls = append(sr.calls, callRecord{turn: j.turn, call: res.call})
-			sr.seq.Finish(traj.FinishLength)
-			sr.finish = traj.FinishLength
-			if err := r.finished(ctx, sr); err != nil {
-				return err
-			}
-			continue
-		}
-		result := res.result
-		sr.calls = append(sr.calls, callRecord{turn: j.turn, call: res.call, result: &result})
-		if err := sr.seq.Inject(ids); err != nil {
-			return fmt.Errorf("inject tool result: %w", err)
 		}
 	}
 	return nil
+}
+
+// collectTools injects the async results that have arrived; with wait it
+// blocks for at least one.
+func (r *runner) collectTools(ctx context.Context, wait bool) error {
+	for r.pendingTools > 0 {
+		var o toolOutcome
+		if wait {
+			select {
+			case o = <-r.toolDone:
+			case <-ctx.Done():
+				return fmt.Errorf("aborted waiting for %d tool calls: %w", r.pendingTools, ctx.Err())
+			}
+			wait = false
+		} else {
+			select {
+			case o = <-r.toolDone:
+			default:
+				return nil
+			}
+		}
+		r.pendingTools--
+		if err := r.deliver(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliver records an executed call and injects its result, or ends the
+// trajectory when a cap forbids going on.
+func (r *runner) deliver(ctx context.Context, o toolOutcome) error {
+	sr, j := o.job.sample, o.job
+	if !r.job.RecordLatency {
+		o.result.LatencyMS = 0
+	}
+	if o.result.ErrorClass == tools.ClassOverCap {
+		sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call})
+		return r.end(ctx, sr, traj.FinishMaxToolCalls)
+	}
+	_, ids, err := r.format.Injection(o.result)
+	if err != nil {
+		return err
+	}
+	if len(sr.seq.Tokens())-sr.seq.PromptLen()+len(ids) > r.job.Limits.MaxTokens {
+		sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call})
+		return r.end(ctx, sr, traj.FinishLength)
+	}
+	result := o.result
+	sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call, result: &result})
+	if err := sr.seq.Inject(ids); err != nil {
+		return fmt.Errorf("inject tool result: %w", err)
+	}
+	return nil
+}
+
+// end finishes a paused sequence for the given reason.
+func (r *runner) end(ctx context.Context, sr *sampleRun, reason traj.FinishReason) error {
+	sr.seq.Finish(reason)
+	sr.finish = reason
+	return r.finished(ctx, sr)
 }
 
 // turnOf is the index of the sequence's current (last) model turn.
