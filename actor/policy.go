@@ -302,4 +302,9 @@ func (p *Policy) ModelPath() string { return p.modelPath }
 
 // KVType is the element type of the key/value cache: "float32" or
 // "float16".
-func (p *Policy) KVType() string { return p.io.kvType.String() }
+func (p *Policy) KVType() string {
+	if p.io.kvType == ortgo.TensorElementDataTypeFloat16 {
+		return "float16"
+	}
+	return "float32"
+}
