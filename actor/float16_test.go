@@ -128,3 +128,82 @@ func TestFloat16Cache(t *testing.T) {
 	}
 	t.Logf("float16 cache: largest logprob difference %g", worst)
 }
+
+// TestUseCacheBranchInput: a merged decoder's use_cache_branch input (bool
+// [1]) is discovered and fed; decoding matches the plain model.
+func TestUseCacheBranchInput(t *testing.T) {
+	testsupport.RequireORT(t)
+	dir, _ := tinyModel(t, 9)
+	plain, err := Load(context.Background(), LoadOptions{Dir: dir, IntraOpThreads: 1, InterOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	cfg, _ := llama.ShapeConfig("tiny")
+	cfg.InitializerRange = 0.2
+	w, _ := llama.RandomWeights(cfg, 9)
+	m, err := llama.Build(cfg, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := m.Graph
+	g.Input = append(g.Input, &onnx.ValueInfoProto{Name: "use_cache_branch", Type: &onnx.TypeProto{Value: &onnx.TypeProto_TensorType{
+		TensorType: &onnx.TypeProto_Tensor{ElemType: int32(onnx.TensorProto_BOOL), Shape: &onnx.TensorShapeProto{Dim: []*onnx.TensorShapeProto_Dimension{
+			{Value: &onnx.TensorShapeProto_Dimension_DimValue{DimValue: 1}}}}}}}})
+	// Route the flag into the graph so that it is a live input: logits +=
+	// 0 * float(use_cache_branch).
+	for _, n := range g.Node {
+		for i, o := range n.Output {
+			if o == "logits" {
+				n.Output[i] = "logits_raw"
+			}
+		}
+	}
+	zero := &onnx.TensorProto{Name: "zero_f", DataType: int32(onnx.TensorProto_FLOAT), FloatData: []float32{0}}
+	g.Initializer = append(g.Initializer, zero)
+	g.Node = append(g.Node,
+		&onnx.NodeProto{OpType: "Cast", Input: []string{"use_cache_branch"}, Output: []string{"ucb_f"}, Name: "ucb_cast",
+			Attribute: []*onnx.AttributeProto{{Name: "to", Type: onnx.AttributeProto_INT, I: int64(onnx.TensorProto_FLOAT)}}},
+		&onnx.NodeProto{OpType: "Mul", Input: []string{"ucb_f", "zero_f"}, Output: []string{"ucb_0"}, Name: "ucb_mul"},
+		&onnx.NodeProto{OpType: "Add", Input: []string{"logits_raw", "ucb_0"}, Output: []string{"logits"}, Name: "ucb_add"})
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := filepath.Join(t.TempDir(), "merged")
+	if err := os.MkdirAll(filepath.Join(merged, "onnx"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(merged, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(merged, "onnx", "decoder_model_merged.onnx"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := Load(context.Background(), LoadOptions{Dir: merged, IntraOpThreads: 1, InterOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pol.Close()
+	if !pol.io.hasUseCacheBranch || !strings.HasSuffix(pol.ModelPath(), "decoder_model_merged.onnx") {
+		t.Fatalf("use_cache_branch %v, model %s", pol.io.hasUseCacheBranch, pol.ModelPath())
+	}
+	s := testSampling()
+	a, b2 := generate(t, plain, 16, 4, s), generate(t, pol, 16, 4, s)
+	for i := range a {
+		if len(a[i].tokens) != len(b2[i].tokens) {
+			t.Fatalf("trajectory %d differs", i)
+		}
+		for j := range a[i].tokens {
+			if a[i].tokens[j] != b2[i].tokens[j] {
+				t.Fatalf("trajectory %d differs at %d", i, j)
+			}
+		}
+	}
+}
