@@ -117,6 +117,11 @@ type goldenRecord struct {
 	D   *string `json:"d"`
 	DSP *string `json:"dsp"`
 	DS  *string `json:"ds"`
+
+	// [before, after] forms: sp = before+ids+after, dsp = before+d+after.
+	SPW  *[2][]int32 `json:"spw"`
+	DSPW *[2]string  `json:"dspw"`
+	DSW  *[2]string  `json:"dsw"`
 }
 
 type goldenHeader struct {
@@ -236,14 +241,23 @@ func runGoldenParity(t *testing.T, load func(t *testing.T, e goldenEntry) Interf
 				if r.SP != nil {
 					wantSP = r.SP
 				}
+				if r.SPW != nil {
+					wantSP = slices.Concat(r.SPW[0], r.IDs, r.SPW[1])
+				}
 				gotSP, err := tok.Encode(text, true)
 				if err != nil || !slices.Equal(gotSP, wantSP) {
 					fail("#%d %q addSpecial:\n got  %v %v\n want %v", *r.I, text, gotSP, err, wantSP)
 				}
 				d := or(r.D, text)
+				wrapped := func(full *string, w *[2]string) string {
+					if w != nil {
+						return w[0] + d + w[1]
+					}
+					return or(full, d)
+				}
 				checkDecode(tok, r.IDs, false, d, fmt.Sprintf("#%d", *r.I), fail)
-				checkDecode(tok, wantSP, false, or(r.DSP, d), fmt.Sprintf("#%d special", *r.I), fail)
-				checkDecode(tok, wantSP, true, or(r.DS, d), fmt.Sprintf("#%d skip special", *r.I), fail)
+				checkDecode(tok, wantSP, false, wrapped(r.DSP, r.DSPW), fmt.Sprintf("#%d special", *r.I), fail)
+				checkDecode(tok, wantSP, true, wrapped(r.DS, r.DSW), fmt.Sprintf("#%d skip special", *r.I), fail)
 				checkStream(tok, r.IDs, fmt.Sprintf("#%d", *r.I), fail)
 			}
 			if failed > 0 {

@@ -6,10 +6,11 @@ import (
 	"unicode"
 )
 
-// refClassPattern rewrites \p{L}, \p{N}, \s and \S in a regex so that
-// regexp2 uses the reference's character classes (unicode_ref.go) rather than
-// Go's own Unicode tables, which may be of another Unicode version. Other
-// syntax is copied unchanged.
+// refClassPattern rewrites \p{X} (general categories, refCategories), \P{X}
+// outside brackets, \s and \S in a regex so that regexp2 uses the
+// reference's character classes (unicode_ref.go) rather than Go's own Unicode
+// tables, which may be of another Unicode version. Other syntax is copied
+// unchanged.
 func refClassPattern(pattern string) string {
 	var b strings.Builder
 	inClass := false
@@ -21,10 +22,11 @@ func refClassPattern(pattern string) string {
 			var table *unicode.RangeTable
 			negate, skip := false, 1
 			switch {
-			case strings.HasPrefix(rest, "p{L}"):
-				table, skip = refLetter, 4
-			case strings.HasPrefix(rest, "p{N}"):
-				table, skip = refNumber, 4
+			case (rest[0] == 'p' || rest[0] == 'P' && !inClass) && strings.HasPrefix(rest[1:], "{") && strings.Contains(rest, "}"):
+				name := rest[2:strings.Index(rest, "}")]
+				if t, ok := refCategories[name]; ok {
+					table, skip, negate = t, 2+len(name)+1, rest[0] == 'P'
+				}
 			case rest[0] == 's':
 				table = refSpace
 			case rest[0] == 'S' && !inClass:

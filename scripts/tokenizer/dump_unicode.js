@@ -10,6 +10,10 @@ const tokenizers = require('tokenizers');
 const { Tokenizer } = tokenizers;
 
 const MAX = 0x10ffff;
+// General categories a Split regex may name (\p{Lu} in the GPT-4o pattern,
+// \p{P} and \p{S} in DeepSeek's, ...).
+const CATEGORIES = ['L', 'Lu', 'Ll', 'Lt', 'Lm', 'Lo', 'M', 'Mn', 'Mc', 'Me', 'N', 'Nd', 'Nl', 'No',
+  'P', 'Pc', 'Pd', 'Ps', 'Pe', 'Pi', 'Pf', 'Po', 'S', 'Sm', 'Sc', 'Sk', 'So', 'Z', 'Zs', 'Zl', 'Zp'];
 const BATCH = 1 << 15;
 const SEP = '\u0001';
 
@@ -91,6 +95,7 @@ async function main() {
     reference: `tokenizers@${require('tokenizers/package.json').version}`,
     letter: await classify('\\p{L}'),
     number: await classify('\\p{N}'),
+    categories: Object.fromEntries(await Promise.all(CATEGORIES.map(async (c) => [c, await classify(`\\p{${c}}`)]))),
     numeric: rustNumeric(),
     space: await classify('\\s'),
     lower: perChar(tokenizers.lowercase()),

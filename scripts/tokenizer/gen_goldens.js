@@ -55,15 +55,25 @@ async function main() {
       const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
       const sp = (await tok.encode(text, null, { addSpecialTokens: true })).getIds();
       // Fields equal to what they default to are left out to keep the goldens
-      // small: d defaults to the text, sp to ids, dsp and ds to d.
+      // small: d defaults to the text, sp to ids, dsp and ds to d. Where sp is
+      // ids with ids around it, or dsp/ds is d with text around it, only the
+      // [before, after] parts are stored (keys spw, dspw, dsw).
       const d = await tok.decode(ids, false);
       const rec = { i, ids };
       if (d !== text) rec.d = d;
-      if (!same(ids, sp)) rec.sp = sp;
-      const dsp = await tok.decode(sp, false);
-      if (dsp !== d) rec.dsp = dsp;
-      const ds = await tok.decode(sp, true);
-      if (ds !== d) rec.ds = ds;
+      if (!same(ids, sp)) {
+        const k = sp.findIndex((_, j) => same(sp.slice(j, j + ids.length), ids));
+        if (k >= 0 && ids.length > 0) rec.spw = [sp.slice(0, k), sp.slice(k + ids.length)];
+        else rec.sp = sp;
+      }
+      const wrapText = (full, key, keyWrapped) => {
+        if (full === d) return;
+        const k = d === '' ? -1 : full.indexOf(d);
+        if (k >= 0) rec[keyWrapped] = [full.slice(0, k), full.slice(k + d.length)];
+        else rec[key] = full;
+      };
+      wrapText(await tok.decode(sp, false), 'dsp', 'dspw');
+      wrapText(await tok.decode(sp, true), 'ds', 'dsw');
       lines.push(JSON.stringify(rec));
     }
     // Seeded random id sequences: exercises lossy UTF-8 repair, byte fallback and
