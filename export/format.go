@@ -120,10 +120,9 @@ func DetectKind(path string) (Kind, error) {
 			return 0, err
 		}
 		defer closer.Close()
-		schema, _ := f.Lookup(MetaSchema)
-		kind, ok := kindOfSchema(schema)
-		if !ok {
-			return 0, fmt.Errorf("%s: key-value metadata %s is %q, want %q or %q", path, MetaSchema, schema, traj.TrajectorySchema, traj.AdvantageSchema)
+		kind, err := parquetKind(f)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", path, err)
 		}
 		return kind, nil
 	}
@@ -164,6 +163,37 @@ func DetectKind(path string) (Kind, error) {
 			return 0, fmt.Errorf("%s line %d: %w", path, line, err)
 		}
 	}
+}
+
+// parquetKind is the kind a Parquet file's MetaSchema metadata names. A file
+// without it (one that DuckDB, pandas or datasets rewrote after filtering
+// ours, dropping our metadata) gets the kind its columns say: trajectory_id
+// and advantages make advantage records, id and finish_reason trajectories.
+func parquetKind(f *parquet.File) (Kind, error) {
+	if schema, ok := f.Lookup(MetaSchema); ok {
+		kind, known := kindOfSchema(schema)
+		if !known {
+			return 0, fmt.Errorf("key-value metadata %s is %q, want %q or %q", MetaSchema, schema, traj.TrajectorySchema, traj.AdvantageSchema)
+		}
+		return kind, nil
+	}
+	has := func(name string) bool { return fieldNamed(f.Schema().Fields(), name) }
+	switch {
+	case has("trajectory_id") && has("advantages") && has("input_ids"):
+		return Advantages, nil
+	case has("id") && has("finish_reason") && has("input_ids"):
+		return Trajectories, nil
+	}
+	return 0, fmt.Errorf("no %s key-value metadata, and the columns are not those of toolrl trajectories or advantage records", MetaSchema)
+}
+
+func fieldNamed(fields []parquet.Field, name string) bool {
+	for _, f := range fields {
+		if f.Name() == name {
+			return true
+		}
+	}
+	return false
 }
 
 // openParquetFile opens path as a Parquet file; the closer closes the OS file.

@@ -256,16 +256,12 @@ func openParquet[T, R any](path string, rows *rowCodec[T, R]) (*parquetReader[T,
 		closer.Close()
 		return nil, fmt.Errorf("%s: "+format, append([]any{path}, args...)...)
 	}
-	want := rows.kind.Schema()
-	schema, ok := f.Lookup(MetaSchema)
-	if !ok {
-		return fail("no %s key-value metadata: not a toolrl %s file", MetaSchema, rows.kind)
+	kind, err := parquetKind(f)
+	if err != nil {
+		return fail("%v", err)
 	}
-	if schema != want {
-		if k, known := kindOfSchema(schema); known {
-			return fail("holds %s (%s), not %s", k, schema, rows.kind)
-		}
-		return fail("%s is %q, want %q", MetaSchema, schema, want)
+	if kind != rows.kind {
+		return fail("holds %s (%s), not %s", kind, kind.Schema(), rows.kind)
 	}
 	parts, err := partsOfFile(f.Schema(), reflect.TypeFor[R]())
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
@@ -34,9 +35,10 @@ var thirdPartyReaders = []struct{ name, script, pkg string }{
 	{"hyparquet", "check-hyparquet.mjs", "hyparquet"},
 }
 
-// readWith runs a reader script on a Parquet file. It skips the test (fails
-// it under CI=true) when the npm packages are not installed.
-func readWith(t *testing.T, script, pkg, path string) readerDump {
+// runNodeScript runs scripts/export/SCRIPT with args and returns its
+// stdout. It skips the test (fails it under CI=true) when the npm package pkg
+// or node is missing.
+func runNodeScript(t *testing.T, script, pkg string, args ...string) []byte {
 	t.Helper()
 	dir := filepath.Join(testsupport.RepoRoot(t), "scripts", "export")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
@@ -46,13 +48,20 @@ func readWith(t *testing.T, script, pkg, path string) readerDump {
 	if err != nil {
 		testsupport.SkipOrFail(t, "node is not installed")
 	}
-	cmd := exec.Command(node, filepath.Join(dir, script), path)
+	cmd := exec.Command(node, append([]string{filepath.Join(dir, script)}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node %s %s: %v\n%s", script, path, err, stderr.String())
+		t.Fatalf("node %s %v: %v\n%s", script, args, err, stderr.String())
 	}
+	return out
+}
+
+// readWith runs a reader script on a Parquet file and decodes what it prints.
+func readWith(t *testing.T, script, pkg, path string) readerDump {
+	t.Helper()
+	out := runNodeScript(t, script, pkg, path)
 	var dump readerDump
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
@@ -302,4 +311,41 @@ func TestThirdPartyReadersReadOurParquet(t *testing.T) {
 			checkDump(t, readWith(t, reader.script, reader.pkg, tpath), traj.TrajectorySchema, wantT)
 		})
 	}
+}
+
+// TestReadParquetThatDuckDBRewrote checks the other direction: a file that a
+// user rewrote with DuckDB (another writer, every column nullable, no toolrl
+// metadata) reads back with toolrl's readers to exactly the records written.
+func TestReadParquetThatDuckDBRewrote(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rewrite := func(src string) string {
+		dst := strings.TrimSuffix(src, ".parquet") + "-duckdb.parquet"
+		runNodeScript(t, "rewrite.mjs", filepath.Join("@duckdb", "node-api"), src, dst)
+		return dst
+	}
+
+	advantages, lines := viaJSON(t, allAdvantages(), traj.MarshalAdvantage, traj.UnmarshalAdvantage)
+	apath := filepath.Join(dir, "a.parquet")
+	aw, err := CreateAdvantages(apath, WriterOptions{RewardParts: testParts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAll(t, aw, advantages)
+	rewritten := rewrite(apath)
+	if kind, err := DetectKind(rewritten); err != nil || kind != Advantages {
+		t.Fatalf("DetectKind of the rewritten file = %v, %v", kind, err)
+	}
+	r, err := OpenAdvantages(rewritten)
+	compareRecords(t, readAll(t, r, err), advantages, traj.MarshalAdvantage, lines)
+
+	trajectories, tlines := viaJSON(t, allTrajectories(), traj.MarshalTrajectory, traj.UnmarshalTrajectory)
+	tpath := filepath.Join(dir, "t.parquet")
+	tw, err := CreateTrajectories(tpath, WriterOptions{RewardParts: testParts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAll(t, tw, trajectories)
+	tr, err := OpenTrajectories(rewrite(tpath))
+	compareRecords(t, readAll(t, tr, err), trajectories, traj.MarshalTrajectory, tlines)
 }
