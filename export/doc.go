@@ -17,6 +17,10 @@
 // validate every record they return, so NaN, ±Inf and broken invariants are
 // rejected with the file and line (JSONL) or row (Parquet) named.
 //
+// Readers also take Parquet files that other tools rewrote (DuckDB, pandas):
+// columns are matched by name and, when the toolrl metadata is gone, the kind
+// comes from the columns.
+//
 // Readers and writers are not safe for concurrent use; give each goroutine its
 // own or serialise calls.
 package export
