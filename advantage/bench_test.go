@@ -272,3 +272,45 @@ func TestWriteSyntheticTrajectories(t *testing.T) {
 	}
 	t.Logf("wrote %d trajectories, %d response tokens, to %s", n, tokens, path)
 }
+
+// BenchmarkServiceDecode is the service's per-group decode (lean codec, strict,
+// validated) of one benchmark group (8 × 288 tokens, 60 KB).
+func BenchmarkServiceDecode(b *testing.B) {
+	data, err := redis.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for i := 0; i < b.N; i++ {
+		if _, _, err := decodeWireGroup(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkServiceComputeEncode is Compute (hybrid, k3) plus writing the
+// group's 8 records.
+func BenchmarkServiceComputeEncode(b *testing.B) {
+	data, err := redis.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, raws, err := decodeWireGroup(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.KL = ModeHybrid, KLK3
+	var buf []byte
+	for i := 0; i < b.N; i++ {
+		recs, _, err := Compute(g, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for k := range recs {
+			if buf, err = appendRecord(buf[:0], &recs[k], &raws[k]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

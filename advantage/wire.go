@@ -159,6 +159,19 @@ func skipSpace(b []byte, i int) int {
 func parseInt32s(raw []byte) ([]int32, error) {
 	out := make([]int32, 0, len(raw)/4)
 	ok, err := arrayElems(raw, func(e []byte) error {
+		// Token ids are short non-negative decimals: parse those inline.
+		if n := len(e); n > 0 && n <= 9 && (e[0] != '0' || n == 1) {
+			v := int32(0)
+			for _, c := range e {
+				if c < '0' || c > '9' {
+					goto slow
+				}
+				v = v*10 + int32(c-'0')
+			}
+			out = append(out, v)
+			return nil
+		}
+	slow:
 		v, err := strconv.ParseInt(unsafeString(e), 10, 32)
 		if err != nil {
 			return err
