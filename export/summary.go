@@ -168,7 +168,12 @@ func (s *Summary) add(group string, version int64, promptLen int, mask traj.Mask
 
 // RewardStats are the moments and quantiles of the total rewards.
 type RewardStats struct {
-	Mean, Std, Min, P50, P90, Max float64
+	Mean float64 `json:"mean"`
+	Std  float64 `json:"std"`
+	Min  float64 `json:"min"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	Max  float64 `json:"max"`
 }
 
 // Rewards returns the statistics of the total rewards (zero when empty).
@@ -194,8 +199,9 @@ func (s *Summary) Rewards() RewardStats {
 // HistogramBin is one bin of the reward histogram: [Lo, Hi), the last bin
 // closed.
 type HistogramBin struct {
-	Lo, Hi float64
-	Count  int64
+	Lo    float64 `json:"lo"`
+	Hi    float64 `json:"hi"`
+	Count int64   `json:"count"`
 }
 
 // Histogram bins the total rewards into bins equal-width bins between their
@@ -313,4 +319,65 @@ func countsLine(counts map[string]int64) string {
 		parts[i] = fmt.Sprintf("%s %d", name, counts[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// SummaryReport is the summary as data, for `toolrl inspect --json`.
+type SummaryReport struct {
+	Kind             string             `json:"kind"`
+	Records          int64              `json:"records"`
+	Groups           int                `json:"groups"`
+	PromptTokens     int64              `json:"prompt_tokens"`
+	ResponseTokens   int64              `json:"response_tokens"`
+	PolicyTokens     int64              `json:"policy_tokens"`
+	InjectedTokens   int64              `json:"injected_tokens"`
+	MinPolicyVersion int64              `json:"min_policy_version"`
+	MaxPolicyVersion int64              `json:"max_policy_version"`
+	FinishReasons    map[string]int64   `json:"finish_reasons,omitempty"`
+	Reward           RewardStats        `json:"reward"`
+	RewardParts      map[string]float64 `json:"reward_part_means,omitempty"`
+	Calls            int64              `json:"calls"`
+	ModelTurns       int64              `json:"model_turns"`
+	ParseErrors      int64              `json:"parse_errors"`
+	RecordsWithCall  int64              `json:"records_with_call"`
+	ToolResults      int64              `json:"tool_results"`
+	ToolOK           int64              `json:"tool_ok"`
+	ToolTruncated    int64              `json:"tool_truncated"`
+	ErrorClasses     map[string]int64   `json:"error_classes,omitempty"`
+	AdvantageMean    *float64           `json:"advantage_mean,omitempty"`
+	AdvantageStd     *float64           `json:"advantage_std,omitempty"`
+	KLMean           *float64           `json:"kl_mean,omitempty"`
+	ZeroVariance     int64              `json:"zero_variance"`
+	Stale            int64              `json:"stale"`
+	Histogram        []HistogramBin     `json:"reward_histogram"`
+}
+
+// Report returns the summary as data, with a reward histogram of bins bins.
+func (s *Summary) Report(bins int) SummaryReport {
+	r := SummaryReport{
+		Kind: s.Kind.String(), Records: s.Records, Groups: s.Groups(),
+		PromptTokens: s.PromptTokens, ResponseTokens: s.ResponseTokens, PolicyTokens: s.PolicyTokens, InjectedTokens: s.InjectedTokens,
+		FinishReasons: s.FinishReasons, Reward: s.Rewards(),
+		Calls: s.Calls, ModelTurns: s.ModelTurns, ParseErrors: s.ParseErrors, RecordsWithCall: s.RecordsWithCall,
+		ToolResults: s.ToolResults, ToolOK: s.ToolOK, ToolTruncated: s.ToolTruncated, ErrorClasses: s.ErrorClasses,
+		ZeroVariance: s.ZeroVariance, Stale: s.Stale, Histogram: s.Histogram(bins),
+	}
+	if s.Records > 0 {
+		r.MinPolicyVersion, r.MaxPolicyVersion = s.MinPolicyVersion, s.MaxPolicyVersion
+	}
+	if len(s.parts) > 0 {
+		r.RewardParts = make(map[string]float64, len(s.parts))
+		for name, p := range s.parts {
+			r.RewardParts[name] = p.sum / float64(p.n)
+		}
+	}
+	if s.AdvantageTokens > 0 {
+		mean := s.advantageSum / float64(s.AdvantageTokens)
+		std := math.Sqrt(max(0, s.advantageSq/float64(s.AdvantageTokens)-mean*mean))
+		r.AdvantageMean, r.AdvantageStd = &mean, &std
+	}
+	if s.KLTokens > 0 {
+		kl := s.klSum / float64(s.KLTokens)
+		r.KLMean = &kl
+	}
+	return r
 }

@@ -144,6 +144,27 @@ func TestExportConvertsFiles(t *testing.T) {
 	if strings.Count(stdout, "\n  [") != 10 {
 		t.Errorf("want 10 histogram bins:\n%s", stdout)
 	}
+
+	stdout, _, err = runToolrl(t, "inspect", "--json", "--bins", "3", back)
+	if err != nil {
+		t.Fatalf("inspect --json: %v", err)
+	}
+	var doc struct {
+		Format  string `json:"format"`
+		Columns []struct{ Name string }
+		Summary export.SummaryReport
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("inspect --json output: %v\n%s", err, stdout)
+	}
+	var binned int64
+	for _, h := range doc.Summary.Histogram {
+		binned += h.Count
+	}
+	if doc.Format != "jsonl.gz" || doc.Summary.Records != 9 || doc.Summary.Groups != 3 || doc.Summary.Calls != 9 ||
+		len(doc.Summary.Histogram) != 3 || binned != 9 || doc.Summary.RewardParts["late_part"] != -1 || len(doc.Columns) == 0 {
+		t.Errorf("inspect --json: %+v", doc)
+	}
 }
 
 func TestExportUsageErrors(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 func newInspectCmd() *cobra.Command {
 	var bins, width int
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "inspect FILE",
 		Short: "Summarise a trajectory or advantage file",
@@ -24,7 +26,8 @@ Parquet: row groups, key-value metadata and columns; for JSONL: the columns
 it would have as Parquet), counts of records, groups and tokens, a reward
 summary with its parts, tool-call rates and a text histogram of the rewards.`,
 		Example: `  toolrl inspect out/calc.parquet
-  toolrl inspect --bins 20 out/advantages.jsonl`,
+  toolrl inspect --bins 20 out/advantages.jsonl
+  toolrl inspect --json out/calc.parquet | jq .summary.reward`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if bins < 1 || width < 1 {
@@ -58,6 +61,9 @@ summary with its parts, tool-call rates and a text histogram of the rewards.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeInspectJSON(out, info, summary, bins)
+			}
 			if err := writeFileInfo(out, info, summary.RewardParts()); err != nil {
 				return err
 			}
@@ -66,6 +72,7 @@ summary with its parts, tool-call rates and a text histogram of the rewards.`,
 	}
 	cmd.Flags().IntVar(&bins, "bins", 10, "reward histogram bins")
 	cmd.Flags().IntVar(&width, "width", 40, "longest histogram bar, in characters")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (file facts, columns, summary) instead of text")
 	return cmd
 }
 
@@ -115,6 +122,41 @@ func writeFileInfo(w io.Writer, info export.FileInfo, parts []string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeInspectJSON prints the file facts, columns and summary as one JSON object.
+func writeInspectJSON(w io.Writer, info export.FileInfo, summary *export.Summary, bins int) error {
+	columns := info.Columns
+	if info.Format != export.Parquet {
+		var err error
+		if columns, err = export.ParquetColumns(info.Kind, summary.RewardParts()); err != nil {
+			return err
+		}
+	}
+	type column struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}
+	doc := struct {
+		Path      string               `json:"path"`
+		Format    string               `json:"format"`
+		Schema    string               `json:"schema"`
+		Bytes     int64                `json:"bytes"`
+		Rows      int64                `json:"parquet_rows,omitempty"`
+		RowGroups int                  `json:"parquet_row_groups,omitempty"`
+		CreatedBy string               `json:"parquet_created_by,omitempty"`
+		Metadata  map[string]string    `json:"parquet_metadata,omitempty"`
+		Columns   []column             `json:"columns"`
+		Summary   export.SummaryReport `json:"summary"`
+	}{Path: info.Path, Format: info.Format.String(), Schema: info.Kind.Schema(), Bytes: info.Size,
+		Rows: info.Rows, RowGroups: info.RowGroups, CreatedBy: info.CreatedBy, Metadata: info.Metadata,
+		Summary: summary.Report(bins)}
+	for _, c := range columns {
+		doc.Columns = append(doc.Columns, column{c.Name, c.Type})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
 }
 
 // cancelableOpen wraps an opener so that its reader stops when ctx is done.
