@@ -46,3 +46,31 @@ func BenchmarkThroughput(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkThroughputTools is BenchmarkThroughput with a simulated tool call
+// every 8 sampled tokens answered by 6 injected tokens: the batch changes at
+// almost every step.
+func BenchmarkThroughputTools(b *testing.B) {
+	pol := benchPolicy(b)
+	for _, c := range []int{16, 64} {
+		b.Run(fmt.Sprint("c", c), func(b *testing.B) {
+			var gen int64
+			var wall, run float64
+			var st Stats
+			for i := 0; i < b.N; i++ {
+				res, err := MeasureThroughput(context.Background(), pol, ThroughputOptions{Concurrency: c, NewTokens: 32, PauseEvery: 8, InjectTokens: 6})
+				if err != nil {
+					b.Fatal(err)
+				}
+				gen += res.Generated
+				wall += res.Wall.Seconds()
+				run += res.Stats.RunTime.Seconds()
+				st = res.Stats
+			}
+			b.ReportMetric(float64(gen)/wall, "tokens/s")
+			b.ReportMetric(100*(wall-run)/wall, "%overhead")
+			b.ReportMetric(float64(st.PrefillRuns)/float64(st.DecodeRuns), "prefills/step")
+			b.ReportMetric(float64(st.InPlaceRepacks)/float64(max(st.Repacks, 1)), "inplace/repack")
+		})
+	}
+}

@@ -3,8 +3,9 @@ package actor
 import "strings"
 
 // CallDetector watches the text a sequence generates and says when a tool
-// call is complete. The engine feeds it the text delta of every sampled token
-// (never a partial UTF-8 character; special tokens are skipped), in order,
+// call is complete. The engine calls Feed once per sampled token, in order,
+// with the text that token completes (never a partial UTF-8 character;
+// special tokens give "", as does a token that only starts a character),
 // and pauses the sequence after the token whose delta completed a call. The
 // orchestrator adapts the tools package's streaming parsers to it; the
 // detector keeps whatever state it needs to hand the parsed call back to its

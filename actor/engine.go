@@ -670,7 +670,7 @@ func (e *Engine) advance(s *Sequence, d draw) EventKind {
 		s.release(traj.FinishStop)
 		return EventFinished
 	}
-	if s.detector != nil && delta != "" && s.detector.Feed(delta) {
+	if s.detector != nil && s.detector.Feed(delta) {
 		s.state = StatePaused
 		return EventToolCall
 	}

@@ -19,7 +19,18 @@ type ThroughputOptions struct {
 	// MaxNewTokens is set to NewTokens, so every sequence has the same length.
 	Sampling *Sampling
 	JobSeed  uint64
+	// PauseEvery > 0 pauses each sequence at a simulated tool call every
+	// PauseEvery to PauseEvery+3 sampled tokens (staggered across the group)
+	// and injects InjectTokens tokens, so that the batch changes as it does
+	// in tool-use rollouts.
+	PauseEvery   int
+	InjectTokens int
 }
+
+// everyNTokens is MeasureThroughput's simulated call detector.
+type everyNTokens struct{ n, seen int }
+
+func (d *everyNTokens) Feed(string) bool { d.seen++; return d.seen%d.n == 0 }
 
 // ThroughputResult is what MeasureThroughput saw.
 type ThroughputResult struct {
@@ -86,13 +97,29 @@ func MeasureThroughput(ctx context.Context, pol *Policy, o ThroughputOptions) (T
 		for i := range seeds {
 			seeds[i] = SampleSeed(o.JobSeed, id, i)
 		}
-		if _, err := eng.AddGroup(GroupRequest{ID: id, Prompt: prompt, Seeds: seeds, Sampling: s}); err != nil {
+		req := GroupRequest{ID: id, Prompt: prompt, Seeds: seeds, Sampling: s}
+		if o.PauseEvery > 0 {
+			// Stagger the calls (every PauseEvery..PauseEvery+3 tokens) so
+			// that sequences do not pause in lockstep.
+			k := 0
+			req.NewDetector = func() CallDetector { k++; return &everyNTokens{n: o.PauseEvery + k%4} }
+		}
+		if _, err := eng.AddGroup(req); err != nil {
 			return res, err
 		}
 	}
+	inject := BenchPrompt(o.InjectTokens)
 	for !eng.Idle() {
-		if _, err := eng.Step(ctx); err != nil {
+		events, err := eng.Step(ctx)
+		if err != nil {
 			return res, err
+		}
+		for _, ev := range events {
+			if ev.Kind == EventToolCall {
+				if err := ev.Seq.Inject(inject); err != nil {
+					return res, err
+				}
+			}
 		}
 	}
 	res.Wall = time.Since(start)
