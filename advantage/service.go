@@ -179,6 +179,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.log.Info("advantage service started", "job", s.opts.Job, "stream", s.keys.Groups, "workers", s.opts.Workers,
 		"mode", s.opts.Config.Mode, "estimator", s.opts.Config.Estimator, "kl", s.opts.Config.KL)
 	s.refresh(ctx, consumers[0], time.Now(), 0)
+	s.prune(ctx, consumers[0])
 
 	g, gctx := errgroup.WithContext(ctx)
 	for _, c := range consumers {
@@ -323,14 +324,28 @@ func (s *Service) monitor(ctx context.Context, c *redis.Consumer) {
 	t := time.NewTicker(s.opts.MetricsInterval)
 	defer t.Stop()
 	last, lastCount := time.Now(), s.committed.Load()
-	for {
+	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
 			s.refresh(ctx, c, last, lastCount)
 			last, lastCount = now, s.committed.Load()
+			if tick%300 == 0 {
+				s.prune(ctx, c)
+			}
 		}
+	}
+}
+
+// prune deletes consumers of the group that hold nothing and have been idle
+// for ten claim timeouts: those of replicas that restarted under new names.
+func (s *Service) prune(ctx context.Context, c *redis.Consumer) {
+	n, err := c.PruneIdleConsumers(ctx, 10*c.Options().ClaimIdle)
+	if err != nil {
+		s.log.Warn("prune idle consumers", "err", err)
+	} else if n > 0 {
+		s.log.Info("pruned idle consumers", "count", n)
 	}
 }
 

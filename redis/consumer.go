@@ -306,6 +306,18 @@ func (c *Consumer) Commit(ctx context.Context, doneSet, outStream string, output
 	return written, nil
 }
 
+// PruneIdleConsumers deletes the group's consumers that have no pending
+// entries and have been idle at least minIdle (e.g. those of replicas that
+// were restarted under new names), atomically, and returns how many it
+// deleted. It never deletes a consumer that holds pending entries.
+func (c *Consumer) PruneIdleConsumers(ctx context.Context, minIdle time.Duration) (int64, error) {
+	n, err := pruneConsumersScript.Run(ctx, c.client, []string{c.opts.Stream}, c.opts.Group, minIdle.Milliseconds()).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("redis: prune idle consumers of %s group %s: %w", c.opts.Stream, c.opts.Group, err)
+	}
+	return n, nil
+}
+
 // Pending returns the number of entries delivered to the group and not yet
 // acknowledged.
 func (c *Consumer) Pending(ctx context.Context) (int64, error) {

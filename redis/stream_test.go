@@ -304,3 +304,42 @@ func TestGroupFieldsCommitMatchesAddGroup(t *testing.T) {
 		t.Fatalf("decode: %v", err)
 	}
 }
+
+func TestPruneIdleConsumers(t *testing.T) {
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connect(t, r.URL())
+	ctx := context.Background()
+	opts := func(name string) ConsumerOptions {
+		return ConsumerOptions{Stream: "s", Group: "g", Consumer: name, Count: 1, Block: 5 * time.Millisecond}
+	}
+	holder, _ := NewConsumer(client, opts("holder"))
+	if err := holder.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Redis creates a consumer when it first gets an entry: each reads one;
+	// the two that will be pruned acknowledge theirs, the holder keeps it.
+	for _, name := range []string{"gone-1", "gone-2", "holder"} {
+		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: "s", Values: []any{"n", name}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := NewConsumer(client, opts(name))
+		msgs, err := c.Read(ctx)
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("%s read %d, %v", name, len(msgs), err)
+		}
+		if name != "holder" {
+			if err := c.Ack(ctx, msgs[0].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // the consumers must be idle for the threshold
+	n, err := holder.PruneIdleConsumers(ctx, 10*time.Millisecond)
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d (%v), want the two without pending entries", n, err)
+	}
+	left, _ := client.XInfoConsumers(ctx, "s", "g").Result()
+	if len(left) != 1 || left[0].Name != "holder" || left[0].Pending != 1 {
+		t.Fatalf("consumers left: %+v", left)
+	}
+}
