@@ -13,7 +13,7 @@ ACTOR_NPM_STAMP  := scripts/actor/node_modules/.toolrl-installed
 ACTOR_TINY_DIR   := out/models/tiny-random
 ACTOR_135M_DIR   := out/models/smollm2-135m-random
 ACTOR_CALC_DIR   := models/calc
-ACTOR_BENCH_ARGS ?= --prompt-len 64 --new-tokens 64 --peer --peer-repeats 3 --rss 10000
+ACTOR_BENCH_ARGS ?= --prompt-len 64 --new-tokens 64 --tools-every 8 --peer --peer-repeats 3 --rss 10000
 
 BENCH_TARGETS += bench-actor
 

@@ -40,6 +40,7 @@ type benchActorFlags struct {
 	peerScript  string
 	peerG       int
 	peerRepeats int
+	toolsEvery  int
 	rss         int
 	jsonOut     string
 }
@@ -79,6 +80,7 @@ reports the process's resident memory before and after.`,
 	fl.StringVar(&f.peerScript, "peer-script", "scripts/actor/peer.mjs", "the peer benchmark script")
 	fl.IntVar(&f.peerG, "peer-g", 8, "group size of the peer comparison")
 	fl.IntVar(&f.peerRepeats, "peer-repeats", 3, "interleaved runs of each side in the peer comparison (best of)")
+	fl.IntVar(&f.toolsEvery, "tools-every", 0, "also measure the highest concurrency with a simulated tool call every N..N+3 tokens (6 injected tokens each)")
 	fl.IntVar(&f.rss, "rss", 0, "run this many short trajectories on the first model and report RSS")
 	fl.StringVar(&f.jsonOut, "json", "", "also write the results as JSON to this file")
 	return cmd
@@ -91,6 +93,10 @@ type benchRow struct {
 	Seconds      float64 `json:"seconds"`
 	TokensPerSec float64 `json:"tokens_per_s"`
 	Overhead     float64 `json:"go_overhead"`
+	// ToolCalls: simulated tool calls every --tools-every..+3 tokens, each
+	// answered by 6 injected tokens.
+	ToolCalls       bool    `json:"tool_calls,omitempty"`
+	PrefillsPerStep float64 `json:"prefills_per_step,omitempty"`
 }
 
 type peerRow struct {
@@ -149,8 +155,20 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 				pol.Close()
 				return err
 			}
-			rows = append(rows, benchRow{name, c, res.Generated, res.Wall.Seconds(), res.TokensPerSecond(), res.Overhead()})
+			rows = append(rows, benchRow{Model: name, Concurrency: c, Generated: res.Generated, Seconds: res.Wall.Seconds(), TokensPerSec: res.TokensPerSecond(), Overhead: res.Overhead()})
 			fmt.Fprintf(os.Stderr, "bench actor: %s concurrency %d: %.1f tokens/s, overhead %.1f%%\n", name, c, res.TokensPerSecond(), 100*res.Overhead())
+		}
+		if f.toolsEvery > 0 {
+			c := concs[len(concs)-1]
+			res, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: c, PromptLen: f.promptLen, NewTokens: f.newTokens,
+				PauseEvery: f.toolsEvery, InjectTokens: 6})
+			if err != nil {
+				pol.Close()
+				return err
+			}
+			rows = append(rows, benchRow{Model: name, Concurrency: c, Generated: res.Generated, Seconds: res.Wall.Seconds(), TokensPerSec: res.TokensPerSecond(),
+				Overhead: res.Overhead(), ToolCalls: true, PrefillsPerStep: float64(res.Stats.PrefillRuns) / float64(res.Stats.DecodeRuns)})
+			fmt.Fprintf(os.Stderr, "bench actor: %s concurrency %d with tool calls: %.1f tokens/s, overhead %.1f%%\n", name, c, res.TokensPerSecond(), 100*res.Overhead())
 		}
 		if f.peer {
 			// Interleaved, best of --peer-repeats for each side: on a shared
@@ -199,7 +217,11 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 	fmt.Fprintln(w, "| model | concurrency | tokens/s | Go-side overhead |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %d | %.1f | %.1f%% |\n", r.Model, r.Concurrency, r.TokensPerSec, 100*r.Overhead)
+		c := strconv.Itoa(r.Concurrency)
+		if r.ToolCalls {
+			c += fmt.Sprintf(" + tool calls every %d–%d tokens (%.2f prefills/step)", f.toolsEvery, f.toolsEvery+3, r.PrefillsPerStep)
+		}
+		fmt.Fprintf(w, "| %s | %s | %.1f | %.1f%% |\n", r.Model, c, r.TokensPerSec, 100*r.Overhead)
 	}
 	if len(peers) > 0 {
 		fmt.Fprintln(w)
