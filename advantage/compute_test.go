@@ -2,6 +2,7 @@ package advantage
 
 import (
 	"math"
+	"os"
 	"math/rand/v2"
 	"testing"
 
@@ -368,4 +369,25 @@ func TestPropertyMaskedTokensGetZero(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The worked example of docs/advantage.md, from its group file: hybrid,
+// weight 0.5, k3.
+func TestDocsWorkedExample(t *testing.T) {
+	data, err := os.ReadFile("testdata/calc-demo-group.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := traj.UnmarshalGroup(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.ProcessWeight, cfg.KL = ModeHybrid, 0.5, KLK3
+	recs, _ := mustCompute(t, g, cfg)
+	// By hand (docs/advantage.md): 0.7071058 + 0.5 × 1.127474 = 1.270843
+	// and 0.7071058 + 0.5 × 1.465716 = 1.439964 without eps; with eps 1e-6
+	// in both standard deviations the float32 results are these.
+	checkTokens(t, "sample 0", recs[0].Advantages, []float64{1.270839, 1.270839, 0, 0, 1.439959})
+	checkTokens(t, "kl 0", recs[0].KL, []float64{0.028800784, 0, 0, 0, 0.10653066})
 }
