@@ -2,8 +2,8 @@ package advantage
 
 import (
 	"math"
-	"os"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/toolrl/toolrl/traj"
