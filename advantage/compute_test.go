@@ -385,9 +385,8 @@ func TestDocsWorkedExample(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.ProcessWeight, cfg.KL = ModeHybrid, 0.5, KLK3
 	recs, _ := mustCompute(t, g, cfg)
-	// By hand (docs/advantage.md): 0.7071058 + 0.5 × 1.127474 = 1.270843
-	// and 0.7071058 + 0.5 × 1.465716 = 1.439964 without eps; with eps 1e-6
-	// in both standard deviations the float32 results are these.
+	// By hand (docs/advantage.md): 0.7071058 + 0.5 × 1.127466 and
+	// 0.7071058 + 0.5 × 1.465706; k3 of d = 0.25 and d = 0.5.
 	checkTokens(t, "sample 0", recs[0].Advantages, []float64{1.270839, 1.270839, 0, 0, 1.439959})
 	checkTokens(t, "kl 0", recs[0].KL, []float64{0.028800784, 0, 0, 0, 0.10653066})
 }
