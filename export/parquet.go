@@ -242,10 +242,16 @@ type parquetReader[T, R any] struct {
 	rows   *rowCodec[T, R]
 	closer io.Closer
 	layout *layout
-	pr     *parquet.Reader
+	pr     *parquet.GenericReader[any]
+	buf    []parquet.Row // a batch of rows in layout.schema's column order
+	pos    int           // next row of buf to return
+	next   error         // what the last ReadRows returned with its rows
 	row    int64
 	err    error
 }
+
+// readBatch is how many rows a reader decodes per ReadRows call.
+const readBatch = 64
 
 func openParquet[T, R any](path string, rows *rowCodec[T, R]) (*parquetReader[T, R], error) {
 	f, closer, err := openParquetFile(path)
@@ -271,7 +277,23 @@ func openParquet[T, R any](path string, rows *rowCodec[T, R]) (*parquetReader[T,
 	if err != nil {
 		return fail("%v", err)
 	}
-	return &parquetReader[T, R]{path: path, rows: rows, closer: closer, layout: l, pr: parquet.NewReader(f)}, nil
+	pr, err := newRowReader(f, l.schema)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return &parquetReader[T, R]{path: path, rows: rows, closer: closer, layout: l, pr: pr}, nil
+}
+
+// newRowReader reads f's rows in schema's column order, converting a file
+// that another writer laid out differently (parquet-go panics when the
+// columns cannot convert).
+func newRowReader(f *parquet.File, schema *parquet.Schema) (pr *parquet.GenericReader[any], err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("columns do not convert to the toolrl schema: %v", p)
+		}
+	}()
+	return parquet.NewGenericReader[any](f, schema), nil
 }
 
 func (r *parquetReader[T, R]) Next() (rec T, err error) {
@@ -285,15 +307,33 @@ func (r *parquetReader[T, R]) Next() (rec T, err error) {
 			err = r.err
 		}
 	}()
-	row := reflect.New(r.layout.row)
-	if err := r.pr.Read(row.Interface()); err != nil {
-		if errors.Is(err, io.EOF) {
-			r.err = io.EOF
-		} else {
-			r.err = fmt.Errorf("%s row %d: %w", r.path, r.row+1, err)
+	if r.pos == len(r.buf) {
+		if r.next != nil {
+			r.err = r.next
+			if !errors.Is(r.next, io.EOF) {
+				r.err = fmt.Errorf("%s row %d: %w", r.path, r.row+1, r.next)
+			}
+			return rec, r.err
 		}
+		if cap(r.buf) == 0 {
+			r.buf = make([]parquet.Row, readBatch)
+		}
+		n, err := r.pr.ReadRows(r.buf[:readBatch])
+		r.buf, r.pos, r.next = r.buf[:n], 0, err
+		if n == 0 {
+			if err == nil {
+				err = io.EOF
+			}
+			r.next = err
+			return r.Next()
+		}
+	}
+	row := reflect.New(r.layout.row)
+	if err := r.layout.schema.Reconstruct(row.Interface(), r.buf[r.pos]); err != nil {
+		r.err = fmt.Errorf("%s row %d: %w", r.path, r.row+1, err)
 		return rec, r.err
 	}
+	r.pos++
 	r.row++
 	var static R
 	parts := r.layout.decode(row, reflect.ValueOf(&static).Elem())
