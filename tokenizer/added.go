@@ -24,40 +24,92 @@ type AddedToken struct {
 }
 
 // addedMatcher finds added tokens leftmost-longest (the Aho-Corasick
-// LeftmostLongest search HF uses), bucketed by first byte.
+// LeftmostLongest search HF uses) with a byte trie: at each position it walks
+// the trie as far as the text allows and keeps the longest token seen.
 type addedMatcher struct {
-	byFirst [256][]int // indexes into patterns, longest first
-	pats    []string
-	toks    []*AddedToken
+	root  [256]int32 // child of the root per byte; 0: none
+	nodes []trieNode // nodes[0] is the root
+	n     int        // number of tokens
+}
+
+type trieNode struct {
+	edges []trieEdge  // sorted by byte
+	tok   *AddedToken // a token ends here
+}
+
+type trieEdge struct {
+	b     byte
+	child int32
 }
 
 func newAddedMatcher(toks []*AddedToken, pattern func(*AddedToken) string) *addedMatcher {
-	m := &addedMatcher{}
+	m := &addedMatcher{nodes: []trieNode{{}}}
 	for _, t := range toks {
 		p := pattern(t)
 		if p == "" {
 			continue
 		}
-		m.pats = append(m.pats, p)
-		m.toks = append(m.toks, t)
-		m.byFirst[p[0]] = append(m.byFirst[p[0]], len(m.pats)-1)
-	}
-	for b := range m.byFirst {
-		idx := m.byFirst[b]
-		sort.SliceStable(idx, func(i, j int) bool { return len(m.pats[idx[i]]) > len(m.pats[idx[j]]) })
+		m.n++
+		node := int32(0)
+		for i := 0; i < len(p); i++ {
+			node = m.child(node, p[i], true)
+		}
+		if m.nodes[node].tok == nil { // the first of identical contents wins
+			m.nodes[node].tok = t
+		}
 	}
 	return m
 }
 
-func (m *addedMatcher) empty() bool { return len(m.pats) == 0 }
+// child returns node's child for b, creating it when create is set (0: none).
+func (m *addedMatcher) child(node int32, b byte, create bool) int32 {
+	if node == 0 {
+		if c := m.root[b]; c != 0 || !create {
+			return c
+		}
+		m.nodes = append(m.nodes, trieNode{})
+		m.root[b] = int32(len(m.nodes) - 1)
+		return m.root[b]
+	}
+	edges := m.nodes[node].edges
+	k := sort.Search(len(edges), func(i int) bool { return edges[i].b >= b })
+	if k < len(edges) && edges[k].b == b {
+		return edges[k].child
+	}
+	if !create {
+		return 0
+	}
+	m.nodes = append(m.nodes, trieNode{})
+	c := int32(len(m.nodes) - 1)
+	edges = append(edges, trieEdge{})
+	copy(edges[k+1:], edges[k:])
+	edges[k] = trieEdge{b, c}
+	m.nodes[node].edges = edges
+	return c
+}
+
+func (m *addedMatcher) empty() bool { return m.n == 0 }
 
 // next returns the leftmost-longest match at or after from, or ok=false.
 func (m *addedMatcher) next(s string, from int) (start, end int, tok *AddedToken, ok bool) {
 	for i := from; i < len(s); i++ {
-		for _, k := range m.byFirst[s[i]] {
-			if strings.HasPrefix(s[i:], m.pats[k]) {
-				return i, i + len(m.pats[k]), m.toks[k], true
+		node := m.root[s[i]]
+		if node == 0 {
+			continue
+		}
+		for j := i + 1; ; j++ {
+			if t := m.nodes[node].tok; t != nil {
+				tok, end = t, j
 			}
+			if j == len(s) {
+				break
+			}
+			if node = m.child(node, s[j], false); node == 0 {
+				break
+			}
+		}
+		if tok != nil {
+			return i, end, tok, true
 		}
 	}
 	return 0, 0, nil, false

@@ -14,6 +14,8 @@ const (
 	patternGPT2   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 	patternLlama3 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	patternQwen2  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// patternO200k is GPT-4o's (tiktoken o200k_base), as HF conversions write it.
+	patternO200k = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 )
 
 // scanKind selects a hand-written scanner.
@@ -23,6 +25,7 @@ const (
 	scanGPT2 scanKind = iota + 1
 	scanLlama3
 	scanQwen2
+	scanO200k
 )
 
 // scannerFor returns the hand-written scanner for a known pattern, or 0.
@@ -34,6 +37,8 @@ func scannerFor(pattern string) scanKind {
 		return scanLlama3
 	case patternQwen2:
 		return scanQwen2
+	case patternO200k:
+		return scanO200k
 	}
 	return 0
 }
@@ -165,6 +170,9 @@ func scanNext(kind scanKind, s string, i int) int {
 		}
 		return whitespaceTail(s, i)
 	}
+	if kind == scanO200k {
+		return scanO200kNext(s, i)
+	}
 	// Llama-3 and Qwen2.
 	if n := contraction(s, i, true); n > 0 {
 		return i + n
@@ -193,6 +201,100 @@ func scanNext(kind scanKind, s string, i int) int {
 		return spanWhile(s, end, isNL, -1)
 	}
 	// r is whitespace. `\s*[\r\n]+`: up to the last newline of the run.
+	end := spanWhile(s, i, isS, -1)
+	lastNL := -1
+	for k := i; k < end; {
+		rk, wk := decodeAt(s, k)
+		if isNL(rk) {
+			lastNL = k + wk
+		}
+		k += wk
+	}
+	if lastNL >= 0 {
+		return lastNL
+	}
+	return whitespaceTail(s, i)
+}
+
+// o200k classes: "upper" [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and "lower"
+// [\p{Ll}\p{Lm}\p{Lo}\p{M}], with the reference's tables.
+func isUpperish(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 'A' && r <= 'Z'
+	}
+	return unicode.Is(refCategoryLu, r) || unicode.Is(refCategoryLt, r) || unicode.Is(refCategoryLm, r) ||
+		unicode.Is(refCategoryLo, r) || unicode.Is(refCategoryM, r)
+}
+
+func isLowerish(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 'a' && r <= 'z'
+	}
+	return unicode.Is(refCategoryLl, r) || unicode.Is(refCategoryLm, r) || unicode.Is(refCategoryLo, r) ||
+		unicode.Is(refCategoryM, r)
+}
+
+// isWordPrefix is [^\r\n\p{L}\p{N}].
+func isWordPrefix(r rune) bool { return r >= 0 && !isNL(r) && !isL(r) && !isN(r) }
+
+// o200kWord matches upper*lower+ (first) or upper+lower* (second alternative)
+// from k, then the optional contraction; it returns the end or -1.
+func o200kWord(s string, k int, second bool) int {
+	j := spanWhile(s, k, isUpperish, -1)
+	var e int
+	if second {
+		if j == k {
+			return -1
+		}
+		e = spanWhile(s, j, isLowerish, -1)
+	} else {
+		// upper* is greedy and gives characters back until lower+ can
+		// match: lower+ starts at the last "lower" position in [k, j].
+		x := -1
+		if r, _ := decodeAt(s, j); r >= 0 && isLowerish(r) {
+			x = j
+		} else {
+			for p := k; p < j; {
+				r, w := decodeAt(s, p)
+				if isLowerish(r) {
+					x = p
+				}
+				p += w
+			}
+		}
+		if x < 0 {
+			return -1
+		}
+		e = spanWhile(s, x, isLowerish, -1)
+	}
+	return e + contraction(s, e, true)
+}
+
+// scanO200kNext is scanNext for the o200k pattern.
+func scanO200kNext(s string, i int) int {
+	r, w := decodeAt(s, i)
+	for _, second := range []bool{false, true} {
+		if isWordPrefix(r) {
+			if e := o200kWord(s, i+w, second); e >= 0 {
+				return e
+			}
+		}
+		if e := o200kWord(s, i, second); e >= 0 {
+			return e
+		}
+	}
+	if isN(r) {
+		return spanWhile(s, i, isN, 3)
+	}
+	j, rr := i, r
+	if r == ' ' {
+		rr, _ = decodeAt(s, i+1)
+		j = i + 1
+	}
+	if rr >= 0 && isOther(rr) {
+		end := spanWhile(s, j, isOther, -1)
+		return spanWhile(s, end, func(r rune) bool { return isNL(r) || r == '/' }, -1)
+	}
 	end := spanWhile(s, i, isS, -1)
 	lastNL := -1
 	for k := i; k < end; {

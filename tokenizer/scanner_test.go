@@ -11,7 +11,7 @@ import (
 func TestScannerMatchesRegexp2(t *testing.T) {
 	corpus := readCorpus(t)
 	extra := []string{"", " ", "  a", "a  ", "\n\n  x", " \t\n", "'S 'LL 'Re 'x", "123456789", "a1b22c333d4444", " !!\n\n", "\r\n\r\n  \r\n"}
-	for _, pattern := range []string{patternGPT2, patternLlama3, patternQwen2} {
+	for _, pattern := range []string{patternGPT2, patternLlama3, patternQwen2, patternO200k} {
 		fast, err := newRegexMatcher(pattern, true)
 		if err != nil {
 			t.Fatal(err)
