@@ -251,20 +251,30 @@ func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.M
 	for _, d := range dead {
 		s.log.Warn("dead-lettered group entry", "id", d.Message.ID, "reason", d.Reason)
 	}
-	written, err := c.Commit(ctx, s.keys.GroupsDone, s.keys.Advantages, outputs)
-	if err != nil {
-		return err
-	}
 	var records, dups int
-	for i, w := range written {
-		if w {
-			records += len(outputs[i].Entries)
-		} else {
-			dups++
+	for len(outputs) > 0 {
+		// One script per chunk of at most maxCommitBytes (and at least one
+		// group): a script blocks the server while it runs.
+		n, size := 0, 0
+		for n < len(outputs) && (n == 0 || size+outputBytes(&outputs[n]) <= maxCommitBytes) {
+			size += outputBytes(&outputs[n])
+			n++
 		}
+		written, err := c.Commit(ctx, s.keys.GroupsDone, s.keys.Advantages, outputs[:n])
+		if err != nil {
+			return err
+		}
+		for i, w := range written {
+			if w {
+				records += len(outputs[i].Entries)
+			} else {
+				dups++
+			}
+		}
+		s.committed.Add(int64(n))
+		s.m.groups.Add(float64(n))
+		outputs = outputs[n:]
 	}
-	s.committed.Add(int64(len(outputs)))
-	s.m.groups.Add(float64(len(outputs)))
 	s.m.records.Add(float64(records))
 	s.m.duplicates.Add(float64(dups))
 	s.m.staleDropped.Add(float64(st.DroppedStale))
@@ -273,6 +283,19 @@ func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.M
 	s.m.zeroDropped.Add(float64(st.DroppedZero))
 	s.m.batchSeconds.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// maxCommitBytes bounds the field bytes of one commit script.
+const maxCommitBytes = 16 << 20
+
+func outputBytes(o *redis.Output) int {
+	n := 0
+	for _, e := range o.Entries {
+		for _, f := range e {
+			n += len(f.Name) + len(f.Value)
+		}
+	}
+	return n
 }
 
 // compute turns one groups-stream entry into its output, with the lean codec
