@@ -13,7 +13,7 @@ CALC_EVAL_BIN := out/calc/toolrl
 
 model:
 	@mkdir -p out/calc $(dir $(CALC_PROMPTS))
-	GOEXPERIMENT=simd go build -o $(CALC_BIN) ./cmd/toolrl
+	GOEXPERIMENT=simd $(GO) build -o $(CALC_BIN) ./cmd/toolrl
 	rm -rf $(CALC_DIR) && mkdir -p $(CALC_DIR)
 	$(CALC_BIN) model data --out $(CALC_PROMPTS)
 	$(CALC_BIN) model tokenizer --out $(CALC_DIR)/tokenizer.json
@@ -23,5 +23,5 @@ model:
 # Measure the shipped policy through the actor (ONNX Runtime), T=1.0, G=8.
 model-eval:
 	@mkdir -p out/calc
-	go build -o $(CALC_EVAL_BIN) ./cmd/toolrl
+	$(GO) build -o $(CALC_EVAL_BIN) ./cmd/toolrl
 	$(CALC_EVAL_BIN) model eval --model $(CALC_DIR) --prompts $(CALC_PROMPTS) --samples 8 --temperature 1
