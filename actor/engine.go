@@ -279,7 +279,8 @@ func (e *Engine) abandon(s *Sequence, reason traj.FinishReason) {
 // Step admits queued work, prefills it, and advances every running sequence
 // by one token with one batched decode Run. It returns the sequences that
 // paused at a tool call or finished during the step, in row order. With
-// nothing to do it returns no events and no error.
+// nothing to do it returns no events and no error. An error from ONNX
+// Runtime leaves the engine's batch undefined: close the engine.
 func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 	if e.closed {
 		return nil, fmt.Errorf("step: engine is closed")
@@ -470,9 +471,8 @@ func (e *Engine) repack(survivors []*Sequence, survivorRows []int, admitted []wo
 		}
 		e.cur, e.spare = e.spare, e.cur
 	}
-	for r, s := range rows {
+	for _, s := range rows {
 		s.state = StateRunning
-		s.row = r
 		s.kv = nil
 		s.inject = nil
 	}
@@ -506,12 +506,19 @@ func (e *Engine) prefill(rows []prefillRow) (preP, preN int, err error) {
 		preN = max(preN, len(r.tokens))
 	}
 	B := len(rows)
-	e.prefillPast.reshape(l, B, preP)
-	for i, r := range rows {
-		if r.pastLen > 0 {
-			copyRow(l, e.prefillPast, i, preP-r.pastLen, r.past)
-		} else if preP > 0 {
-			copyRow(l, e.prefillPast, i, preP, rowSource{blk: e.prefillPast})
+	past := e.prefillPast
+	if B == 1 && rows[0].pastLen > 0 {
+		// One resumed sequence (the common case): its own cache block is
+		// already laid out as a one-row past.
+		past = rows[0].past.blk
+	} else {
+		past.reshape(l, B, preP)
+		for i, r := range rows {
+			if r.pastLen > 0 {
+				copyRow(l, past, i, preP-r.pastLen, r.past)
+			} else if preP > 0 {
+				copyRow(l, past, i, preP, rowSource{blk: past})
+			}
 		}
 	}
 	rb := &e.prefillBuf
@@ -539,7 +546,7 @@ func (e *Engine) prefill(rows []prefillRow) (preP, preN int, err error) {
 		e.stats.PrefillTokens += int64(len(r.tokens))
 	}
 	e.prefillPresent.reshape(l, B, T)
-	rb.past, rb.present = e.prefillPast, e.prefillPresent
+	rb.past, rb.present = past, e.prefillPresent
 	took, err := e.pol.run(rb)
 	e.stats.RunTime += took
 	e.stats.PrefillRuns++

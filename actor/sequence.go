@@ -68,8 +68,6 @@ type Sequence struct {
 	// or queued after Inject): it covers tokens[:len(tokens)-1]; the last
 	// token is pending, fed by the next decode step.
 	kv *kvBlock
-	// row is the sequence's row in the decode batch while running.
-	row int
 }
 
 // GroupID is the ID of the group request the sequence belongs to.
