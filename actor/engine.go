@@ -291,15 +291,7 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 	start := time.Now()
 	defer func() { e.stats.StepTime += time.Since(start) }()
 
-	// Survivors of the last step keep their order.
-	survivors := e.rows[:0:0]
-	var survivorRows []int // each survivor's row in e.cur
-	for i, s := range e.rows {
-		if s.state == StateRunning {
-			survivors = append(survivors, s)
-			survivorRows = append(survivorRows, i)
-		}
-	}
+	survivors, survivorRows := e.survivors()
 	if len(survivors) != len(e.rows) {
 		e.dirty = true
 	}
@@ -315,6 +307,50 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 		}
 	}
 	return e.decode()
+}
+
+// survivors returns the rows still running and, for each, its row in
+// e.cur, in their new order: a survivor keeps its row when that row still
+// exists after the departures, and the survivors beyond the new batch size
+// fill the holes left below it, lowest first. Moving only those rows keeps
+// an in-place re-layout to one row copy per departure.
+func (e *Engine) survivors() ([]*Sequence, []int) {
+	n := 0
+	for _, s := range e.rows {
+		if s.state == StateRunning {
+			n++
+		}
+	}
+	from := make([]int, 0, n)
+	var movers []int
+	for i, s := range e.rows {
+		if s.state != StateRunning {
+			continue
+		}
+		if i < n {
+			from = append(from, i)
+		} else {
+			movers = append(movers, i)
+		}
+	}
+	// from holds the staying rows in order; interleave the movers into the
+	// holes.
+	out := make([]int, n)
+	next, k := 0, 0
+	for i := 0; i < n; i++ {
+		if next < len(from) && from[next] == i {
+			out[i] = i
+			next++
+		} else {
+			out[i] = movers[k]
+			k++
+		}
+	}
+	seqs := make([]*Sequence, n)
+	for i, r := range out {
+		seqs[i] = e.rows[r]
+	}
+	return seqs, out
 }
 
 // admit pops work from the queue, first in first out, while it fits.

@@ -104,8 +104,8 @@ func extract(l *ioLayout, src rowSource) *kvBlock {
 }
 
 // moveRows compacts the block in place: row i takes the contents of row
-// from[i], for every layer (from is increasing, so rows only move up and
-// copy's memmove semantics make the overlap safe).
+// from[i], for every layer. Every from[i] is either i or a row at or past
+// len(from) (see Engine.survivors), so no row is read after being written.
 func (b *kvBlock) moveRows(l *ioLayout, from []int) {
 	rowBytes := l.kvHeads * b.cols * l.headDim * l.kvElem
 	for layer := 0; layer < l.layers; layer++ {
