@@ -307,10 +307,13 @@ func checkStreamWith(tok Interface, sd *StreamDecoder, ids []int32, what string,
 // tokenToId of the configured tokens.
 func TestLoadSpecialFromRealConfigs(t *testing.T) {
 	want := map[string][3]int32{ // BOS, EOS, PAD
-		"qwen3":  {-1, 151645, 151643},
-		"llama3": {128000, 128001, -1},
-		"llama2": {1, 2, -1},
-		"gpt2":   {50256, 50256, -1},
+		"qwen3":       {-1, 151645, 151643},
+		"llama3":      {128000, 128001, -1},
+		"llama2":      {1, 2, -1},
+		"gpt2":        {50256, 50256, -1},
+		"gpt4o":       {199999, 199999, -1},
+		"deepseek-v3": {0, 1, 1},
+		"gemma3":      {2, 106, 0},
 	}
 	for _, e := range listGoldens(t) {
 		w, ok := want[e.name]
