@@ -12,8 +12,8 @@ import (
 // Common names of control tokens, most specific first, used when
 // tokenizer.json alone must say which token is BOS, EOS or PAD.
 var (
-	bosNames = []string{"<|begin_of_text|>", "<s>", "<bos>", "<|startoftext|>", "[CLS]"}
-	eosNames = []string{"<|end_of_text|>", "</s>", "<eos>", "<|endoftext|>", "[SEP]"}
+	bosNames = []string{"<|begin_of_text|>", "<s>", "<bos>", "<|startoftext|>", "<｜begin▁of▁sentence｜>", "[CLS]"}
+	eosNames = []string{"<|end_of_text|>", "</s>", "<eos>", "<|endoftext|>", "<｜end▁of▁sentence｜>", "[SEP]"}
 	padNames = []string{"<pad>", "<|pad|>", "[PAD]", "<|finetune_right_pad_id|>"}
 )
 
@@ -209,4 +209,25 @@ func (s SpecialTokens) clone() SpecialTokens {
 	s.EOSIDs = append([]int32(nil), s.EOSIDs...)
 	s.Added = append([]AddedToken(nil), s.Added...)
 	return s
+}
+
+// LoadDir loads dir/tokenizer.json (or tokenizer.json.gz) and reads the
+// special tokens with LoadSpecialFromConfig: what an actor needs from a model
+// folder.
+func LoadDir(dir string) (*Tokenizer, SpecialTokens, error) {
+	path := filepath.Join(dir, "tokenizer.json")
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if _, errGz := os.Stat(path + ".gz"); errGz == nil {
+			path += ".gz"
+		}
+	}
+	tok, err := Load(path)
+	if err != nil {
+		return nil, SpecialTokens{}, err
+	}
+	sp, err := LoadSpecialFromConfig(dir, tok)
+	if err != nil {
+		return nil, SpecialTokens{}, err
+	}
+	return tok, sp, nil
 }

@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -104,6 +106,30 @@ func TestUnsupportedComponentsAreNamed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s=%v: err = %v, want it to contain %q", c.field, c.value, err, c.want)
 		}
+	}
+}
+
+func TestLoadDir(t *testing.T) {
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(tinyByteLevel(t, nil))
+	zw.Close()
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json.gz"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"eos_token_id": 300}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok, sp, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.EOS != 300 || tok.VocabSize() != 264 {
+		t.Fatalf("EOS %d, vocab %d", sp.EOS, tok.VocabSize())
+	}
+	if _, _, err := LoadDir(t.TempDir()); err == nil {
+		t.Fatal("LoadDir of an empty folder succeeded")
 	}
 }
 
