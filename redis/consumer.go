@@ -264,44 +264,42 @@ type Output struct {
 }
 
 // Commit writes the outputs of consumed entries to outStream, adds each
-// Output.Done to the doneSet and acknowledges each entry, in one atomic Lua
-// script. Outputs whose Done was already in the set (a redelivery of work
-// already committed, e.g. after a claim raced a slow consumer) write nothing
-// and are only acknowledged. It reports, per output, whether it was written.
-// In a cluster the stream, doneSet and outStream must share a hash slot
-// (JobKeys does that).
+// Output.Done to the doneSet and acknowledges each entry, atomically (one
+// MULTI/EXEC transaction gated by WATCH, see gate.go). Outputs whose Done was
+// already in the set (a redelivery of work already committed, e.g. after a
+// claim raced a slow consumer), or repeats an earlier output's Done, write
+// nothing and are only acknowledged. It reports, per output, whether it was
+// written. In a cluster the stream, doneSet and outStream must share a hash
+// slot, and doneSet must carry the hash tag (JobKeys does both).
 func (c *Consumer) Commit(ctx context.Context, doneSet, outStream string, outputs []Output) ([]bool, error) {
 	if len(outputs) == 0 {
 		return nil, nil
 	}
-	size := 1
-	for _, o := range outputs {
-		size += 3
-		for _, e := range o.Entries {
-			size += 1 + 2*len(e)
-		}
-	}
-	args := make([]any, 0, size)
-	args = append(args, c.opts.Group)
-	for _, o := range outputs {
+	members := make([]string, len(outputs))
+	ids := make([]string, len(outputs))
+	for i, o := range outputs {
 		if o.Done == "" {
 			return nil, fmt.Errorf("redis: commit entry %s of %s: empty done member", o.ID, c.opts.Stream)
 		}
-		args = append(args, o.ID, o.Done, len(o.Entries))
-		for _, e := range o.Entries {
-			args = append(args, len(e))
-			for _, f := range e {
-				args = append(args, f.Name, f.Value)
+		members[i], ids[i] = o.Done, o.ID
+	}
+	written, err := gatedTx(ctx, c.client, doneSet, members, func(pipe goredis.Pipeliner, fresh []bool) {
+		for i, o := range outputs {
+			if !fresh[i] {
+				continue
+			}
+			for _, e := range o.Entries {
+				values := make([]any, 0, 2*len(e))
+				for _, f := range e {
+					values = append(values, f.Name, f.Value)
+				}
+				pipe.XAdd(ctx, &goredis.XAddArgs{Stream: outStream, Values: values})
 			}
 		}
-	}
-	res, err := commitScript.Run(ctx, c.client, []string{c.opts.Stream, doneSet, outStream}, args...).Int64Slice()
+		pipe.XAck(ctx, c.opts.Stream, c.opts.Group, ids...)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("redis: commit %d entries of %s to %s: %w", len(outputs), c.opts.Stream, outStream, err)
-	}
-	written := make([]bool, len(res))
-	for i, r := range res {
-		written[i] = r == 1
 	}
 	return written, nil
 }

@@ -84,8 +84,8 @@ func (p *Producer) Add(ctx context.Context, stream string, fields ...Field) (str
 // AddGroup writes g to the job's groups stream as one entry (fields group_id,
 // policy_version, schema, and group: the JSON of traj.Group) unless a group
 // with the same group_id was already written; it reports whether it wrote.
-// The check and the write are one Lua script, so a retried call never
-// duplicates a group.
+// The check and the write are one atomic transaction (gate.go), so a retried
+// call never duplicates a group.
 func (p *Producer) AddGroup(ctx context.Context, job string, g *traj.Group) (bool, error) {
 	written, err := p.AddGroups(ctx, job, []*traj.Group{g})
 	if err != nil {
@@ -130,26 +130,31 @@ func GroupFields(g GroupPayload) []Field {
 }
 
 // AddGroupPayloads is AddGroups for groups already encoded, e.g. read from a
-// file or encoded ahead of time: one round trip, one script, idempotent per
-// group id.
+// file or encoded ahead of time: one transaction, idempotent per group id.
 func (p *Producer) AddGroupPayloads(ctx context.Context, job string, groups []GroupPayload) ([]bool, error) {
 	keys := JobKeys(job)
 	if err := p.wait(ctx, keys.Groups, int64(len(groups))); err != nil {
 		return nil, err
 	}
-	args := make([]any, 0, 4*len(groups))
-	for _, g := range groups {
-		args = append(args, g.GroupID, strconv.FormatInt(g.PolicyVersion, 10), traj.TrajectorySchema, g.JSON)
+	members := make([]string, len(groups))
+	for i, g := range groups {
+		members[i] = g.GroupID
 	}
-	ids, err := addGroupsScript.Run(ctx, p.client, []string{keys.Groups, keys.GroupsWritten}, args...).StringSlice()
+	written, err := gatedTx(ctx, p.client, keys.GroupsWritten, members, func(pipe goredis.Pipeliner, fresh []bool) {
+		for i, g := range groups {
+			if fresh[i] {
+				pipe.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Groups, Values: []any{
+					FieldGroupID, g.GroupID, FieldPolicyVersion, strconv.FormatInt(g.PolicyVersion, 10),
+					FieldSchema, traj.TrajectorySchema, FieldGroup, g.JSON}})
+			}
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("redis: add %d groups to %s: %w", len(groups), keys.Groups, err)
 	}
-	written := make([]bool, len(ids))
 	n := int64(0)
-	for i, id := range ids {
-		written[i] = id != ""
-		if written[i] {
+	for _, w := range written {
+		if w {
 			n++
 		}
 	}
