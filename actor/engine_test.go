@@ -36,6 +36,7 @@ type trajectory struct {
 	finish   traj.FinishReason
 	segs     []traj.Segment
 	prompt   int
+	text     string
 }
 
 // generate runs the same 16 trajectories (4 prompts x 4 samples, with tool
@@ -71,7 +72,7 @@ func generateStats(t *testing.T, pol *Policy, maxBatch, g int, sampling Sampling
 		if s.State() != StateFinished {
 			t.Fatalf("seq %d is %s after the engine went idle", i, s.State())
 		}
-		out[i] = trajectory{s.Tokens(), s.LossMask(), s.Logprobs(), s.FinishReason(), s.Segments(), s.PromptLen()}
+		out[i] = trajectory{s.Tokens(), s.LossMask(), s.Logprobs(), s.FinishReason(), s.Segments(), s.PromptLen(), s.Text()}
 	}
 	return out, eng.Stats()
 }
@@ -210,6 +211,15 @@ func TestSegments(t *testing.T) {
 		}
 		if end != len(resp) {
 			t.Fatalf("seq %d: segments end at %d, response has %d tokens", i, end, len(resp))
+		}
+		var model strings.Builder
+		for _, seg := range tr.segs {
+			if seg.Kind == traj.SegmentModel {
+				model.WriteString(seg.Text)
+			}
+		}
+		if tr.text != model.String() {
+			t.Fatalf("seq %d: Text %q, model segments %q", i, tr.text, model.String())
 		}
 	}
 }

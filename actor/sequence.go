@@ -122,6 +122,18 @@ func (s *Sequence) Segments() []traj.Segment {
 	return out
 }
 
+// Text returns the text the model generated, all model segments
+// concatenated (tool segments excluded).
+func (s *Sequence) Text() string {
+	var b strings.Builder
+	for _, seg := range s.Segments() {
+		if seg.Kind == traj.SegmentModel {
+			b.WriteString(seg.Text)
+		}
+	}
+	return b.String()
+}
+
 // Inject queues tokens from the environment (a tool result and the turn
 // separators around it) after a paused sequence's tool call. They enter the
 // sequence with loss mask 0 and logprob 0 and are prefilled onto its cache
