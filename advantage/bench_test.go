@@ -111,7 +111,7 @@ func BenchmarkServiceVsRaw(b *testing.B) {
 
 // rawStreamRun XADDs the payloads (pipelined, batch per round trip), then
 // reads them back with XREADGROUP COUNT batch and XACKs each batch.
-func rawStreamRun(b *testing.B, client goredis.UniversalClient, payloads [][]byte, batch int) time.Duration {
+func rawStreamRun(b testing.TB, client goredis.UniversalClient, payloads [][]byte, batch int) time.Duration {
 	ctx := context.Background()
 	const stream = "raw"
 	start := time.Now()
@@ -147,7 +147,7 @@ func rawStreamRun(b *testing.B, client goredis.UniversalClient, payloads [][]byt
 
 // serviceRun adds the same payloads with Producer.AddGroupPayloads (the
 // idempotent script) and runs the service until every group is done.
-func serviceRun(b *testing.B, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte, batch int) time.Duration {
+func serviceRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte, batch int) time.Duration {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := DefaultConfig()

@@ -1,6 +1,8 @@
 package advantage
 
 import (
+	"bytes"
+	encjson "encoding/json"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -26,11 +28,17 @@ func jsonNames(v any) []string {
 // The wire structs must follow traj's: a field added there must be added
 // here, or the service would reject (strict decode) every group carrying it.
 func TestWireStructsMirrorTraj(t *testing.T) {
-	if a, b := jsonNames(wireTrajectory{}), jsonNames(traj.Trajectory{}); !reflect.DeepEqual(a, b) {
-		t.Errorf("wireTrajectory fields %v\n  traj.Trajectory fields %v", a, b)
+	bare := func(names []string) []string {
+		for i, n := range names {
+			names[i], _, _ = strings.Cut(n, ",")
+		}
+		return names
 	}
-	if a, b := jsonNames(wireGroup{}), jsonNames(traj.Group{}); !reflect.DeepEqual(a, b) {
-		t.Errorf("wireGroup fields %v\n  traj.Group fields %v", a, b)
+	if a, b := trajectoryFields, bare(jsonNames(traj.Trajectory{})); !reflect.DeepEqual(a, b) {
+		t.Errorf("decoder's trajectory fields %v\n  traj.Trajectory fields %v", a, b)
+	}
+	if a, b := groupFields, bare(jsonNames(traj.Group{})); !reflect.DeepEqual(a, b) {
+		t.Errorf("decoder's group fields %v\n  traj.Group fields %v", a, b)
 	}
 	if a := jsonNames(traj.AdvantageRecord{}); strings.Join(a, " ") != "schema trajectory_id group_id sample_index policy_version input_ids prompt_len "+
 		"loss_mask old_logprobs ref_logprobs,omitempty advantages kl,omitempty kl_estimator,omitempty reward step_rewards,omitempty "+
@@ -54,6 +62,10 @@ func TestWireCodecMatchesTraj(t *testing.T) {
 			}
 			if iter%5 == 0 {
 				tr.Logprobs[0] = -1e-30
+			}
+			if iter%4 == 1 {
+				tr.Seed, tr.Answer, tr.Meta = rng.Uint64(), "42 é\n", []byte(`{"k":[1,"]"]}`)
+				tr.Model.Hash = "sha256:x"
 			}
 		}
 		data, err := traj.MarshalGroup(&g)
@@ -113,10 +125,47 @@ func TestWireDecodeRejects(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	// Whitespace inside arrays is valid JSON and decodes.
-	spaced := strings.Replace(s, `"tokens":[1,2`, `"tokens":[ 1 , 2`, 1)
-	if _, _, err := decodeWireGroup([]byte(spaced)); err != nil {
-		t.Errorf("spaced array: %v", err)
+	for name, bad := range map[string]string{
+		"leading zero":  strings.Replace(s, `"tokens":[1,`, `"tokens":[01,`, 1),
+		"bare fraction": strings.Replace(s, `"logprobs":[`, `"logprobs":[-.5,`, 1),
+		"open fraction": strings.Replace(s, `"logprobs":[`, `"logprobs":[-1.,`, 1),
+		"float size":    strings.Replace(s, `"group_size":2`, `"group_size":2.0`, 1),
+		"missing comma": strings.Replace(s, `"tokens":[1,`, `"tokens":[1 `, 1),
+		"bad key":       strings.Replace(s, `"prompt_len"`, `prompt_len`, 1),
+		"overflow":      strings.Replace(s, `"logprobs":[`, `"logprobs":[-1e39,`, 1),
+	} {
+		if bad == s {
+			t.Fatalf("%s: replacement did not apply", name)
+		}
+		if _, _, err := decodeWireGroup([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// Whitespace anywhere, keys in other case and escaped keys are valid JSON
+	// and decode as traj's decoder decodes them.
+	var indented bytes.Buffer
+	if err := encjson.Indent(&indented, data, " ", "\t"); err != nil {
+		t.Fatal(err)
+	}
+	for name, good := range map[string]string{
+		"spaced array": strings.Replace(s, `"tokens":[1,2`, `"tokens":[ 1 , 2`, 1),
+		"indented":     indented.String(),
+		"key case":     strings.Replace(s, `"prompt_len"`, `"Prompt_Len"`, 1),
+		"escaped key":  strings.Replace(s, `"prompt_len"`, `"prompt\u005flen"`, 1),
+	} {
+		if good == s {
+			t.Fatalf("%s: replacement did not apply", name)
+		}
+		want, err := traj.UnmarshalGroup([]byte(good))
+		if err != nil {
+			t.Fatalf("%s: traj rejects it: %v", name, err)
+		}
+		got, _, err := decodeWireGroup([]byte(good))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if !reflect.DeepEqual(*got, want) {
+			t.Errorf("%s: decoded group differs from traj's", name)
+		}
 	}
 }
 
