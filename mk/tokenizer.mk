@@ -6,7 +6,7 @@ TOKENIZER_STAMP   := $(TOKENIZER_SCRIPTS)/node_modules/.toolrl-installed
 TEST_DEPS     += tokenizer-deps
 BENCH_TARGETS += bench-tokenizer
 
-.PHONY: tokenizer-deps tokenizer-goldens tokenizer-unicode bench-tokenizer fuzz-tokenizer tokenizer-hf-lib test-tokenizer-hf
+.PHONY: tokenizer-deps tokenizer-goldens tokenizer-unicode tokenizer-diff bench-tokenizer fuzz-tokenizer tokenizer-hf-lib test-tokenizer-hf
 
 ## tokenizer-deps: npm install of the reference binding and the tokenizer.json packages (idempotent)
 tokenizer-deps: $(TOKENIZER_STAMP)
@@ -23,6 +23,12 @@ tokenizer-goldens: tokenizer-deps
 ## tokenizer-unicode: regenerate tokenizer/unicode_ref.go (the reference's character classes and normalization exceptions)
 tokenizer-unicode: tokenizer-deps
 	$(GO) run ./tokenizer/internal/genunicode
+
+## tokenizer-diff: encode/decode SEED-seeded random strings (COUNT, default 2000) with the reference and toolrl tokenize
+tokenizer-diff: tokenizer-deps
+	@mkdir -p bin
+	$(GO) build -o bin/toolrl ./cmd/toolrl
+	node $(TOKENIZER_SCRIPTS)/diff.js bin/toolrl $(or $(SEED),1) $(or $(COUNT),2000)
 
 ## fuzz-tokenizer: 60 s each on the scanner-vs-regexp2 and encode/decode round-trip fuzz targets
 fuzz-tokenizer:
