@@ -93,12 +93,18 @@ func BenchmarkServiceVsRaw(b *testing.B) {
 	}
 	b.ResetTimer()
 	var raw, svc time.Duration
+	var rawCPU, svcCPU cpuUse
 	for iter := 0; iter < b.N; iter++ {
 		if err := client.FlushAll(ctx).Err(); err != nil {
 			b.Fatal(err)
 		}
+		before := measureCPU(b, client)
 		raw += rawStreamRun(b, client, payloads, batch)
+		mid := measureCPU(b, client)
 		svc += serviceRun(b, client, groups, payloads, batch)
+		after := measureCPU(b, client)
+		rawCPU = rawCPU.add(mid.sub(before))
+		svcCPU = svcCPU.add(after.sub(mid))
 	}
 	b.StopTimer()
 	rawRate := float64(n*b.N) / raw.Seconds()
@@ -107,6 +113,43 @@ func BenchmarkServiceVsRaw(b *testing.B) {
 	b.ReportMetric(svcRate, "service-groups/s")
 	b.ReportMetric(svcRate/rawRate, "ratio")
 	b.ReportMetric(float64(tokens*int64(b.N))/svc.Seconds(), "service-tokens/s")
+	// CPU per group, of this process (client) and of redis-server: on a
+	// shared machine these say more than the wall-clock rates.
+	perGroup := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n*b.N) }
+	b.ReportMetric(perGroup(rawCPU.client), "raw-client-cpu-µs/group")
+	b.ReportMetric(perGroup(rawCPU.server), "raw-server-cpu-µs/group")
+	b.ReportMetric(perGroup(svcCPU.client), "service-client-cpu-µs/group")
+	b.ReportMetric(perGroup(svcCPU.server), "service-server-cpu-µs/group")
+	if svcCPU.client+svcCPU.server > 0 {
+		b.ReportMetric(float64(rawCPU.client+rawCPU.server)/float64(svcCPU.client+svcCPU.server), "cpu-ratio")
+	}
+}
+
+// cpuUse is CPU time used by this process (client) and by redis-server.
+type cpuUse struct{ client, server time.Duration }
+
+func (a cpuUse) add(b cpuUse) cpuUse { return cpuUse{a.client + b.client, a.server + b.server} }
+func (a cpuUse) sub(b cpuUse) cpuUse { return cpuUse{a.client - b.client, a.server - b.server} }
+
+// measureCPU reads this process's CPU time and redis-server's (INFO cpu:
+// used_cpu_user + used_cpu_sys).
+func measureCPU(b testing.TB, client goredis.UniversalClient) cpuUse {
+	info, err := client.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var server float64
+	for _, line := range strings.Split(info, "\n") {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "used_cpu_user" || name == "used_cpu_sys" {
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu %s: %v", line, err)
+			}
+			server += v
+		}
+	}
+	return cpuUse{client: processCPU(), server: time.Duration(server * float64(time.Second))}
 }
 
 // rawStreamRun XADDs the payloads (pipelined, batch per round trip), then
