@@ -4,6 +4,7 @@ import (
 	encjson "encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -173,12 +174,32 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *rawArrays) ([]byte, er
 		b = append(b, `,"kl_estimator":`...)
 		b = appendString(b, r.KLEstimator)
 	}
-	b = append(b, `,"reward":`...)
-	reward, err := encjson.Marshal(r.Reward)
+	b = append(b, `,"reward":{"total":`...)
+	b, err := appendFloat(b, r.Reward.Total, 64)
 	if err != nil {
-		return nil, fmt.Errorf("encode advantage record %s reward: %w", r.TrajectoryID, err)
+		return nil, fmt.Errorf("encode advantage record %s reward.total: %w", r.TrajectoryID, err)
 	}
-	b = append(b, reward...)
+	if len(r.Reward.Parts) > 0 {
+		// encoding/json writes map keys sorted.
+		names := make([]string, 0, len(r.Reward.Parts))
+		for name := range r.Reward.Parts {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		b = append(b, `,"parts":{`...)
+		for i, name := range names {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, name)
+			b = append(b, ':')
+			if b, err = appendFloat(b, r.Reward.Parts[name], 64); err != nil {
+				return nil, fmt.Errorf("encode advantage record %s reward.parts.%s: %w", r.TrajectoryID, name, err)
+			}
+		}
+		b = append(b, '}')
+	}
+	b = append(b, '}')
 	if len(r.StepRewards) > 0 {
 		b = append(b, `,"step_rewards":[`...)
 		for i, v := range r.StepRewards {

@@ -498,21 +498,25 @@ func (s *scanner) int32s() ([]int32, []byte, error) {
 	}
 	out := make([]int32, 0, max(s.hint, 16))
 	for more := !empty; more; {
-		num, isInt, err := s.number()
-		if err == nil && !isInt {
-			err = fmt.Errorf("%s is not an integer", num)
+		// Token ids are short non-negative decimals without a leading zero:
+		// parse those inline, the rest through the full grammar.
+		b, i := s.b, s.i
+		v := int32(0)
+		for i < len(b) && i-s.i < 9 && isDigit(b[i]) {
+			v = v*10 + int32(b[i]-'0')
+			i++
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("[%d]: %w", len(out), err)
-		}
-		if len(num) <= 9 && num[0] != '-' {
-			// Token ids are short non-negative decimals: parse those inline.
-			v := int32(0)
-			for _, c := range num {
-				v = v*10 + int32(c-'0')
-			}
+		if n := i - s.i; n > 0 && (b[s.i] != '0' || n == 1) && (i == len(b) || !isDigit(b[i]) && b[i] != '.' && b[i]|0x20 != 'e') {
 			out = append(out, v)
+			s.i = i
 		} else {
+			num, isInt, err := s.number()
+			if err == nil && !isInt {
+				err = fmt.Errorf("%s is not an integer", num)
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("[%d]: %w", len(out), err)
+			}
 			v, err := strconv.ParseInt(unsafeString(num), 10, 32)
 			if err != nil {
 				return nil, nil, fmt.Errorf("[%d]: %w", len(out), err)
