@@ -50,10 +50,10 @@ type numbers struct {
 	easy bool
 }
 
-// any returns a number with 1–4 digits (the digit count uniform), or 1–10 when easy.
+// any returns a number with 1–4 digits (the digit count uniform), or 1–5 when easy.
 func (n numbers) any() int64 {
 	if n.easy {
-		return 1 + n.r.Int64N(10)
+		return 1 + n.r.Int64N(5)
 	}
 	digits := 1 + n.r.IntN(4)
 	lo := int64(1)
@@ -66,10 +66,10 @@ func (n numbers) any() int64 {
 	return lo + n.r.Int64N(9*lo)
 }
 
-// small returns a factor of 2–99 (2–10 when easy), used for multipliers and divisors.
+// small returns a factor of 2–99 (2–5 when easy), used for multipliers and divisors.
 func (n numbers) small() int64 {
 	if n.easy {
-		return 2 + n.r.Int64N(9)
+		return 2 + n.r.Int64N(4)
 	}
 	if n.r.IntN(2) == 0 {
 		return 2 + n.r.Int64N(8)
@@ -77,10 +77,10 @@ func (n numbers) small() int64 {
 	return 10 + n.r.Int64N(90)
 }
 
-// mid returns a factor of 2–999 (2–10 when easy).
+// mid returns a factor of 2–999 (2–5 when easy).
 func (n numbers) mid() int64 {
 	if n.easy {
-		return 2 + n.r.Int64N(9)
+		return 2 + n.r.Int64N(4)
 	}
 	switch n.r.IntN(3) {
 	case 0:
@@ -106,7 +106,7 @@ func (n numbers) quotient() (int64, int64, int64) {
 	d := n.small()
 	q := n.mid()
 	if n.easy {
-		q = 1 + n.r.Int64N(10)
+		q = 1 + n.r.Int64N(5)
 	}
 	for d*q > 9999 {
 		q /= 2
