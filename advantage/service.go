@@ -253,8 +253,8 @@ func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.M
 	}
 	var records, dups int
 	for len(outputs) > 0 {
-		// One script per chunk of at most maxCommitBytes (and at least one
-		// group): a script blocks the server while it runs.
+		// One transaction per chunk of at most maxCommitBytes (and at least
+		// one group): EXEC blocks the server while it runs.
 		n, size := 0, 0
 		for n < len(outputs) && (n == 0 || size+outputBytes(&outputs[n]) <= maxCommitBytes) {
 			size += outputBytes(&outputs[n])
@@ -285,7 +285,7 @@ func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.M
 	return nil
 }
 
-// maxCommitBytes bounds the field bytes of one commit script.
+// maxCommitBytes bounds the field bytes of one commit transaction.
 const maxCommitBytes = 16 << 20
 
 func outputBytes(o *redis.Output) int {

@@ -14,8 +14,8 @@ const (
 )
 
 // Keys are the Redis keys of one job. Every key embeds the hash tag {job}, so
-// in a Redis Cluster they all live in one slot and a Lua script may touch any
-// of them together.
+// in a Redis Cluster they all live in one slot and one transaction or Lua
+// script may touch any of them together.
 type Keys struct {
 	// Job is the job name the keys were made from.
 	Job string
