@@ -157,9 +157,11 @@ func (s *scanner) trajectory(t *traj.Trajectory, raw *rawArrays) error {
 
 // scanner walks one JSON document.
 type scanner struct {
-	b    []byte
-	i    int
-	hint int // length of the last number array read
+	b []byte
+	i int
+	// tokensHint and responseHint are the lengths of the last tokens array
+	// and of the last per-response array read: they size the next ones.
+	tokensHint, responseHint int
 }
 
 var errUnexpectedEnd = io.ErrUnexpectedEOF
@@ -487,8 +489,7 @@ func (s *scanner) arrayNext() (more bool, err error) {
 }
 
 // The per-token arrays are read by one loop each (no callbacks: they are
-// most of the bytes). Their raw bytes (nil for null) are returned alongside;
-// s.hint, the length of the last array read, sizes the next.
+// most of the bytes). Their raw bytes (nil for null) are returned alongside.
 
 func (s *scanner) int32s() ([]int32, []byte, error) {
 	start := s.i
@@ -496,7 +497,7 @@ func (s *scanner) int32s() ([]int32, []byte, error) {
 	if !ok || err != nil {
 		return nil, nil, err
 	}
-	out := make([]int32, 0, max(s.hint, 16))
+	out := make([]int32, 0, max(s.tokensHint, 16))
 	for more := !empty; more; {
 		// Token ids are short non-negative decimals without a leading zero:
 		// parse those inline, the rest through the full grammar.
@@ -527,7 +528,7 @@ func (s *scanner) int32s() ([]int32, []byte, error) {
 			return nil, nil, err
 		}
 	}
-	s.hint = len(out)
+	s.tokensHint = len(out)
 	return out, s.b[start:s.i], nil
 }
 
@@ -537,7 +538,7 @@ func (s *scanner) uint8s() ([]uint8, []byte, error) {
 	if !ok || err != nil {
 		return nil, nil, err
 	}
-	out := make([]uint8, 0, max(s.hint, 16))
+	out := make([]uint8, 0, max(s.responseHint, 16))
 	for more := !empty; more; {
 		// The common case, a single digit followed by ',' or ']'.
 		if i := s.i; i+1 < len(s.b) && isDigit(s.b[i]) && (s.b[i+1] == ',' || s.b[i+1] == ']') {
@@ -561,7 +562,7 @@ func (s *scanner) uint8s() ([]uint8, []byte, error) {
 			return nil, nil, err
 		}
 	}
-	s.hint = len(out)
+	s.responseHint = len(out)
 	return out, s.b[start:s.i], nil
 }
 
@@ -571,7 +572,7 @@ func (s *scanner) float32s() ([]float32, []byte, error) {
 	if !ok || err != nil {
 		return nil, nil, err
 	}
-	out := make([]float32, 0, max(s.hint, 16))
+	out := make([]float32, 0, max(s.responseHint, 16))
 	for more := !empty; more; {
 		from := s.i
 		end, v, fast, err := scanFloat32(s.b, s.i)
@@ -589,7 +590,7 @@ func (s *scanner) float32s() ([]float32, []byte, error) {
 			return nil, nil, err
 		}
 	}
-	s.hint = len(out)
+	s.responseHint = len(out)
 	return out, s.b[start:s.i], nil
 }
 
