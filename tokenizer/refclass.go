@@ -20,12 +20,13 @@ func refClassPattern(pattern string) string {
 		case c == '\\' && i+1 < len(pattern):
 			rest := pattern[i+1:]
 			var table *unicode.RangeTable
+			category := ""
 			negate, skip := false, 1
 			switch {
 			case (rest[0] == 'p' || rest[0] == 'P' && !inClass) && strings.HasPrefix(rest[1:], "{") && strings.Contains(rest, "}"):
 				name := rest[2:strings.Index(rest, "}")]
 				if t, ok := refCategories[name]; ok {
-					table, skip, negate = t, 2+len(name)+1, rest[0] == 'P'
+					table, skip, negate, category = t, 2+len(name)+1, rest[0] == 'P', name
 				}
 			case rest[0] == 's':
 				table = refSpace
@@ -44,7 +45,16 @@ func refClassPattern(pattern string) string {
 					b.WriteByte('^')
 				}
 			}
-			writeClassRanges(&b, table)
+			if extra, ok := refCategoryExtra[category]; ok && unicode.Version == goUnicodeVersion {
+				// Go's category plus what only the reference has: regexp2
+				// tests \p{X} by binary search, explicit ranges one by one.
+				fmt.Fprintf(&b, `\p{%s}`, category)
+				for k := 0; k+1 < len(extra); k += 2 {
+					writeRange(&b, uint32(extra[k]), uint32(extra[k+1]))
+				}
+			} else {
+				writeClassRanges(&b, table)
+			}
 			if !inClass {
 				b.WriteByte(']')
 			}
@@ -70,18 +80,19 @@ func refClassPattern(pattern string) string {
 	return b.String()
 }
 
-func writeClassRanges(b *strings.Builder, t *unicode.RangeTable) {
-	write := func(lo, hi uint32) {
-		if lo == hi {
-			fmt.Fprintf(b, `\x{%x}`, lo)
-		} else {
-			fmt.Fprintf(b, `\x{%x}-\x{%x}`, lo, hi)
-		}
+func writeRange(b *strings.Builder, lo, hi uint32) {
+	if lo == hi {
+		fmt.Fprintf(b, `\x{%x}`, lo)
+	} else {
+		fmt.Fprintf(b, `\x{%x}-\x{%x}`, lo, hi)
 	}
+}
+
+func writeClassRanges(b *strings.Builder, t *unicode.RangeTable) {
 	for _, r := range t.R16 {
-		write(uint32(r.Lo), uint32(r.Hi))
+		writeRange(b, uint32(r.Lo), uint32(r.Hi))
 	}
 	for _, r := range t.R32 {
-		write(r.Lo, r.Hi)
+		writeRange(b, r.Lo, r.Hi)
 	}
 }

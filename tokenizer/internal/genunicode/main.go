@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -84,6 +85,48 @@ func main() {
 	for _, c := range cats {
 		writeRanges(&b, "refCategory"+c, fmt.Sprintf(`is \p{%s} in the reference's regex engine.`, c), d.Categories[c])
 	}
+	// What the reference adds to Go's own tables, per category, for regexes:
+	// \p{X} plus a few ranges is much faster in regexp2 than thousands of
+	// explicit ranges. Only valid where Go's category is a subset of the
+	// reference's, and only for the Unicode version of Go's tables here.
+	fmt.Fprintf(&b, "// goUnicodeVersion is the version of Go's tables refCategoryExtra was computed against.\nconst goUnicodeVersion = %q\n\n", unicode.Version)
+	fmt.Fprintf(&b, "// refCategoryExtra maps a category whose Go table is a subset of the reference's to the characters only the reference has.\nvar refCategoryExtra = map[string][]rune{\n")
+	for _, c := range cats {
+		goTable, ok := unicode.Categories[c]
+		if !ok {
+			continue
+		}
+		ref := map[rune]bool{}
+		for _, r := range d.Categories[c] {
+			ref[r] = true
+		}
+		subset := true
+		var extra []rune
+		for r := rune(0); r <= utf8.MaxRune; r++ {
+			inGo := unicode.Is(goTable, r)
+			if inGo && !ref[r] {
+				subset = false
+				break
+			}
+			if !inGo && ref[r] {
+				extra = append(extra, r)
+			}
+		}
+		if !subset {
+			continue
+		}
+		fmt.Fprintf(&b, "%q: {", c)
+		for i := 0; i < len(extra); {
+			j := i
+			for j+1 < len(extra) && extra[j+1] == extra[j]+1 {
+				j++
+			}
+			fmt.Fprintf(&b, "0x%x, 0x%x, ", extra[i], extra[j])
+			i = j + 1
+		}
+		b.WriteString("},\n")
+	}
+	b.WriteString("}\n\n")
 	writeMap(&b, "refLower", "maps every character the reference lowercases (Rust char::to_lowercase) to its lowercase.", runeMap(d.Lower))
 
 	refNonZero := map[rune]bool{}
