@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"bufio"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -126,6 +128,7 @@ type goldenRecord struct {
 
 type goldenHeader struct {
 	Name      string `json:"name"`
+	SHA256    string `json:"sha256"`
 	Reference string `json:"reference"`
 	Strings   int    `json:"strings"`
 	VocabSize int    `json:"vocab_size"`
@@ -210,6 +213,13 @@ func runGoldenParity(t *testing.T, load func(t *testing.T, e goldenEntry) Interf
 			hdr, recs := readGolden(t, e.name)
 			if hdr.Strings != len(corpus) {
 				t.Fatalf("golden was made from %d strings, corpus has %d: regenerate", hdr.Strings, len(corpus))
+			}
+			if e.patch == "" {
+				// An unpatched file is hashed as it is on disk.
+				sum := sha256.Sum256(loadGoldenJSON(t, e))
+				if got := hex.EncodeToString(sum[:]); got != hdr.SHA256 {
+					t.Fatalf("%s changed since its golden was made: run make tokenizer-goldens TOKENIZERS=%s and commit tokenizer/testdata/golden/%s.jsonl.gz", e.file, e.name, e.name)
+				}
 			}
 			if got := tok.VocabSize(); got != hdr.VocabSize {
 				t.Errorf("VocabSize = %d, reference %d", got, hdr.VocabSize)
