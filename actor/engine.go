@@ -105,8 +105,9 @@ type Engine struct {
 	prefillPresent *kvBlock
 	decodeBuf      runBuffers
 	prefillBuf     runBuffers
-	samplers       []sampler // one per sampling goroutine
-	draws          []draw    // this step's token per row
+	held           []*Sequence // paused since the last re-layout, cache still in cur
+	samplers       []sampler   // one per sampling goroutine
+	draws          []draw      // this step's token per row
 	stats          Stats
 	closed         bool
 }
@@ -430,10 +431,7 @@ func (e *Engine) repack(survivors []*Sequence, survivorRows []int, admitted []wo
 			toks := make([]int32, 0, len(s.inject))
 			toks = append(toks, s.tokens[len(s.tokens)-len(s.inject)-1:len(s.tokens)-1]...)
 			preIndex[i] = len(pre)
-			pre = append(pre, prefillRow{
-				past:    rowSource{blk: s.kv, spans: [2]span{{0, s.kv.cols}}},
-				pastLen: s.kv.cols, tokens: toks,
-			})
+			pre = append(pre, prefillRow{past: s.cache, pastLen: s.cache.len(), tokens: toks})
 		}
 	}
 	var preP, preN int
@@ -442,7 +440,21 @@ func (e *Engine) repack(survivors []*Sequence, survivorRows []int, admitted []wo
 		if preP, preN, err = e.prefill(pre); err != nil {
 			return err
 		}
+		for i, w := range admitted {
+			if preIndex[i] >= 0 && w.seq != nil {
+				w.seq.held = false // the prefill has its cache now
+			}
+		}
 	}
+	// Rows still held in the batch buffer are about to be overwritten:
+	// copy them out.
+	for _, s := range e.held {
+		if s.held {
+			s.cache = rowSource{blk: extract(l, s.cache), spans: [2]span{{0, s.cache.len()}}}
+			s.held = false
+		}
+	}
+	e.held = e.held[:0]
 
 	// Sources of the new batch, in row order.
 	var rows []*Sequence
@@ -461,7 +473,7 @@ func (e *Engine) repack(survivors []*Sequence, survivorRows []int, admitted []wo
 				{preP + preN - len(r.tokens), preP + preN},
 			}}
 		} else if w.seq != nil {
-			src = rowSource{blk: w.seq.kv, spans: [2]span{{0, w.seq.kv.cols}}}
+			src = w.seq.cache
 		} else {
 			src = rowSource{blk: e.cur} // one-token prompt: empty cache
 		}
@@ -509,7 +521,7 @@ func (e *Engine) repack(survivors []*Sequence, survivorRows []int, admitted []wo
 	}
 	for _, s := range rows {
 		s.state = StateRunning
-		s.kv = nil
+		s.cache = rowSource{}
 		s.inject = nil
 	}
 	e.rows, e.pads = rows, pads
@@ -543,10 +555,11 @@ func (e *Engine) prefill(rows []prefillRow) (preP, preN int, err error) {
 	}
 	B := len(rows)
 	past := e.prefillPast
-	if B == 1 && rows[0].pastLen > 0 {
-		// One resumed sequence (the common case): its own cache block is
-		// already laid out as a one-row past.
-		past = rows[0].past.blk
+	if r := rows[0]; B == 1 && r.pastLen > 0 && r.past.spans[1].len() == 0 && r.past.spans[0].to == r.past.blk.cols {
+		// One resumed sequence (the common case): its row, left-padded, is
+		// already laid out as a one-row past; point at it.
+		past = r.past.blk.rowView(l, r.past.row)
+		preP = past.cols
 	} else {
 		past.reshape(l, B, preP)
 		for i, r := range rows {
@@ -630,7 +643,11 @@ func (e *Engine) decode() ([]Event, error) {
 		}
 		e.dirty = true
 		if kind == EventToolCall {
-			s.kv = extract(l, rowSource{blk: e.cur, row: r, spans: [2]span{{e.pads[r], T}}})
+			// Held in place: the next re-layout prefills from the row or
+			// copies it out.
+			s.cache = rowSource{blk: e.cur, row: r, spans: [2]span{{e.pads[r], T}}}
+			s.held = true
+			e.held = append(e.held, s)
 		}
 		events = append(events, Event{Kind: kind, Seq: s})
 	}
@@ -772,6 +789,7 @@ func (s *Sequence) closeModelSegment() {
 func (s *Sequence) release(reason traj.FinishReason) {
 	s.state = StateFinished
 	s.finish = reason
-	s.kv = nil
+	s.cache = rowSource{}
+	s.held = false
 	s.inject = nil
 }

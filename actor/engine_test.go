@@ -21,7 +21,7 @@ func (d *everyN) Feed(string) bool {
 // toolResult is the deterministic injection for a paused sequence: its
 // length and content depend on the sequence and how far it has got.
 func toolResult(s *Sequence) []int32 {
-	n := 1 + int((s.Seed()+uint64(len(s.tokens)))%4)
+	n := int((s.Seed() + uint64(len(s.tokens))) % 4) // 0 to 3 tokens: an empty injection resumes directly
 	out := make([]int32, n)
 	for i := range out {
 		out[i] = int32('0' + (len(s.tokens)+i)%10)

@@ -118,3 +118,14 @@ func (b *kvBlock) moveRows(l *ioLayout, from []int) {
 		}
 	}
 }
+
+// rowView returns row r of the block as a one-row block sharing its memory.
+func (b *kvBlock) rowView(l *ioLayout, r int) *kvBlock {
+	rowBytes := l.kvHeads * b.cols * l.headDim * l.kvElem
+	v := &kvBlock{rows: 1, cols: b.cols, keys: make([][]byte, l.layers), values: make([][]byte, l.layers)}
+	for i := range v.keys {
+		v.keys[i] = b.keys[i][r*rowBytes : (r+1)*rowBytes]
+		v.values[i] = b.values[i][r*rowBytes : (r+1)*rowBytes]
+	}
+	return v
+}

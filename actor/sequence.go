@@ -64,10 +64,14 @@ type Sequence struct {
 	open      bool            // the last segment is a model segment still growing
 	inject    []int32         // tokens queued by Inject, not yet prefilled
 
-	// kv is the sequence's own cache while it is out of the batch (paused
-	// or queued after Inject): it covers tokens[:len(tokens)-1]; the last
-	// token is pending, fed by the next decode step.
-	kv *kvBlock
+	// cache is the sequence's cache while it is out of the batch (paused, or
+	// queued after Inject): it covers tokens[:len(tokens)-1]; the last token
+	// is pending, fed by the next decode step. Right after a pause it is the
+	// sequence's row in the engine's batch buffer (held), valid until the
+	// engine's next re-layout, which either prefills from it or copies it
+	// out into a block of the sequence's own.
+	cache rowSource
+	held  bool
 }
 
 // GroupID is the ID of the group request the sequence belongs to.
