@@ -40,6 +40,17 @@ func TestWireStructsMirrorTraj(t *testing.T) {
 	if a, b := groupFields, bare(jsonNames(traj.Group{})); !reflect.DeepEqual(a, b) {
 		t.Errorf("decoder's group fields %v\n  traj.Group fields %v", a, b)
 	}
+	for _, c := range []struct {
+		known []string
+		typ   any
+	}{
+		{modelFields, traj.ModelRef{}}, {segmentFields, traj.Segment{}}, {callFields, traj.ToolCall{}},
+		{resultFields, traj.ToolResult{}}, {rewardFields, traj.Reward{}},
+	} {
+		if b := bare(jsonNames(c.typ)); !reflect.DeepEqual(c.known, b) {
+			t.Errorf("decoder's %T fields %v\n  traj's %v", c.typ, c.known, b)
+		}
+	}
 	if a := jsonNames(traj.AdvantageRecord{}); strings.Join(a, " ") != "schema trajectory_id group_id sample_index policy_version input_ids prompt_len "+
 		"loss_mask old_logprobs ref_logprobs,omitempty advantages kl,omitempty kl_estimator,omitempty reward step_rewards,omitempty "+
 		"segments,omitempty mode estimator zero_variance,omitempty stale,omitempty" {
@@ -66,6 +77,17 @@ func TestWireCodecMatchesTraj(t *testing.T) {
 			if iter%4 == 1 {
 				tr.Seed, tr.Answer, tr.Meta = rng.Uint64(), "42 é\n", []byte(`{"k":[1,"]"]}`)
 				tr.Model.Hash = "sha256:x"
+				call := &traj.ToolCall{Name: "calc", Arguments: []byte(`{"expression":"1 + 2"}`), Raw: "<call>1+2</call>"}
+				tr.Segments[0].Call = call
+				if len(tr.Segments) > 1 {
+					tr.Segments[1].Call = call
+					tr.Segments[1].Result = &traj.ToolResult{ErrorClass: "timeout", Error: "took \"long\"", Content: "",
+						LatencyMS: 12.5, Truncated: true}
+				}
+			}
+			if iter%4 == 2 {
+				tr.Reward.Parts = nil
+				tr.Segments[0].Call = &traj.ToolCall{Name: "x", Raw: "?", ParseError: "bad_json: eof"}
 			}
 		}
 		data, err := traj.MarshalGroup(&g)
@@ -126,13 +148,18 @@ func TestWireDecodeRejects(t *testing.T) {
 		}
 	}
 	for name, bad := range map[string]string{
-		"leading zero":  strings.Replace(s, `"tokens":[1,`, `"tokens":[01,`, 1),
-		"bare fraction": strings.Replace(s, `"logprobs":[`, `"logprobs":[-.5,`, 1),
-		"open fraction": strings.Replace(s, `"logprobs":[`, `"logprobs":[-1.,`, 1),
-		"float size":    strings.Replace(s, `"group_size":2`, `"group_size":2.0`, 1),
-		"missing comma": strings.Replace(s, `"tokens":[1,`, `"tokens":[1 `, 1),
-		"bad key":       strings.Replace(s, `"prompt_len"`, `prompt_len`, 1),
-		"overflow":      strings.Replace(s, `"logprobs":[`, `"logprobs":[-1e39,`, 1),
+		"leading zero":   strings.Replace(s, `"tokens":[1,`, `"tokens":[01,`, 1),
+		"bare fraction":  strings.Replace(s, `"logprobs":[`, `"logprobs":[-.5,`, 1),
+		"open fraction":  strings.Replace(s, `"logprobs":[`, `"logprobs":[-1.,`, 1),
+		"float size":     strings.Replace(s, `"group_size":2`, `"group_size":2.0`, 1),
+		"missing comma":  strings.Replace(s, `"tokens":[1,`, `"tokens":[1 `, 1),
+		"bad key":        strings.Replace(s, `"prompt_len"`, `prompt_len`, 1),
+		"overflow":       strings.Replace(s, `"logprobs":[`, `"logprobs":[-1e39,`, 1),
+		"unknown model":  strings.Replace(s, `"model":{`, `"model":{"surprise":1,`, 1),
+		"unknown result": strings.Replace(s, `"result":{`, `"result":{"surprise":1,`, 1),
+		"bad meta":       strings.Replace(s, `"finish_reason"`, `"meta":{"a":},"finish_reason"`, 1),
+		"string reward":  strings.Replace(s, `"total":`, `"total":"1",`, 1),
+		"bool ok":        strings.Replace(s, `"ok":true`, `"ok":1`, 1),
 	} {
 		if bad == s {
 			t.Fatalf("%s: replacement did not apply", name)
@@ -152,6 +179,10 @@ func TestWireDecodeRejects(t *testing.T) {
 		"indented":     indented.String(),
 		"key case":     strings.Replace(s, `"prompt_len"`, `"Prompt_Len"`, 1),
 		"escaped key":  strings.Replace(s, `"prompt_len"`, `"prompt\u005flen"`, 1),
+		"nulls": strings.Replace(strings.Replace(s, `"finish_reason"`, `"meta":null,"answer":null,"finish_reason"`, 1),
+			`"model":{`, `"model":{"hash":null,`, 1),
+		"meta":       strings.Replace(s, `"finish_reason"`, `"meta":{"a": [1, {"b":"}"}]},"finish_reason"`, 1),
+		"parts case": strings.Replace(s, `"total":`, `"Parts":{"Odd \"key\"":-0.25,"b":1e-7},"TOTAL":`, 1),
 	} {
 		if good == s {
 			t.Fatalf("%s: replacement did not apply", name)

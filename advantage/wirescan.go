@@ -8,25 +8,28 @@ import (
 	"io"
 	"strconv"
 
-	json "github.com/goccy/go-json"
-
 	"github.com/toolrl/toolrl/traj"
 )
 
 // The service's group decoder: one pass over the entry's JSON that parses
 // the per-token arrays in place (strict JSON number grammar, the fast
-// float32 path of wire.go) and keeps their raw bytes for the records, reads
-// strings and integers directly, and hands only the small nested values
-// (model, segments, reward, step_rewards, meta) to go-json, strictly. Unknown
-// fields are an error at every level, keys match case-insensitively as in
-// encoding/json, and the result is validated (traj.Group.Validate), so a
-// corrupt entry is dead-lettered with the field at fault.
+// float32 path of wire.go) and keeps their raw bytes for the records, and
+// reads every other value directly as well (raw JSON values such as meta and
+// call arguments are checked with encoding/json.Valid). Unknown fields are an
+// error at every level, keys match case-insensitively as in encoding/json,
+// and the result is validated (traj.Group.Validate), so a corrupt entry is
+// dead-lettered with the field at fault.
 
-// groupFields and trajectoryFields are the JSON names the decoder knows, in
-// traj's order (a test checks them against traj.Group and traj.Trajectory: a
-// field added there must be decoded here, or the service would reject every
-// group carrying it).
+// The JSON names the decoder knows for each traj type, in traj's order (a
+// test checks them against the types: a field added there must be decoded
+// here, or the service would reject every group carrying it).
 var (
+	modelFields   = []string{"name", "hash"}
+	segmentFields = []string{"kind", "turn", "start", "end", "text", "call", "result"}
+	callFields    = []string{"name", "arguments", "raw", "parse_error"}
+	resultFields  = []string{"ok", "error_class", "error", "content", "latency_ms", "truncated"}
+	rewardFields  = []string{"total", "parts"}
+
 	groupFields      = []string{"schema", "group_id", "job_id", "prompt_id", "policy_version", "trajectories"}
 	trajectoryFields = []string{"schema", "id", "job_id", "prompt_id", "group_id", "group_size", "sample_index",
 		"policy_version", "seed", "model", "tokens", "prompt_len", "loss_mask", "logprobs", "ref_logprobs",
@@ -116,7 +119,7 @@ func (s *scanner) trajectory(t *traj.Trajectory, raw *rawArrays) error {
 		case "seed":
 			t.Seed, err = s.uint64()
 		case "model":
-			err = s.delegate(&t.Model)
+			err = s.model(&t.Model)
 		case "tokens":
 			t.Tokens, raw.tokens, err = s.int32s()
 		case "prompt_len":
@@ -130,23 +133,19 @@ func (s *scanner) trajectory(t *traj.Trajectory, raw *rawArrays) error {
 		case "ref_logprobs":
 			t.RefLogprobs, raw.refLogprobs, err = s.float32s()
 		case "segments":
-			t.Segments = nil
-			err = s.delegate(&t.Segments)
+			t.Segments, err = s.segments()
 		case "finish_reason":
 			var r string
 			r, err = s.str()
 			t.FinishReason = traj.FinishReason(r)
 		case "reward":
-			t.Reward = traj.Reward{}
-			err = s.delegate(&t.Reward)
+			err = s.reward(&t.Reward)
 		case "step_rewards":
-			t.StepRewards = nil
-			err = s.delegate(&t.StepRewards)
+			t.StepRewards, err = s.float64s()
 		case "answer":
 			t.Answer, err = s.str()
 		case "meta":
-			t.Meta = nil
-			err = s.delegate((*json.RawMessage)(&t.Meta))
+			t.Meta, err = s.raw()
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
@@ -594,26 +593,249 @@ func (s *scanner) float32s() ([]float32, []byte, error) {
 	return out, s.b[start:s.i], nil
 }
 
-// delegate decodes the next value into v with go-json, unknown fields
-// rejected.
-func (s *scanner) delegate(v any) error {
+// nested reads an object (null leaves it alone, as encoding/json does).
+func (s *scanner) nested(names []string, field func(key string) error) error {
+	if s.null() {
+		return nil
+	}
+	return s.object(names, func(key string) error {
+		if err := field(key); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return nil
+	})
+}
+
+func (s *scanner) model(m *traj.ModelRef) error {
+	return s.nested(modelFields, func(key string) (err error) {
+		switch key {
+		case "name":
+			m.Name, err = s.str()
+		case "hash":
+			m.Hash, err = s.str()
+		}
+		return err
+	})
+}
+
+func (s *scanner) reward(r *traj.Reward) error {
+	return s.nested(rewardFields, func(key string) (err error) {
+		switch key {
+		case "total":
+			r.Total, err = s.float64()
+		case "parts":
+			if s.null() {
+				r.Parts = nil
+				return nil
+			}
+			if r.Parts == nil {
+				r.Parts = map[string]float64{}
+			}
+			return s.mapObject(func(name string) error {
+				v, err := s.float64()
+				r.Parts[name] = v
+				return err
+			})
+		}
+		return err
+	})
+}
+
+func (s *scanner) segments() ([]traj.Segment, error) {
+	if s.null() {
+		return nil, nil
+	}
+	out := make([]traj.Segment, 0, 8)
+	err := s.array(func(i int) error {
+		out = append(out, traj.Segment{})
+		seg := &out[i]
+		err := s.nested(segmentFields, func(key string) (err error) {
+			switch key {
+			case "kind":
+				var k string
+				k, err = s.str()
+				seg.Kind = traj.SegmentKind(k)
+			case "turn":
+				seg.Turn, err = s.int()
+			case "start":
+				seg.Start, err = s.int()
+			case "end":
+				seg.End, err = s.int()
+			case "text":
+				seg.Text, err = s.str()
+			case "call":
+				if s.null() {
+					seg.Call = nil
+					return nil
+				}
+				if seg.Call == nil {
+					seg.Call = &traj.ToolCall{}
+				}
+				err = s.call(seg.Call)
+			case "result":
+				if s.null() {
+					seg.Result = nil
+					return nil
+				}
+				if seg.Result == nil {
+					seg.Result = &traj.ToolResult{}
+				}
+				err = s.result(seg.Result)
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("[%d].%w", i, err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *scanner) call(c *traj.ToolCall) error {
+	return s.nested(callFields, func(key string) (err error) {
+		switch key {
+		case "name":
+			c.Name, err = s.str()
+		case "arguments":
+			c.Arguments, err = s.raw()
+		case "raw":
+			c.Raw, err = s.str()
+		case "parse_error":
+			c.ParseError, err = s.str()
+		}
+		return err
+	})
+}
+
+func (s *scanner) result(r *traj.ToolResult) error {
+	return s.nested(resultFields, func(key string) (err error) {
+		switch key {
+		case "ok":
+			r.OK, err = s.bool(r.OK)
+		case "error_class":
+			r.ErrorClass, err = s.str()
+		case "error":
+			r.Error, err = s.str()
+		case "content":
+			r.Content, err = s.str()
+		case "latency_ms":
+			r.LatencyMS, err = s.float64()
+		case "truncated":
+			r.Truncated, err = s.bool(r.Truncated)
+		}
+		return err
+	})
+}
+
+// mapObject reads an object with arbitrary keys (matched exactly, as
+// encoding/json does for maps), calling field for each.
+func (s *scanner) mapObject(field func(key string) error) error {
+	s.ws()
+	if s.i >= len(s.b) {
+		return errUnexpectedEnd
+	}
+	if s.b[s.i] != '{' {
+		return s.syntax("want an object")
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		key, err := s.key()
+		if err != nil {
+			return err
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return errUnexpectedEnd
+		}
+		if s.b[s.i] != ':' {
+			return s.syntax("want ':' after a key")
+		}
+		s.i++
+		if err := field(key); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return errUnexpectedEnd
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return s.syntax("want ',' or '}' after a value")
+		}
+	}
+}
+
+// float64 reads a number as encoding/json does (null reads as 0).
+func (s *scanner) float64() (float64, error) {
+	if s.null() {
+		return 0, nil
+	}
+	num, _, err := s.number()
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseFloat(unsafeString(num), 64)
+}
+
+// float64s reads an array of numbers (null reads as nil).
+func (s *scanner) float64s() ([]float64, error) {
+	if s.null() {
+		return nil, nil
+	}
+	out := make([]float64, 0, 8)
+	err := s.array(func(i int) error {
+		v, err := s.float64()
+		if err != nil {
+			return fmt.Errorf("[%d]: %w", i, err)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// bool reads true or false; null leaves old.
+func (s *scanner) bool(old bool) (bool, error) {
+	s.ws()
+	switch {
+	case bytes.HasPrefix(s.b[s.i:], []byte("true")):
+		s.i += 4
+		return true, nil
+	case bytes.HasPrefix(s.b[s.i:], []byte("false")):
+		s.i += 5
+		return false, nil
+	case s.null():
+		return old, nil
+	}
+	return false, errors.New("want true or false")
+}
+
+// raw reads any JSON value and returns a copy of its bytes (null is the
+// bytes "null", as encoding/json stores it in a json.RawMessage).
+func (s *scanner) raw() ([]byte, error) {
 	s.ws()
 	end, err := skipValue(s.b, s.i)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := json.UnmarshalWithOption(s.b[s.i:end], v, disallowUnknownFields); err != nil {
-		return err
+	v := s.b[s.i:end]
+	if !encjson.Valid(v) {
+		return nil, s.syntax("invalid JSON value")
 	}
 	s.i = end
-	return nil
+	return bytes.Clone(v), nil
 }
-
-// disallowUnknownFields sets go-json's DisallowUnknownFieldsOption flag
-// (1<<4 in internal/decoder/option.go of v0.12.0), which the public API offers
-// only on the stream Decoder. TestWireDecodeRejects fails if a go-json upgrade
-// moves the flag.
-func disallowUnknownFields(o *json.DecodeOption) { o.Flags |= 1 << 4 }
 
 // skipValue returns the end of the value starting at b[i]. It only finds the
 // end (strings, nesting); the value's own decoder checks the rest.
