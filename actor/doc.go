@@ -17,9 +17,10 @@
 //
 // The G samples of one prompt share one prefill of the prompt; the resulting
 // cache is copied G ways. A sequence that completes a tool call leaves the
-// batch with its own copy of its cache; Inject queues the environment's tokens
-// (loss mask 0, logprob 0), which are prefilled onto that cache when the
-// sequence rejoins.
+// batch and keeps its cache (in place until the next re-layout of the batch,
+// then in a block of its own); Inject queues the environment's tokens (loss
+// mask 0, logprob 0), which are prefilled onto that cache when the sequence
+// rejoins.
 //
 // Token in, token out: a sequence's Tokens are exactly the ids the model
 // consumed (prompt, sampled tokens, injected tokens); text is only ever
