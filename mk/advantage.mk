@@ -1,5 +1,6 @@
 # advantage/ + redis/: the service-vs-raw Redis benchmark (one run, reports
-# the ratio) and offline tokens/s. Needs redis-server (make setup).
+# the groups/s ratio and the client and redis-server CPU per group of both
+# sides) and offline tokens/s. Needs redis-server (make setup).
 .PHONY: advantage-bench
 BENCH_TARGETS += advantage-bench
 
