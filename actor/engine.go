@@ -48,6 +48,7 @@ const (
 	EventFinished
 )
 
+// String names the kind ("tool_call", "finished").
 func (k EventKind) String() string {
 	switch k {
 	case EventToolCall:

@@ -24,6 +24,7 @@ const (
 	StateFinished
 )
 
+// String names the state ("queued", "running", "paused", "finished").
 func (s SeqState) String() string {
 	switch s {
 	case StateQueued:

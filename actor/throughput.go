@@ -30,6 +30,7 @@ type ThroughputOptions struct {
 // everyNTokens is MeasureThroughput's simulated call detector.
 type everyNTokens struct{ n, seen int }
 
+// Feed implements CallDetector.
 func (d *everyNTokens) Feed(string) bool { d.seen++; return d.seen%d.n == 0 }
 
 // ThroughputResult is what MeasureThroughput saw.
