@@ -282,6 +282,7 @@ func runPeer(ctx context.Context, f benchActorFlags, dir string) (peerResult, er
 // pauseEvery is the RSS run's detector: a call completes every n deltas.
 type pauseEvery struct{ n, seen int }
 
+// Feed implements actor.CallDetector.
 func (d *pauseEvery) Feed(string) bool { d.seen++; return d.seen%d.n == 0 }
 
 // rssRun generates n short trajectories (8-token prompts, 8 new tokens,
