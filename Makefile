@@ -56,6 +56,7 @@ test: setup $(TEST_DEPS)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -count=1 $(PLAIN_PKGS)
+	GOEXPERIMENT=simd $(GO) test -count=1 ./models/train
 
 ## lint: gofmt and go vet
 lint:
