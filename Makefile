@@ -47,9 +47,11 @@ redis:
 	fi
 
 ## build: bin/toolrl
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
 build:
 	@mkdir -p bin
-	$(GO) build -o bin/toolrl ./cmd/toolrl
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/toolrl ./cmd/toolrl
 
 ## test: setup, then the whole suite (-race on the concurrent packages)
 test: setup $(TEST_DEPS)
