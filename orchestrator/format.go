@@ -142,6 +142,8 @@ type chatFormat struct {
 	// before and after wrap a result's content in the tool turn.
 	before, after       string
 	beforeIDs, afterIDs []int32
+	// noToolTurn is why the template has no tool turn (nil when it has one).
+	noToolTurn error
 }
 
 const (
@@ -217,7 +219,13 @@ func NewChatFormat(template string, vars map[string]string, enc Encoder, system 
 		f.vars[k] = jinja.NewString(v)
 	}
 	if err := f.deriveToolTurn(); err != nil {
-		return nil, err
+		if len(toolSpecs) > 0 {
+			return nil, err
+		}
+		// No tools configured: a template without tool turns is fine until
+		// the policy writes a call anyway; then Injection reports why.
+		f.noToolTurn = err
+		return f, nil
 	}
 	if f.beforeIDs, err = enc.Encode(f.before, false); err != nil {
 		return nil, fmt.Errorf("tokenize tool-turn markup %q: %w", f.before, err)
@@ -313,6 +321,9 @@ func (f *chatFormat) PromptTokens(p *Prompt) ([]int32, error) {
 }
 
 func (f *chatFormat) Injection(r traj.ToolResult) (string, []int32, error) {
+	if f.noToolTurn != nil {
+		return "", nil, fmt.Errorf("the policy wrote a tool call but %w", f.noToolTurn)
+	}
 	content, err := f.enc.Encode(r.Content, false)
 	if err != nil {
 		return "", nil, fmt.Errorf("tokenize tool result: %w", err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/traj"
@@ -308,5 +309,118 @@ func TestRolloutWithoutResumeReplacesTheOutput(t *testing.T) {
 	}
 	if n := len(readTrajectories(t, out)); n != 8 {
 		t.Fatalf("two runs without resume left %d trajectories, want the second run's 8", n)
+	}
+}
+
+func TestRolloutToParquetResumes(t *testing.T) {
+	model := tinyPolicy(t)
+	prompts := writePrompts(t, 4)
+	out := filepath.Join(t.TempDir(), "r.parquet")
+	job := tinyJob(model, prompts, out)
+	job.Limit = 2
+	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	job.Limit = 0
+	sum, err := quietRun(t, context.Background(), job, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.GroupsResumed != 2 || sum.GroupsWritten != 2 {
+		t.Fatalf("resumed %d, wrote %d; want 2 and 2", sum.GroupsResumed, sum.GroupsWritten)
+	}
+	// The Parquet file holds all four groups and reads back as the JSONL run does.
+	jsonl := filepath.Join(t.TempDir(), "r.jsonl")
+	if _, err := quietRun(t, context.Background(), tinyJob(model, prompts, jsonl), RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, tr := range readTrajectories(t, jsonl) {
+		want[tr.ID] = fmt.Sprint(tr.Tokens, tr.Logprobs, tr.Reward.Total)
+	}
+	r, err := export.OpenTrajectories(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for {
+		tr, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if got := fmt.Sprint(tr.Tokens, tr.Logprobs, tr.Reward.Total); got != want[tr.ID] {
+			t.Errorf("%s differs between the Parquet and the JSONL run", tr.ID)
+		}
+	}
+	if n != 16 {
+		t.Fatalf("parquet holds %d trajectories, want 16", n)
+	}
+}
+
+func TestRolloutWithReferenceModel(t *testing.T) {
+	model := tinyPolicy(t)
+	out := filepath.Join(t.TempDir(), "ref.jsonl")
+	job := tinyJob(model, writePrompts(t, 2), out)
+	job.RefModel = model // the policy against itself: KL 0
+	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range readTrajectories(t, out) {
+		if len(tr.RefLogprobs) != len(tr.Logprobs) {
+			t.Fatalf("%s: %d ref logprobs for %d logprobs", tr.ID, len(tr.RefLogprobs), len(tr.Logprobs))
+		}
+		for i := range tr.Logprobs {
+			if d := tr.Logprobs[i] - tr.RefLogprobs[i]; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("%s[%d]: logprob %g vs ref %g (same model, T=1)", tr.ID, i, tr.Logprobs[i], tr.RefLogprobs[i])
+			}
+		}
+	}
+}
+
+// TestRolloutChatFormat runs the chat format on a real model folder whose
+// template (ChatML) has no tool turns, with no tools configured.
+func TestRolloutChatFormat(t *testing.T) {
+	testsupport.RequireORT(t)
+	cfg, err := llama.ShapeConfig("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := llama.RandomWeights(cfg, 9)
+	dir := filepath.Join(t.TempDir(), "chat")
+	if _, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w}); err != nil {
+		t.Fatal(err)
+	}
+	prompts := filepath.Join(t.TempDir(), "p.jsonl")
+	os.WriteFile(prompts, []byte(`{"id":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"2+2?"}],"answer":"4"}`+"\n"), 0o644)
+	out := filepath.Join(t.TempDir(), "chat.jsonl")
+	job := tinyJob(dir, prompts, out)
+	job.Format = "chat"
+	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ts := readTrajectories(t, out)
+	if len(ts) != 4 {
+		t.Fatalf("%d trajectories, want 4", len(ts))
+	}
+	// The prompt is the ChatML rendering, tokenized without a second BOS.
+	want := "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n"
+	var b strings.Builder
+	for _, id := range ts[0].Tokens[:ts[0].PromptLen] {
+		switch id {
+		case llama.ByteImStart:
+			b.WriteString("<|im_start|>")
+		case llama.ByteImEnd:
+			b.WriteString("<|im_end|>")
+		default:
+			b.WriteByte(byte(id))
+		}
+	}
+	if b.String() != want {
+		t.Errorf("chat prompt tokens decode to %q, want %q", b.String(), want)
 	}
 }
