@@ -435,26 +435,18 @@ func (r *runner) startGroup(p Prompt) error {
 	for i := range seeds {
 		seeds[i] = actor.SampleSeed(r.job.Seed, p.ID, i)
 	}
-	// Detectors are made in sample order by AddGroup; remember them in that order.
-	var detectors []*callDetector
 	seqs, err := r.eng.AddGroup(actor.GroupRequest{
 		ID: g.id, Prompt: ids, Seeds: seeds, Sampling: r.sampling,
-		NewDetector: func() actor.CallDetector {
-			d := newCallDetector(r.newParser())
-			detectors = append(detectors, d)
-			return d
-		},
+		NewDetector: func() actor.CallDetector { return newCallDetector(r.newParser()) },
 	})
 	if err != nil {
 		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
 	}
 	g.seqs = seqs
-	for i, s := range seqs {
-		var d *callDetector
-		if det, ok := s.Detector().(*callDetector); ok {
-			d = det
-		} else if i < len(detectors) {
-			d = detectors[i]
+	for _, s := range seqs {
+		d, ok := s.Detector().(*callDetector)
+		if !ok {
+			return fmt.Errorf("sequence %s/%d has no call detector", g.id, s.Index())
 		}
 		sr := &sampleRun{group: g, seq: s, detector: d, episode: r.exec.NewEpisode()}
 		g.samples = append(g.samples, sr)
