@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"math"
 	"path/filepath"
 	"strings"
@@ -72,18 +71,7 @@ func readAdvantages(t *testing.T, path string) []traj.AdvantageRecord {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	var out []traj.AdvantageRecord
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, rec)
-	}
+	return drain(t, r)
 }
 
 func TestAdvantageCmdOffline(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -70,18 +69,7 @@ func readTrajectories(t *testing.T, path string) []traj.Trajectory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	var out []traj.Trajectory
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, rec)
-	}
+	return drain(t, r)
 }
 
 func TestExportConvertsFiles(t *testing.T) {
