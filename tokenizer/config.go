@@ -132,3 +132,20 @@ func boolOr(p *bool, def bool) bool {
 	}
 	return *p
 }
+
+// buildSequence builds the members of a Sequence component in order (the
+// member at index i is named where.field[i] in errors) and drops members that
+// build to nothing, such as offset-only steps.
+func buildSequence[T any](subs []json.RawMessage, where, field string, build func(sub json.RawMessage, at string, i int) (T, error)) ([]T, error) {
+	var seq []T
+	for i, sub := range subs {
+		member, err := build(sub, fmt.Sprintf("%s.%s[%d]", where, field, i), i)
+		if err != nil {
+			return nil, err
+		}
+		if any(member) != nil {
+			seq = append(seq, member)
+		}
+	}
+	return seq, nil
+}

@@ -24,17 +24,13 @@ func buildDecoder(raw json.RawMessage, where string, bl *byteLevelTables) (decod
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq sequenceDecoder
-		for i, sub := range c.Decoders {
-			d, err := buildDecoder(sub, fmt.Sprintf("%s.decoders[%d]", where, i), bl)
-			if err != nil {
-				return nil, err
-			}
-			if d != nil {
-				seq = append(seq, d)
-			}
+		seq, err := buildSequence(c.Decoders, where, "decoders", func(sub json.RawMessage, at string, _ int) (decoder, error) {
+			return buildDecoder(sub, at, bl)
+		})
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return sequenceDecoder(seq), nil
 	case "ByteLevel":
 		return byteLevelDecoder{bl}, nil
 	case "Metaspace":

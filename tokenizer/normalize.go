@@ -26,17 +26,13 @@ func buildNormalizer(raw json.RawMessage, where string) (normalizer, error) {
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq sequenceNormalizer
-		for i, sub := range c.Normalizers {
-			n, err := buildNormalizer(sub, fmt.Sprintf("%s.normalizers[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if n != nil {
-				seq = append(seq, n)
-			}
+		seq, err := buildSequence(c.Normalizers, where, "normalizers", func(sub json.RawMessage, at string, _ int) (normalizer, error) {
+			return buildNormalizer(sub, at)
+		})
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return sequenceNormalizer(seq), nil
 	case "NFC":
 		return unicodeNormalizer{norm.NFC, refNFCExceptions}, nil
 	case "NFD":

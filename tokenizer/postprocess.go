@@ -21,17 +21,13 @@ func buildPostProcessor(raw json.RawMessage, where string) (postProcessor, error
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq sequenceProcessor
-		for i, sub := range c.Processors {
-			p, err := buildPostProcessor(sub, fmt.Sprintf("%s.processors[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if p != nil {
-				seq = append(seq, p)
-			}
+		seq, err := buildSequence(c.Processors, where, "processors", func(sub json.RawMessage, at string, _ int) (postProcessor, error) {
+			return buildPostProcessor(sub, at)
+		})
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return sequenceProcessor(seq), nil
 	case "ByteLevel":
 		return nil, nil // offsets only
 	case "TemplateProcessing":

@@ -80,17 +80,13 @@ func buildPreTokenizer(raw json.RawMessage, where string, last bool, bl *byteLev
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq sequencePreTokenizer
-		for i, sub := range c.PreTokenizers {
-			p, err := buildPreTokenizer(sub, fmt.Sprintf("%s.pretokenizers[%d]", where, i), last && i == len(c.PreTokenizers)-1, bl)
-			if err != nil {
-				return nil, err
-			}
-			if p != nil {
-				seq = append(seq, p)
-			}
+		seq, err := buildSequence(c.PreTokenizers, where, "pretokenizers", func(sub json.RawMessage, at string, i int) (preTokenizer, error) {
+			return buildPreTokenizer(sub, at, last && i == len(c.PreTokenizers)-1, bl)
+		})
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return sequencePreTokenizer(seq), nil
 	case "ByteLevel":
 		bp := &byteLevelPreTokenizer{addPrefixSpace: boolOr(c.AddPrefixSpace, true), lazy: last, tables: bl}
 		if boolOr(c.UseRegex, true) {
