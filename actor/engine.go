@@ -256,7 +256,7 @@ func (e *Engine) resume(s *Sequence, inj []int32) error {
 			s.logprobs = append(s.logprobs, 0)
 		}
 		text, _ := e.pol.tok.Decode(inj, true)
-		s.segments = append(s.segments, traj.Segment{Kind: traj.SegmentTool, Turn: s.turn(), Start: start, End: start + len(inj), Text: text})
+		s.segments = append(s.segments, traj.Segment{Kind: traj.SegmentTool, Turn: s.Turn(), Start: start, End: start + len(inj), Text: text})
 	}
 	capped := s.group.sampling.MaxNewTokens > 0 && s.sampled >= s.group.sampling.MaxNewTokens
 	if capped || len(s.tokens) >= e.maxLen {
@@ -702,7 +702,7 @@ func (e *Engine) advance(s *Sequence, d draw) EventKind {
 	e.stats.SampledTokens++
 	if !s.open {
 		start := len(s.tokens) - s.promptLen
-		s.segments = append(s.segments, traj.Segment{Kind: traj.SegmentModel, Turn: s.turn(), Start: start, End: start})
+		s.segments = append(s.segments, traj.Segment{Kind: traj.SegmentModel, Turn: s.Turn(), Start: start, End: start})
 		s.open = true
 	}
 	s.tokens = append(s.tokens, id)
@@ -764,7 +764,9 @@ func (s *Sequence) stopMatched(delta string) bool {
 
 // turn is the model turn the next segment belongs to: the number of tool
 // segments so far.
-func (s *Sequence) turn() int {
+// Turn is the index of the sequence's current model turn: the number of
+// tool spans injected so far.
+func (s *Sequence) Turn() int {
 	n := 0
 	for _, seg := range s.segments {
 		if seg.Kind == traj.SegmentTool {

@@ -95,6 +95,9 @@ func (s *Sequence) FinishReason() traj.FinishReason { return s.finish }
 // PromptLen is the number of prompt tokens at the start of Tokens.
 func (s *Sequence) PromptLen() int { return s.promptLen }
 
+// Len is len(Tokens()) without the copy.
+func (s *Sequence) Len() int { return len(s.tokens) }
+
 // Tokens returns a copy of the whole sequence: prompt, sampled tokens and
 // injected tokens, exactly as the model consumed them (the last sampled
 // token included).

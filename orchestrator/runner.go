@@ -473,7 +473,7 @@ func (r *runner) handle(ctx context.Context, events []actor.Event) error {
 			if !ok {
 				return fmt.Errorf("sequence %s/%d paused without a parsed call", sr.group.id, ev.Seq.Index())
 			}
-			turn := r.turnOf(sr)
+			turn := sr.seq.Turn()
 			if turn+1 >= r.job.Limits.MaxTurns {
 				// No turn is left to read the result in: record the call unexecuted.
 				sr.calls = append(sr.calls, callRecord{turn: turn, call: call.Traj()})
@@ -485,7 +485,7 @@ func (r *runner) handle(ctx context.Context, events []actor.Event) error {
 			jobs = append(jobs, toolJob{sample: sr, turn: turn, call: call})
 		case actor.EventFinished:
 			if call, ok := sr.detector.flush(); ok {
-				sr.calls = append(sr.calls, callRecord{turn: r.turnOf(sr), call: call.Traj()})
+				sr.calls = append(sr.calls, callRecord{turn: sr.seq.Turn(), call: call.Traj()})
 			}
 			sr.finish = ev.Seq.FinishReason()
 			if err := r.finished(ctx, sr); err != nil {
@@ -570,7 +570,7 @@ func (r *runner) deliver(ctx context.Context, o toolOutcome) error {
 	if err != nil {
 		return err
 	}
-	if len(sr.seq.Tokens())-sr.seq.PromptLen()+len(ids) > r.job.Limits.MaxTokens {
+	if sr.seq.Len()-sr.seq.PromptLen()+len(ids) > r.job.Limits.MaxTokens {
 		sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call})
 		return r.end(ctx, sr, traj.FinishLength)
 	}
@@ -587,17 +587,6 @@ func (r *runner) end(ctx context.Context, sr *sampleRun, reason traj.FinishReaso
 	sr.seq.Finish(reason)
 	sr.finish = reason
 	return r.finished(ctx, sr)
-}
-
-// turnOf is the index of the sequence's current (last) model turn.
-func (r *runner) turnOf(sr *sampleRun) int {
-	turn := 0
-	for _, s := range sr.seq.Segments() {
-		if s.Kind == traj.SegmentModel {
-			turn = s.Turn
-		}
-	}
-	return turn
 }
 
 // finished marks a sample done and, when its whole group is, writes it.
