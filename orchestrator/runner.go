@@ -607,17 +607,13 @@ func (r *runner) finished(ctx context.Context, sr *sampleRun) error {
 	if err := r.feed.Done(ctx, g.prompt); err != nil {
 		return fmt.Errorf("mark prompt %s done: %w", g.prompt.ID, err)
 	}
+	sampledBefore := r.summary.SampledTokens
 	if written {
 		r.summary.addGroup(&group, correct)
 	} else {
 		r.summary.GroupsDuplicate++
 	}
-	sampled := 0
-	for _, t := range group.Trajectories {
-		for _, m := range t.LossMask {
-			sampled += int(m)
-		}
-	}
+	sampled := r.summary.SampledTokens - sampledBefore
 	r.progress.Advance(1, len(group.Trajectories), sampled)
 	for _, s := range g.samples {
 		delete(r.bySeq, s.seq)
