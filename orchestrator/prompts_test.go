@@ -56,7 +56,7 @@ func TestReadPromptsRejects(t *testing.T) {
 }
 
 func TestReadPromptsLimit(t *testing.T) {
-	input := strings.Repeat(`{"id":"x`, 0)
+	input := ""
 	for i := 0; i < 10; i++ {
 		input += `{"id":"p` + string(rune('0'+i)) + `","prompt":"q"}` + "\n"
 	}
