@@ -19,26 +19,69 @@ type ThroughputOptions struct {
 	// MaxNewTokens is set to NewTokens, so every sequence has the same length.
 	Sampling *Sampling
 	JobSeed  uint64
-	// PauseEvery > 0 pauses each sequence at a simulated tool call every
-	// PauseEvery to PauseEvery+3 sampled tokens (staggered across the group)
-	// and injects InjectTokens tokens, so that the batch changes as it does
-	// in tool-use rollouts.
+	// PauseEvery > 0 pauses each sequence at simulated tool calls on the
+	// schedule of BenchPausePoints (every PauseEvery to PauseEvery+3 sampled
+	// tokens, staggered across the group) and injects
+	// BenchPrompt(InjectTokens), so that the batch changes as it does in
+	// tool-use rollouts.
 	PauseEvery   int
 	InjectTokens int
 }
 
-// everyNTokens is MeasureThroughput's simulated call detector.
+// BenchPauseInterval is MeasureThroughput's simulated tool-call interval:
+// with PauseEvery p > 0, sample i of a group (0-based) completes a call after
+// every BenchPauseInterval(p, i) = p + i%4 sampled tokens. Every sampled token
+// counts, the first one (sampled by the prefill) included.
+func BenchPauseInterval(pauseEvery, sample int) int { return pauseEvery + sample%4 }
+
+// BenchPausePoints lists the sampled-token counts after which sample i of a
+// group that samples newTokens tokens pauses, gets the injected tokens
+// prefilled and resumes: the multiples of BenchPauseInterval below newTokens.
+// A call completed by the newTokens-th token also gets its tokens injected
+// (they end the trajectory) but nothing more is run, so it is not listed.
+// The transformers.js peer (scripts/actor/peer_tools.mjs) follows the same
+// schedule.
+func BenchPausePoints(pauseEvery, sample, newTokens int) []int {
+	if pauseEvery <= 0 {
+		return nil
+	}
+	n := BenchPauseInterval(pauseEvery, sample)
+	var pts []int
+	for t := n; t < newTokens; t += n {
+		pts = append(pts, t)
+	}
+	return pts
+}
+
+// everyNTokens is MeasureThroughput's simulated call detector: a call
+// completes after every n sampled tokens (Feed is called once per sampled
+// token, whatever its text).
 type everyNTokens struct{ n, seen int }
 
 // Feed implements CallDetector.
 func (d *everyNTokens) Feed(string) bool { d.seen++; return d.seen%d.n == 0 }
 
+// benchDetectors returns a GroupRequest.NewDetector that gives the i-th
+// sample it is called for (AddGroup calls it in sample order) the interval
+// BenchPauseInterval(pauseEvery, i).
+func benchDetectors(pauseEvery int) func() CallDetector {
+	i := 0
+	return func() CallDetector {
+		d := &everyNTokens{n: BenchPauseInterval(pauseEvery, i)}
+		i++
+		return d
+	}
+}
+
 // ThroughputResult is what MeasureThroughput saw.
 type ThroughputResult struct {
 	Options   ThroughputOptions
-	Generated int64         // tokens sampled
-	Wall      time.Duration // from the first AddGroup to the last event
-	Stats     Stats
+	Generated int64 // tokens sampled
+	// Pauses counts the simulated tool calls after which a sequence resumed
+	// (injected tokens prefilled, decoding continued).
+	Pauses int64
+	Wall   time.Duration // from the first AddGroup to the last event
+	Stats  Stats
 }
 
 // TokensPerSecond is generated tokens over wall time.
@@ -100,10 +143,8 @@ func MeasureThroughput(ctx context.Context, pol *Policy, o ThroughputOptions) (T
 		}
 		req := GroupRequest{ID: id, Prompt: prompt, Seeds: seeds, Sampling: s}
 		if o.PauseEvery > 0 {
-			// Stagger the calls (every PauseEvery..PauseEvery+3 tokens) so
-			// that sequences do not pause in lockstep.
-			k := 0
-			req.NewDetector = func() CallDetector { k++; return &everyNTokens{n: o.PauseEvery + k%4} }
+			// Staggered calls, so that sequences do not pause in lockstep.
+			req.NewDetector = benchDetectors(o.PauseEvery)
 		}
 		if _, err := eng.AddGroup(req); err != nil {
 			return res, err
@@ -119,6 +160,9 @@ func MeasureThroughput(ctx context.Context, pol *Policy, o ThroughputOptions) (T
 			if ev.Kind == EventToolCall {
 				if err := ev.Seq.Inject(inject); err != nil {
 					return res, err
+				}
+				if ev.Seq.State() != StateFinished {
+					res.Pauses++
 				}
 			}
 		}

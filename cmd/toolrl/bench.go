@@ -38,6 +38,7 @@ type benchActorFlags struct {
 	peer        bool
 	spin        bool
 	peerScript  string
+	toolsScript string
 	peerG       int
 	peerRepeats int
 	toolsEvery  int
@@ -60,6 +61,18 @@ node, onnxruntime-node 1.30.0, the same ONNX file) on G sequences of the same
 prompt with the same sampling (temperature 1, top-k 50, exactly
 --new-tokens tokens) and reports toolrl's tokens/s over the peer's.
 
+With --tools-every P as well, the peer comparison adds the tool-use workload
+(rows "G + tool calls"): sample i pauses after every P + i%4 sampled tokens
+(not at its last token) and gets 6 injected tokens each time, on both sides.
+toolrl keeps each paused sequence's KV cache, prefills only the injected
+tokens and keeps the other sequences decoding. The peer
+(scripts/actor/peer_tools.mjs) does what a transformers.js user does:
+generate() on the G rows with a per-row StoppingCriteria at each row's next
+pause, then appends the injected tokens and calls generate() again on every
+row's whole history, left-padded (full re-prefill), until each row has
+sampled --new-tokens tokens. Both sides count only sampled tokens; the run
+fails if their counts of sampled tokens or pauses differ.
+
 --rss N runs N short trajectories (with tool-call pauses and injections) and
 reports the process's resident memory before and after.`,
 		Example: `  toolrl bench actor --model out/models/smollm2-135m-random --peer
@@ -78,9 +91,10 @@ reports the process's resident memory before and after.`,
 	fl.BoolVar(&f.peer, "peer", false, "also run the transformers.js peer at G=--peer-g")
 	fl.BoolVar(&f.spin, "spin", false, "let ONNX Runtime's threads spin (ORT's default; toolrl turns spinning off)")
 	fl.StringVar(&f.peerScript, "peer-script", "scripts/actor/peer.mjs", "the peer benchmark script")
+	fl.StringVar(&f.toolsScript, "peer-tools-script", "scripts/actor/peer_tools.mjs", "the peer's tool-use benchmark script (with --tools-every)")
 	fl.IntVar(&f.peerG, "peer-g", 8, "group size of the peer comparison")
 	fl.IntVar(&f.peerRepeats, "peer-repeats", 3, "interleaved runs of each side in the peer comparison (best of)")
-	fl.IntVar(&f.toolsEvery, "tools-every", 0, "also measure the highest concurrency with a simulated tool call every N..N+3 tokens (6 injected tokens each)")
+	fl.IntVar(&f.toolsEvery, "tools-every", 0, "also measure the highest concurrency (and, with --peer, the peer at G) with a simulated tool call every N..N+3 tokens (6 injected tokens each)")
 	fl.IntVar(&f.rss, "rss", 0, "run this many short trajectories on the first model and report RSS")
 	fl.StringVar(&f.jsonOut, "json", "", "also write the results as JSON to this file")
 	return cmd
@@ -100,8 +114,11 @@ type benchRow struct {
 }
 
 type peerRow struct {
-	Model      string  `json:"model"`
-	G          int     `json:"g"`
+	Model string `json:"model"`
+	G     int    `json:"g"`
+	// ToolCalls: the tool-use workload (--tools-every), with the peer
+	// re-prefilling every row's history after each pause.
+	ToolCalls  bool    `json:"tool_calls,omitempty"`
 	ToolrlTPS  float64 `json:"toolrl_tokens_per_s"`
 	PeerTPS    float64 `json:"peer_tokens_per_s"`
 	Ratio      float64 `json:"ratio"`
@@ -109,7 +126,18 @@ type peerRow struct {
 	ToolrlORT  string  `json:"toolrl_ort_version"`
 	PeerSecs   float64 `json:"peer_seconds"`
 	ToolrlSecs float64 `json:"toolrl_seconds"`
+	// Tool-use rows only.
+	PauseEvery    int   `json:"pause_every,omitempty"`
+	InjectTokens  int   `json:"inject_tokens,omitempty"`
+	Generated     int64 `json:"generated,omitempty"`           // sampled tokens, the same on both sides
+	Pauses        int64 `json:"pauses,omitempty"`              // resumed tool calls, the same on both sides
+	GenerateCalls int   `json:"peer_generate_calls,omitempty"` // the peer's generate() calls
+	PeerPrefilled int64 `json:"peer_prefilled,omitempty"`      // history tokens fed to the peer's generate() calls, pads excluded
+	ToolrlPrefill int64 `json:"toolrl_prefilled,omitempty"`    // prompt and injected tokens toolrl prefilled
 }
+
+// benchInjectTokens is the length of each simulated tool result.
+const benchInjectTokens = 6
 
 type rssReport struct {
 	Trajectories int     `json:"trajectories"`
@@ -161,7 +189,7 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 		if f.toolsEvery > 0 {
 			c := concs[len(concs)-1]
 			res, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: c, PromptLen: f.promptLen, NewTokens: f.newTokens,
-				PauseEvery: f.toolsEvery, InjectTokens: 6})
+				PauseEvery: f.toolsEvery, InjectTokens: benchInjectTokens})
 			if err != nil {
 				pol.Close()
 				return err
@@ -185,7 +213,7 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 				if rep == 0 || res.TokensPerSecond() > best.TokensPerSecond() {
 					best = res
 				}
-				pr, err := runPeer(ctx, f, dir)
+				pr, err := runPeer(ctx, f, f.peerScript, dir)
 				if err != nil {
 					pol.Close()
 					return err
@@ -198,6 +226,14 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 			peers = append(peers, peerRow{Model: name, G: f.peerG, ToolrlTPS: best.TokensPerSecond(), PeerTPS: bestPeer.TokensPerS,
 				Ratio: best.TokensPerSecond() / bestPeer.TokensPerS, PeerORT: bestPeer.ORTVersion, ToolrlORT: ort.Version(),
 				PeerSecs: bestPeer.Seconds, ToolrlSecs: best.Wall.Seconds()})
+			if f.toolsEvery > 0 {
+				row, err := peerTools(ctx, f, dir, name, pol)
+				if err != nil {
+					pol.Close()
+					return err
+				}
+				peers = append(peers, row)
+			}
 		}
 		if f.rss > 0 && mi == 0 {
 			if rss, err = rssRun(ctx, pol, f.rss); err != nil {
@@ -229,7 +265,11 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 		fmt.Fprintln(w, "| model | G | toolrl tokens/s | transformers.js tokens/s | ratio |")
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
 		for _, p := range peers {
-			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.2f× |\n", p.Model, p.G, p.ToolrlTPS, p.PeerTPS, p.Ratio)
+			g := strconv.Itoa(p.G)
+			if p.ToolCalls {
+				g += fmt.Sprintf(" + tool calls every %d–%d tokens (%d pauses, peer: %d generate() calls)", p.PauseEvery, p.PauseEvery+3, p.Pauses, p.GenerateCalls)
+			}
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.2f× |\n", p.Model, g, p.ToolrlTPS, p.PeerTPS, p.Ratio)
 		}
 	}
 	if rss != nil {
@@ -254,23 +294,64 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 
 type peerResult struct {
 	Generated  int     `json:"generated"`
+	Pauses     int64   `json:"pauses"`         // tool-use script only
+	Calls      int     `json:"generate_calls"` // tool-use script only
+	Prefilled  int64   `json:"prefilled"`      // tool-use script only
 	Seconds    float64 `json:"seconds"`
 	TokensPerS float64 `json:"tokens_per_s"`
 	ORTVersion string  `json:"ort_version"`
 }
 
-// runPeer runs the transformers.js script and parses its JSON line.
-func runPeer(ctx context.Context, f benchActorFlags, dir string) (peerResult, error) {
+// peerTools runs the tool-use peer comparison: interleaved, best of
+// --peer-repeats for each side, and checks that both sides sampled the same
+// number of tokens and resumed after the same number of pauses.
+func peerTools(ctx context.Context, f benchActorFlags, dir, name string, pol *actor.Policy) (peerRow, error) {
+	var best actor.ThroughputResult
+	var bestPeer peerResult
+	for rep := 0; rep < f.peerRepeats; rep++ {
+		res, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: f.peerG, GroupSize: f.peerG, PromptLen: f.promptLen,
+			NewTokens: f.newTokens, JobSeed: uint64(rep), PauseEvery: f.toolsEvery, InjectTokens: benchInjectTokens})
+		if err != nil {
+			return peerRow{}, err
+		}
+		if rep == 0 || res.TokensPerSecond() > best.TokensPerSecond() {
+			best = res
+		}
+		pr, err := runPeer(ctx, f, f.toolsScript, dir, strconv.Itoa(f.toolsEvery), strconv.Itoa(benchInjectTokens))
+		if err != nil {
+			return peerRow{}, err
+		}
+		if int64(pr.Generated) != res.Generated || pr.Pauses != res.Pauses {
+			return peerRow{}, fmt.Errorf("bench actor --peer --tools-every %d: %s: the peer sampled %d tokens and resumed after %d pauses, toolrl %d and %d; the schedules differ",
+				f.toolsEvery, f.toolsScript, pr.Generated, pr.Pauses, res.Generated, res.Pauses)
+		}
+		if pr.TokensPerS > bestPeer.TokensPerS {
+			bestPeer = pr
+		}
+		fmt.Fprintf(os.Stderr, "bench actor: %s G=%d with tool calls, run %d: toolrl %.1f tokens/s, transformers.js %.1f tokens/s (%d generate() calls)\n",
+			name, f.peerG, rep+1, res.TokensPerSecond(), pr.TokensPerS, pr.Calls)
+	}
+	return peerRow{Model: name, G: f.peerG, ToolCalls: true, ToolrlTPS: best.TokensPerSecond(), PeerTPS: bestPeer.TokensPerS,
+		Ratio: best.TokensPerSecond() / bestPeer.TokensPerS, PeerORT: bestPeer.ORTVersion, ToolrlORT: ort.Version(),
+		PeerSecs: bestPeer.Seconds, ToolrlSecs: best.Wall.Seconds(), PauseEvery: f.toolsEvery, InjectTokens: benchInjectTokens,
+		Generated: best.Generated, Pauses: best.Pauses, GenerateCalls: bestPeer.Calls, PeerPrefilled: bestPeer.Prefilled,
+		ToolrlPrefill: best.Stats.PrefillTokens}, nil
+}
+
+// runPeer runs a transformers.js script (MODEL_DIR G PROMPT_LEN NEW_TOKENS
+// THREADS, then extra arguments) and parses its JSON line.
+func runPeer(ctx context.Context, f benchActorFlags, script, dir string, extra ...string) (peerResult, error) {
 	var pr peerResult
-	if _, err := os.Stat(f.peerScript); err != nil {
+	if _, err := os.Stat(script); err != nil {
 		return pr, fmt.Errorf("bench actor --peer: %w (run `make actor-npm`)", err)
 	}
-	cmd := exec.CommandContext(ctx, "node", f.peerScript, dir, strconv.Itoa(f.peerG), strconv.Itoa(f.promptLen),
-		strconv.Itoa(f.newTokens), strconv.Itoa(f.threads))
+	args := append([]string{script, dir, strconv.Itoa(f.peerG), strconv.Itoa(f.promptLen),
+		strconv.Itoa(f.newTokens), strconv.Itoa(f.threads)}, extra...)
+	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return pr, fmt.Errorf("bench actor --peer: node %s: %w", f.peerScript, err)
+		return pr, fmt.Errorf("bench actor --peer: node %s: %w", script, err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &pr); err != nil || pr.TokensPerS <= 0 {
