@@ -3,6 +3,7 @@ package advantage
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -314,6 +315,71 @@ func redisFloorRun(b testing.TB, client goredis.UniversalClient, groups []*traj.
 		b.Fatal(err)
 	}
 	return time.Since(start)
+}
+
+// BenchmarkServiceFloorVariants asks what another advantages-stream layout
+// would buy: the floor run (the service's Redis operations with precomputed
+// output, no codec or math) with the records as shipped (one entry per
+// trajectory), with one entry per group holding the same bytes, and with one
+// entry per group of half those bytes (as a binary encoding of the arrays
+// might give). It reports each floor's groups/s over raw's, best of seven
+// interleaved runs of each (a shared machine's noise only slows runs down).
+func BenchmarkServiceFloorVariants(b *testing.B) {
+	const n, g, stepLen, batch, rounds = 2000, 8, 64, 32, 7
+	r := testsupport.StartRedis(b, testsupport.RedisOptions{})
+	ctx := context.Background()
+	client, err := redis.Connect(ctx, r.URL(), redis.ConnectOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	groups := make([]*traj.Group, n)
+	payloads := make([][]byte, n)
+	for i := range groups {
+		groups[i] = syntheticGroup("bench", i, g, stepLen)
+		payloads[i], _ = redis.EncodeGroup(groups[i])
+	}
+	perTraj := precomputedOutputs(b, groups, payloads)
+	perGroup := func(frac float64) map[string]redis.Output {
+		m := make(map[string]redis.Output, len(perTraj))
+		for id, o := range perTraj {
+			var records []byte
+			for _, e := range o.Entries {
+				records = append(records, e[len(e)-1].Value...)
+			}
+			records = records[:int(float64(len(records))*frac)]
+			m[id] = redis.Output{Done: o.Done, Entries: [][]redis.Field{{
+				{Name: redis.FieldGroupID, Value: []byte(id)}, {Name: "records", Value: records}}}}
+		}
+		return m
+	}
+	variants := []struct {
+		name    string
+		outputs map[string]redis.Output
+	}{{"per-trajectory", perTraj}, {"per-group", perGroup(1)}, {"per-group-half-bytes", perGroup(0.5)}}
+	b.ResetTimer()
+	for iter := 0; iter < b.N; iter++ {
+		bestRaw := time.Duration(math.MaxInt64)
+		best := make([]time.Duration, len(variants))
+		for round := 0; round < rounds; round++ {
+			if err := client.FlushAll(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			bestRaw = min(bestRaw, rawStreamRun(b, client, payloads, batch))
+			for i, v := range variants {
+				if err := client.FlushAll(ctx).Err(); err != nil {
+					b.Fatal(err)
+				}
+				d := redisFloorRun(b, client, groups, payloads, v.outputs, batch)
+				if round == 0 || d < best[i] {
+					best[i] = d
+				}
+			}
+		}
+		for i, v := range variants {
+			b.ReportMetric(bestRaw.Seconds()/best[i].Seconds(), v.name+"-floor-ratio")
+		}
+	}
 }
 
 // BenchmarkOffline measures offline tokens/s: a JSONL file of trajectories
