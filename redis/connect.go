@@ -38,8 +38,9 @@ type ConnectOptions struct {
 // addr=host:port options) or cluster=true make a Redis Cluster client that
 // uses them as seeds. sentinel=NAME (or master_name=NAME) makes the hosts
 // Sentinels watching master NAME. Other options: db=N, client_name=,
-// sentinel_password=, dial_timeout=, read_timeout=, write_timeout= (Go
-// durations or seconds) and pool_size=N.
+// password= (as redis-py accepts it; the userinfo form wins), sentinel_password=,
+// dial_timeout=, read_timeout=, write_timeout= (Go durations or seconds) and
+// pool_size=N.
 //
 // The password comes from the URL, else from $TOOLRL_REDIS_PASSWORD. Errors
 // never include it (they quote Redact(raw)).
@@ -83,6 +84,9 @@ func ParseURL(raw string, opts ConnectOptions) (*goredis.UniversalOptions, error
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	if o.Password == "" && q.Has("password") {
+		o.Password = q.Get("password")
+	}
 	if o.Password == "" {
 		o.Password = getenv(PasswordEnv)
 	}
@@ -94,7 +98,7 @@ func ParseURL(raw string, opts ConnectOptions) (*goredis.UniversalOptions, error
 	for key, values := range q {
 		v := values[len(values)-1]
 		switch key {
-		case "addr":
+		case "addr", "password":
 		case "cluster":
 			if o.IsClusterMode, err = strconv.ParseBool(v); err != nil {
 				return nil, fmt.Errorf("redis url %s: cluster=%q is not a boolean", safe, v)
@@ -155,7 +159,9 @@ func Connect(ctx context.Context, raw string, opts ConnectOptions) (goredis.Univ
 }
 
 // Redact returns the URL with any password replaced by "xxxxx", for logs and
-// errors. A string that does not parse as a URL is replaced whole.
+// errors: the userinfo's, and every query option whose name mentions a
+// password, known or not (an unknown one is quoted in an error). A string
+// that does not parse as a URL is replaced whole.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -166,9 +172,18 @@ func Redact(raw string) string {
 			u.User = url.UserPassword(u.User.Username(), "xxxxx")
 		}
 	}
-	q := u.Query()
-	if q.Has("sentinel_password") {
-		q.Set("sentinel_password", "xxxxx")
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "<redis url with an unparsable query>"
+	}
+	redacted := false
+	for key := range q {
+		if strings.Contains(strings.ToLower(key), "password") {
+			q.Set(key, "xxxxx")
+			redacted = true
+		}
+	}
+	if redacted {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()

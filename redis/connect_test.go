@@ -40,6 +40,8 @@ func TestParseURL(t *testing.T) {
 		{url: "redis://h:7000", envPass: "fromenv", addrs: []string{"h:7000"}, password: "fromenv"},
 		{url: "redis://:inurl@h:7000", envPass: "fromenv", addrs: []string{"h:7000"}, password: "inurl"},
 		{url: "rediss://h:7000", addrs: []string{"h:7000"}, tls: true},
+		{url: "redis://h:7000?password=inquery", envPass: "fromenv", addrs: []string{"h:7000"}, password: "inquery"},
+		{url: "redis://:inurl@h:7000?password=inquery", addrs: []string{"h:7000"}, password: "inurl"},
 		{url: "redis://a:1,b:2,c:3", addrs: []string{"a:1", "b:2", "c:3"}, cluster: true},
 		{url: "redis://a:1?cluster=true&addr=b:2", addrs: []string{"a:1", "b:2"}, cluster: true},
 		{url: "redis://s1:26379,s2:26379?sentinel=mymaster", addrs: []string{"s1:26379", "s2:26379"}, master: "mymaster"},
@@ -56,7 +58,8 @@ func TestParseURL(t *testing.T) {
 				o.TLSConfig != nil, o.Password != "")
 		}
 	}
-	for _, bad := range []string{"http://h", "redis://h/x", "redis://:pw0rd@a:1,b:2/3", "redis://h?bogus=1", "redis://h?cluster=maybe"} {
+	for _, bad := range []string{"http://h", "redis://h/x", "redis://:pw0rd@a:1,b:2/3", "redis://h?bogus=1", "redis://h?cluster=maybe",
+		"redis://h/x?password=pw0rd", "redis://h?cluster=maybe&password=pw0rd", "redis://h?passwrd=1&redis_password=pw0rd"} {
 		_, err := ParseURL(bad, ConnectOptions{})
 		if err == nil {
 			t.Errorf("%s: accepted", bad)
@@ -64,7 +67,8 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("%s: error shows the password: %v", bad, err)
 		}
 	}
-	if got := Redact("redis://user:pw0rd@h:1/0?sentinel_password=sp"); strings.Contains(got, "pw0rd") || strings.Contains(got, "=sp") {
+	if got := Redact("redis://user:pw0rd@h:1/0?sentinel_password=sp&password=qp&db=0"); strings.Contains(got, "pw0rd") ||
+		strings.Contains(got, "=sp") || strings.Contains(got, "=qp") || !strings.Contains(got, "db=0") {
 		t.Errorf("Redact left a password: %s", got)
 	}
 }
