@@ -65,6 +65,10 @@ type OfflineStats struct {
 	PeakPartialBytes int64
 	// RefScored trajectories whose ref_logprobs came from the RefScorer.
 	RefScored int64
+	// PeakWaitingGroups is the most complete groups held at once waiting for
+	// reference scoring (at most RefBatch: groups that need no scoring are
+	// written as they complete).
+	PeakWaitingGroups int64
 }
 
 // Offline reads every trajectory of src, assembles groups by group_id (in any
@@ -131,7 +135,8 @@ type offline struct {
 	st   *OfflineStats
 
 	// ready holds complete groups waiting for reference scoring, so that the
-	// scorer sees batches of RefBatch sequences.
+	// scorer sees batches of RefBatch sequences; toScore counts their
+	// trajectories that lack references.
 	ready   []traj.Group
 	toScore int
 }
@@ -152,15 +157,24 @@ func (o *offline) add(members []traj.Trajectory) error {
 			}
 		}
 	}
+	needs := 0
 	if o.opts.RefScorer != nil {
 		for i := range g.Trajectories {
 			if g.Trajectories[i].RefLogprobs == nil {
-				o.toScore++
+				needs++
 			}
 		}
 	}
+	if needs == 0 {
+		// A group with every reference is written at once rather than queued
+		// behind groups that wait for scoring: what is held stays bounded by
+		// RefBatch trajectories to score, whatever follows them.
+		return o.write(&g)
+	}
 	o.ready = append(o.ready, g)
-	if o.toScore >= o.opts.RefBatch || o.toScore == 0 {
+	o.toScore += needs
+	o.st.PeakWaitingGroups = max(o.st.PeakWaitingGroups, int64(len(o.ready)))
+	if o.toScore >= o.opts.RefBatch {
 		return o.flush()
 	}
 	return nil
@@ -174,20 +188,27 @@ func (o *offline) flush() error {
 		}
 	}
 	for i := range o.ready {
-		g := &o.ready[i]
-		recs, st, err := Compute(g, o.opts.Config)
-		if err != nil {
+		if err := o.write(&o.ready[i]); err != nil {
 			return err
-		}
-		o.st.Add(st)
-		if len(recs) > 0 {
-			if err := o.dst.Write(recs...); err != nil {
-				return fmt.Errorf("write advantages of group %s: %w", g.GroupID, err)
-			}
 		}
 	}
 	clear(o.ready)
 	o.ready = o.ready[:0]
+	return nil
+}
+
+// write computes g's records and writes them.
+func (o *offline) write(g *traj.Group) error {
+	recs, st, err := Compute(g, o.opts.Config)
+	if err != nil {
+		return err
+	}
+	o.st.Add(st)
+	if len(recs) > 0 {
+		if err := o.dst.Write(recs...); err != nil {
+			return fmt.Errorf("write advantages of group %s: %w", g.GroupID, err)
+		}
+	}
 	return nil
 }
 
@@ -217,16 +238,9 @@ func (o *offline) score() error {
 		}
 		for i, r := range batch {
 			t := &o.ready[r.g].Trajectories[r.t]
-			if len(out[i]) != len(t.LossMask) {
-				return fmt.Errorf("reference scoring of %s: %d logprobs for %d response tokens", t.ID, len(out[i]), len(t.LossMask))
-			}
-			refs := make([]float32, len(out[i]))
-			for j, m := range t.LossMask {
-				if m == 1 {
-					// Injected tokens keep 0, as traj requires; rounding
-					// must not make a logprob positive.
-					refs[j] = min(0, out[i][j])
-				}
+			refs, err := referenceLogprobs(t, out[i])
+			if err != nil {
+				return err
 			}
 			t.RefLogprobs = refs
 			o.st.RefScored++
@@ -234,4 +248,20 @@ func (o *offline) score() error {
 	}
 	o.toScore = 0
 	return nil
+}
+
+// referenceLogprobs turns a RefScorer's logprobs of t's response tokens into
+// t's ref_logprobs: injected tokens (loss mask 0) get 0, as traj requires,
+// and rounding must not make a logprob positive.
+func referenceLogprobs(t *traj.Trajectory, scores []float32) ([]float32, error) {
+	if len(scores) != len(t.LossMask) {
+		return nil, fmt.Errorf("reference scoring of %s: %d logprobs for %d response tokens", t.ID, len(scores), len(t.LossMask))
+	}
+	refs := make([]float32, len(scores))
+	for j, m := range t.LossMask {
+		if m == 1 {
+			refs[j] = min(0, scores[j])
+		}
+	}
+	return refs, nil
 }

@@ -196,3 +196,64 @@ func TestOfflineSpillIsDeterministic(t *testing.T) {
 		t.Error("two spilling runs wrote records in different orders")
 	}
 }
+
+// countingSource counts the trajectories handed out.
+type countingSource struct {
+	sliceSource
+	read int
+}
+
+func (s *countingSource) Next() (traj.Trajectory, error) {
+	t, err := s.sliceSource.Next()
+	if err == nil {
+		s.read++
+	}
+	return t, err
+}
+
+// heldSink records, at each write, how many trajectories have been read but
+// not yet written: what Offline holds.
+type heldSink struct {
+	src             *countingSource
+	written, peak   int
+	writesBeforeEOF int
+}
+
+func (s *heldSink) Write(recs ...traj.AdvantageRecord) error {
+	s.written += len(recs)
+	s.peak = max(s.peak, s.src.read-s.written)
+	if len(s.src.ts) > 0 {
+		s.writesBeforeEOF++
+	}
+	return nil
+}
+
+// One trajectory lacking references followed by many groups that have them:
+// the later groups must not wait in memory for a scoring batch to fill.
+func TestOfflineRefScorerMemoryIsBounded(t *testing.T) {
+	const n, refBatch = 200, 16
+	var all []traj.Trajectory
+	for i := range n {
+		all = append(all, streamGroup("job", i).Trajectories...)
+	}
+	all[0].RefLogprobs = nil
+	cfg := DefaultConfig()
+	cfg.KL = KLK3
+	src := &countingSource{sliceSource: sliceSource{ts: all}}
+	sink := &heldSink{src: src}
+	sc := &fakeScorer{}
+	st, err := Offline(context.Background(), src, sink, OfflineOptions{Config: cfg, RefScorer: sc, RefBatch: refBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.RefScored != 1 || sc.calls != 1 || sink.written != n*testG {
+		t.Fatalf("scored %d in %d calls, wrote %d records of %d", st.RefScored, sc.calls, sink.written, n*testG)
+	}
+	// Held: at most the group waiting for scoring and the group being read.
+	if limit := 2 * testG; sink.peak > limit || sink.writesBeforeEOF == 0 {
+		t.Errorf("held up to %d trajectories (limit %d), %d writes before the end of the input", sink.peak, limit, sink.writesBeforeEOF)
+	}
+	if st.PeakWaitingGroups != 1 {
+		t.Errorf("peak waiting groups %d, want 1", st.PeakWaitingGroups)
+	}
+}
