@@ -107,10 +107,13 @@ type Engine struct {
 	decodeBuf      runBuffers
 	prefillBuf     runBuffers
 	held           []*Sequence // paused since the last re-layout, cache still in cur
-	samplers       []sampler   // one per sampling goroutine
-	draws          []draw      // this step's token per row
-	stats          Stats
-	closed         bool
+	// finishedOutside are sequences that finished outside a Step (an
+	// injection that reached a length cap), reported by the next Step.
+	finishedOutside []Event
+	samplers        []sampler // one per sampling goroutine
+	draws           []draw    // this step's token per row
+	stats           Stats
+	closed          bool
 }
 
 type workItem struct {
@@ -182,8 +185,11 @@ func (e *Engine) Queued() int {
 }
 
 // Idle reports whether Step has nothing to do: no sequence running or
-// queued. Paused sequences wait for the caller, not for Step.
-func (e *Engine) Idle() bool { return e.Running() == 0 && len(e.queue) == 0 }
+// queued, and no finish left to report. Paused sequences wait for the
+// caller, not for Step.
+func (e *Engine) Idle() bool {
+	return e.Running() == 0 && len(e.queue) == 0 && len(e.finishedOutside) == 0
+}
 
 // AddGroup queues G = len(req.Seeds) samples of one prompt and returns
 // their sequences (index i uses Seeds[i]). They share one prefill of the
@@ -258,9 +264,15 @@ func (e *Engine) resume(s *Sequence, inj []int32) error {
 		text, _ := e.pol.tok.Decode(inj, true)
 		s.segments = append(s.segments, traj.Segment{Kind: traj.SegmentTool, Turn: s.Turn(), Start: start, End: start + len(inj), Text: text})
 	}
-	capped := s.group.sampling.MaxNewTokens > 0 && s.sampled >= s.group.sampling.MaxNewTokens
-	if capped || len(s.tokens) >= e.maxLen {
+	// A new model turn: the per-turn cap restarts, and stop strings match
+	// only text generated after the injection.
+	s.turnTaken = 0
+	s.tail = s.tail[:0]
+	if e.capped(s) {
+		// The caller learns of it like of any other finish: the next Step
+		// reports it.
 		s.release(traj.FinishLength)
+		e.finishedOutside = append(e.finishedOutside, Event{Kind: EventFinished, Seq: s})
 		return nil
 	}
 	s.inject = inj
@@ -280,8 +292,10 @@ func (e *Engine) abandon(s *Sequence, reason traj.FinishReason) {
 
 // Step admits queued work, prefills it, and advances every running sequence
 // by one token with one batched decode Run. It returns the sequences that
-// paused at a tool call or finished during the step, in row order. With
-// nothing to do it returns no events and no error. An error from ONNX
+// paused at a tool call or finished during the step, in row order, after
+// those that an Inject finished since the last Step (every finish is
+// reported once, by a Step). With nothing to do it returns no events and no
+// error. An error from ONNX
 // Runtime leaves the engine's batch undefined: close the engine.
 func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 	if e.closed {
@@ -293,6 +307,10 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 	start := time.Now()
 	defer func() { e.stats.StepTime += time.Since(start) }()
 
+	// Finishes that happened in Inject come first: they happened before
+	// this step.
+	events := e.finishedOutside
+	e.finishedOutside = nil
 	survivors, survivorRows := e.survivors()
 	if len(survivors) != len(e.rows) {
 		e.dirty = true
@@ -300,7 +318,7 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 	admitted := e.admit(len(survivors))
 	if len(survivors) == 0 && len(admitted) == 0 {
 		e.rows, e.pads = nil, nil
-		return nil, nil
+		return events, nil
 	}
 	e.stats.Steps++
 	if len(admitted) > 0 || e.dirty {
@@ -308,7 +326,11 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 			return nil, err
 		}
 	}
-	return e.decode()
+	stepped, err := e.decode()
+	if err != nil {
+		return nil, err
+	}
+	return append(events, stepped...), nil
 }
 
 // survivors returns the rows still running and, for each, its row in
@@ -710,6 +732,7 @@ func (e *Engine) advance(s *Sequence, d draw) EventKind {
 	s.logprobs = append(s.logprobs, lp)
 	s.segments[len(s.segments)-1].End++
 	s.sampled++
+	s.turnTaken++
 
 	var delta string
 	if id <= e.maxTokID { // models may have more logits than the tokenizer has tokens
@@ -735,12 +758,22 @@ func (e *Engine) advance(s *Sequence, d draw) EventKind {
 		s.state = StatePaused
 		return EventToolCall
 	}
-	if (g.sampling.MaxNewTokens > 0 && s.sampled >= g.sampling.MaxNewTokens) || len(s.tokens) >= e.maxLen {
+	if e.capped(s) {
 		s.closeModelSegment()
 		s.release(traj.FinishLength)
 		return EventFinished
 	}
 	return 0
+}
+
+// capped reports whether s may sample no further token: a length cap of its
+// sampling settings or the model's context is reached.
+func (e *Engine) capped(s *Sequence) bool {
+	c := &s.group.sampling
+	return (c.MaxNewTokens > 0 && s.sampled >= c.MaxNewTokens) ||
+		(c.MaxTurnTokens > 0 && s.turnTaken >= c.MaxTurnTokens) ||
+		(c.MaxResponseTokens > 0 && len(s.tokens)-s.promptLen >= c.MaxResponseTokens) ||
+		len(s.tokens) >= e.maxLen
 }
 
 // stopMatched reports whether a stop string ends inside delta, keeping the

@@ -25,6 +25,14 @@ type Sampling struct {
 	// the model's context. A sequence that reaches it finishes with
 	// FinishLength.
 	MaxNewTokens int
+	// MaxTurnTokens caps the tokens sampled in one model turn (between tool
+	// results), as Hugging Face's max_new_tokens caps one generate call; 0
+	// means no cap. A sequence that reaches it finishes with FinishLength.
+	MaxTurnTokens int
+	// MaxResponseTokens caps the whole response, sampled and injected tokens
+	// together; 0 means no cap. A sequence that reaches it finishes with
+	// FinishLength, also when an injection brings it there.
+	MaxResponseTokens int
 	// StopStrings end a sequence (FinishStop) as soon as its generated text
 	// ends with one of them; the token that completed it is kept.
 	StopStrings []string
@@ -47,6 +55,10 @@ func (s Sampling) Validate() error {
 		return fmt.Errorf("sampling: min_p %v must be in [0, 1]", s.MinP)
 	case s.MaxNewTokens < 0:
 		return fmt.Errorf("sampling: max_new_tokens %d must be >= 0", s.MaxNewTokens)
+	case s.MaxTurnTokens < 0:
+		return fmt.Errorf("sampling: max_turn_tokens %d must be >= 0", s.MaxTurnTokens)
+	case s.MaxResponseTokens < 0:
+		return fmt.Errorf("sampling: max_response_tokens %d must be >= 0", s.MaxResponseTokens)
 	}
 	for i, stop := range s.StopStrings {
 		if stop == "" {

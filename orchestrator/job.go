@@ -27,7 +27,8 @@ type Job struct {
 	// Model is a Hugging Face model folder (config.json, tokenizer.json, onnx/model.onnx).
 	Model string `yaml:"model"`
 	// RefModel optionally names a reference policy; its teacher-forced
-	// logprobs go into ref_logprobs.
+	// logprobs at the sampling temperature (1 when greedy) go into
+	// ref_logprobs.
 	RefModel string `yaml:"ref_model"`
 	// Prompts is a JSONL file of {id, prompt | messages, answer, meta}.
 	Prompts string `yaml:"prompts"`

@@ -362,21 +362,27 @@ func TestRolloutToParquetResumes(t *testing.T) {
 	}
 }
 
+// TestRolloutWithReferenceModel scores the policy against itself: the
+// reference logprobs equal the recorded ones (KL 0) at any sampling
+// temperature, because both are log-softmax(logits / T).
 func TestRolloutWithReferenceModel(t *testing.T) {
 	model := tinyPolicy(t)
-	out := filepath.Join(t.TempDir(), "ref.jsonl")
-	job := tinyJob(model, writePrompts(t, 2), out)
-	job.RefModel = model // the policy against itself: KL 0
-	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range readTrajectories(t, out) {
-		if len(tr.RefLogprobs) != len(tr.Logprobs) {
-			t.Fatalf("%s: %d ref logprobs for %d logprobs", tr.ID, len(tr.RefLogprobs), len(tr.Logprobs))
+	for _, temperature := range []float64{1, 0.7} {
+		out := filepath.Join(t.TempDir(), "ref.jsonl")
+		job := tinyJob(model, writePrompts(t, 2), out)
+		job.RefModel = model
+		job.Sampling.Temperature = temperature
+		if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+			t.Fatal(err)
 		}
-		for i := range tr.Logprobs {
-			if d := tr.Logprobs[i] - tr.RefLogprobs[i]; d > 1e-4 || d < -1e-4 {
-				t.Fatalf("%s[%d]: logprob %g vs ref %g (same model, T=1)", tr.ID, i, tr.Logprobs[i], tr.RefLogprobs[i])
+		for _, tr := range readTrajectories(t, out) {
+			if len(tr.RefLogprobs) != len(tr.Logprobs) {
+				t.Fatalf("T=%v %s: %d ref logprobs for %d logprobs", temperature, tr.ID, len(tr.RefLogprobs), len(tr.Logprobs))
+			}
+			for i := range tr.Logprobs {
+				if d := tr.Logprobs[i] - tr.RefLogprobs[i]; d > 1e-4 || d < -1e-4 {
+					t.Fatalf("T=%v %s[%d]: logprob %g vs ref %g (same model)", temperature, tr.ID, i, tr.Logprobs[i], tr.RefLogprobs[i])
+				}
 			}
 		}
 	}

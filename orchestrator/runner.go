@@ -195,7 +195,11 @@ func (r *runner) open(ctx context.Context) error {
 	}
 	r.sampling = actor.Sampling{
 		Temperature: job.Sampling.Temperature, TopK: job.Sampling.TopK, TopP: job.Sampling.TopP,
-		MinP: job.Sampling.MinP, MaxNewTokens: job.Sampling.MaxNewTokens, StopStrings: job.Sampling.Stop,
+		MinP: job.Sampling.MinP, StopStrings: job.Sampling.Stop,
+		// The job's max_new_tokens is per turn, as in Hugging Face's
+		// generate(); max_tokens bounds the whole response, injections
+		// included, also while sampling.
+		MaxTurnTokens: job.Sampling.MaxNewTokens, MaxResponseTokens: job.Limits.MaxTokens,
 	}
 	if err := r.sampling.Validate(); err != nil {
 		return err
@@ -686,7 +690,14 @@ func (r *runner) scoreRef(ctx context.Context, ts []traj.Trajectory) error {
 	for i := range ts {
 		seqs[i], lens[i] = ts[i].Tokens, ts[i].PromptLen
 	}
-	ref, err := r.ref.Score(ctx, seqs, lens)
+	// The reference is scored at the sampling temperature, the quantity the
+	// recorded logprobs are (T = 1 when greedy), so that logp - logp_ref
+	// compares like with like, as verl's reference worker does.
+	temperature := r.sampling.Temperature
+	if temperature == 0 {
+		temperature = 1
+	}
+	ref, err := r.ref.ScoreTemperature(ctx, seqs, lens, temperature)
 	if err != nil {
 		return fmt.Errorf("reference scoring: %w", err)
 	}

@@ -1,0 +1,130 @@
+package actor
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/toolrl/toolrl/traj"
+)
+
+// runCounting steps eng until idle, injecting inject after every tool call,
+// and returns how many EventFinished each sequence got.
+func runCounting(t *testing.T, eng *Engine, inject []int32) map[*Sequence]int {
+	t.Helper()
+	finished := map[*Sequence]int{}
+	for steps := 0; !eng.Idle(); steps++ {
+		if steps > 10000 {
+			t.Fatal("engine did not finish")
+		}
+		events, err := eng.Step(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events {
+			switch ev.Kind {
+			case EventToolCall:
+				if err := ev.Seq.Inject(inject); err != nil {
+					t.Fatal(err)
+				}
+			case EventFinished:
+				if ev.Seq.State() != StateFinished {
+					t.Fatalf("finish event for a sequence in state %s", ev.Seq.State())
+				}
+				finished[ev.Seq]++
+			}
+		}
+	}
+	return finished
+}
+
+// TestLengthCapsAndFinishEvents checks the three length caps, and that
+// every sequence's finish is reported exactly once by a Step, also when the
+// cap is reached by a tool call on the last allowed token (the sequence
+// finishes in Inject, and the next Step reports it).
+func TestLengthCapsAndFinishEvents(t *testing.T) {
+	pol, _ := loadTiny(t, 11)
+	cases := []struct {
+		name     string
+		sampling Sampling
+		every    int
+		inject   []int32
+		sampled  int // tokens sampled by each sequence
+		response int // response length (sampled + injected)
+	}{
+		// A call completes on the 6th and last allowed token: executed and
+		// injected, then the sequence finishes.
+		{"call on the last token", Sampling{MaxNewTokens: 6}, 3, []int32{'x', 'y'}, 6, 6 + 2*2},
+		// The per-turn cap restarts after each injection.
+		{"per-turn cap not reached", Sampling{MaxTurnTokens: 4, MaxNewTokens: 12}, 3, []int32{'x'}, 12, 12 + 4},
+		{"per-turn cap", Sampling{MaxTurnTokens: 2}, 3, []int32{'x'}, 2, 2},
+		// Injected tokens count toward the response cap.
+		{"response cap while sampling", Sampling{MaxResponseTokens: 9}, 3, []int32{'x'}, 7, 9},
+		{"response cap reached by an injection", Sampling{MaxResponseTokens: 10}, 2, []int32{'x', 'y', 'z'}, 4, 10},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eng := NewEngine(pol, EngineOptions{})
+			defer eng.Close()
+			s := c.sampling
+			s.Temperature, s.EOS = 1, []int32{}
+			seqs, err := eng.AddGroup(GroupRequest{ID: "g", Prompt: prompt(5, 2), Seeds: []uint64{1, 2, 3}, Sampling: s,
+				NewDetector: func() CallDetector { return &everyN{n: c.every} }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished := runCounting(t, eng, c.inject)
+			for i, seq := range seqs {
+				if finished[seq] != 1 {
+					t.Errorf("sample %d: %d finish events, want 1", i, finished[seq])
+				}
+				if seq.FinishReason() != traj.FinishLength || seq.SampledTokens() != c.sampled ||
+					seq.Len()-seq.PromptLen() != c.response {
+					t.Errorf("sample %d: finish %q, %d sampled, response %d; want length, %d, %d",
+						i, seq.FinishReason(), seq.SampledTokens(), seq.Len()-seq.PromptLen(), c.sampled, c.response)
+				}
+			}
+		})
+	}
+}
+
+// TestStopStringsStartAfterInjection: a stop string is matched against the
+// text generated since the last injection, never across it. The stop
+// string here is the end of turn 0's text joined to the start of turn 1's:
+// it never appears in the generated text itself, which has the tool result
+// between them.
+func TestStopStringsStartAfterInjection(t *testing.T) {
+	pol, _ := loadTiny(t, 12)
+	run := func(stops []string) *Sequence {
+		eng := NewEngine(pol, EngineOptions{})
+		defer eng.Close()
+		seqs, err := eng.AddGroup(GroupRequest{ID: "g", Prompt: prompt(5, 3), Seeds: []uint64{1},
+			Sampling:    Sampling{Temperature: 0, EOS: []int32{}, MaxNewTokens: 12, StopStrings: stops},
+			NewDetector: func() CallDetector { return &everyN{n: 6} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCounting(t, eng, []int32{'\n'})
+		return seqs[0]
+	}
+	plain := run(nil)
+	var turns []string
+	for _, seg := range plain.Segments() {
+		if seg.Kind == traj.SegmentModel {
+			turns = append(turns, seg.Text)
+		}
+	}
+	if len(turns) != 2 || turns[0] == "" || turns[1] == "" {
+		t.Fatalf("want two non-empty model turns, got %q", turns)
+	}
+	r0, r1 := []rune(turns[0]), []rune(turns[1])
+	stop := string(r0[len(r0)-1]) + string(r1[0])
+	if strings.Contains(turns[0], stop) || strings.Contains(turns[1], stop) {
+		t.Skipf("stop %q occurs inside a turn (%q): the greedy text does not separate the cases", stop, turns)
+	}
+	got := run([]string{stop})
+	if got.FinishReason() != plain.FinishReason() || got.Len() != plain.Len() {
+		t.Errorf("stop %q matched across the injection: finish %q at length %d, want %q at %d",
+			stop, got.FinishReason(), got.Len(), plain.FinishReason(), plain.Len())
+	}
+}
