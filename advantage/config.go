@@ -83,12 +83,14 @@ type Config struct {
 	KL KLEstimator
 	// KLCoef, when positive, folds the KL into the rewards before the
 	// advantages are computed: R_i − KLCoef·Σ_t kl_t for the outcome reward,
-	// and r_{i,k} − KLCoef·Σ_{t∈step k} kl_t for each step reward. Every
-	// trajectory then needs ref_logprobs.
+	// and r_{i,k} − KLCoef·Σ_{t∈step k} kl_t for each step reward (in hybrid
+	// mode both, so that each part estimates its KL-penalised reward; see
+	// docs/advantage.md). Every trajectory then needs ref_logprobs.
 	KLCoef float64
 
-	// DropZeroVariance drops groups whose rewards are all equal (they carry no
-	// signal); they are always counted in Stats.ZeroVariance.
+	// DropZeroVariance drops groups whose task rewards (before any KL is
+	// folded in) are all equal: they carry no signal. They are always counted
+	// in Stats.ZeroVariance.
 	DropZeroVariance bool
 
 	// MaxStaleness is the largest allowed CurrentPolicyVersion − group policy
