@@ -1,6 +1,7 @@
 package advantage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,13 @@ type ServiceOptions struct {
 	Registerer prometheus.Registerer
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
+	// RefScorer, when set, scores the trajectories that arrive without
+	// ref_logprobs (actor.Policy is one; it must be safe for concurrent use,
+	// as every worker calls it), batched over each read batch, before their
+	// advantages and KL are computed. nil leaves them without references.
+	RefScorer RefScorer
+	// RefBatch is the most sequences per RefScorer call; 0 means 16.
+	RefBatch int
 }
 
 // Service is the advantage service: it consumes a job's groups stream with
@@ -68,6 +76,8 @@ type Service struct {
 	log    *slog.Logger
 	m      *metrics
 	reg    *prometheus.Registry // set when the service owns its registry
+
+	refScored prometheus.Counter // trajectories scored by opts.RefScorer
 
 	committed     atomic.Int64 // groups committed, for groups/s
 	policyVersion atomic.Int64
@@ -102,6 +112,9 @@ func NewService(client goredis.UniversalClient, opts ServiceOptions) (*Service, 
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.RefBatch <= 0 {
+		opts.RefBatch = 16
+	}
 	s := &Service{client: client, opts: opts, keys: redis.JobKeys(opts.Job), log: opts.Logger}
 	reg := opts.Registerer
 	if reg == nil {
@@ -113,6 +126,11 @@ func NewService(client goredis.UniversalClient, opts ServiceOptions) (*Service, 
 		return nil, fmt.Errorf("advantage service: register metrics: %w", err)
 	}
 	s.m = m
+	s.refScored = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "toolrl", Subsystem: "advantage", Name: "ref_scored_total",
+		Help: "Trajectories whose ref_logprobs were computed by the reference model (--ref-model)."})
+	if err := reg.Register(s.refScored); err != nil {
+		return nil, fmt.Errorf("advantage service: register metrics: %w", err)
+	}
 	return s, nil
 }
 
@@ -177,8 +195,8 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	s.log.Info("advantage service started", "job", s.opts.Job, "stream", s.keys.Groups, "workers", s.opts.Workers,
-		"mode", s.opts.Config.Mode, "estimator", s.opts.Config.Estimator, "kl", s.opts.Config.KL)
-	s.refresh(ctx, consumers[0], time.Now(), 0)
+		"mode", s.opts.Config.Mode, "estimator", s.opts.Config.Estimator, "kl", s.opts.Config.KL, "ref_scorer", s.opts.RefScorer != nil)
+	s.refresh(ctx, consumers[0], time.Time{}, 0)
 	s.prune(ctx, consumers[0])
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -209,22 +227,26 @@ func (s *Service) work(ctx context.Context, c *redis.Consumer) {
 		if len(msgs) == 0 {
 			continue
 		}
-		// The batch is committed even when shutdown began while it was being
-		// read: a bounded grace period, not the cancelled context.
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		err = s.process(bctx, c, msgs)
-		cancel()
-		if err != nil {
-			// The entries stay pending and are claimed again after ClaimIdle;
-			// the done set keeps a commit that did land from being repeated.
-			s.m.redisErrors.Inc()
-			s.log.Warn("commit groups", "consumer", c.Options().Consumer, "groups", len(msgs), "err", err)
+		if err := s.process(ctx, c, msgs); err != nil {
+			// The entries stay pending and are claimed again after ClaimIdle
+			// (and dead-lettered past MaxDeliveries); the done set keeps a
+			// commit that did land from being repeated.
+			if !errors.Is(err, errRefScoring) {
+				s.m.redisErrors.Inc()
+			}
+			s.log.Warn("process groups", "consumer", c.Options().Consumer, "groups", len(msgs), "err", err)
 			backoff.wait(ctx)
 		}
 	}
 }
 
-// process decodes, computes, encodes and commits one batch.
+// shutdownGrace bounds the work on a batch after shutdown began: its
+// reference scoring, and its dead letters and commit.
+const shutdownGrace = 30 * time.Second
+
+// process decodes, scores, computes, encodes and commits one batch. The
+// batch is finished even when ctx (the worker's) is cancelled while it is
+// processed, within shutdownGrace: a graceful shutdown commits what was read.
 func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.Message) error {
 	start := time.Now()
 	cfg := s.opts.Config
@@ -232,13 +254,34 @@ func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.M
 	if !s.policyKnown.Load() {
 		cfg.MaxStaleness = -1
 	}
+	groups := make([]wireGroup, len(msgs))
+	for i, m := range msgs {
+		groups[i] = s.decode(m)
+	}
+	if s.opts.RefScorer != nil {
+		// Scoring may take long on a large model: it gets no deadline until
+		// shutdown begins, then shutdownGrace.
+		sctx, cancel := graceContext(ctx, shutdownGrace)
+		err := s.scoreReferences(sctx, groups, cfg)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
 	var dead []redis.DeadLetter
 	outputs := make([]redis.Output, 0, len(msgs))
 	var st Stats
-	for _, m := range msgs {
-		out, gst, err := s.compute(m, cfg)
+	for i := range groups {
+		wg := &groups[i]
+		if wg.err != nil {
+			dead = append(dead, redis.DeadLetter{Message: wg.m, Reason: wg.err.Error()})
+			continue
+		}
+		out, gst, err := s.computeGroup(wg, cfg)
 		if err != nil {
-			dead = append(dead, redis.DeadLetter{Message: m, Reason: err.Error()})
+			dead = append(dead, redis.DeadLetter{Message: wg.m, Reason: err.Error()})
 			continue
 		}
 		st.Add(gst)
@@ -298,30 +341,224 @@ func outputBytes(o *redis.Output) int {
 	return n
 }
 
-// compute turns one groups-stream entry into its output, with the lean codec
-// of wire.go.
-func (s *Service) compute(m redis.Message, cfg Config) (redis.Output, Stats, error) {
+// wireGroup is one groups-stream entry, decoded with the lean codec of
+// wire.go, or the reason it goes to the dead letters.
+type wireGroup struct {
+	m       redis.Message
+	g       *traj.Group
+	raws    []rawArrays // views into the entry's payload, or scored references
+	payload int         // bytes of the entry's payload
+	err     error       // set: the entry is dead-lettered with this reason
+}
+
+// decode decodes and checks one groups-stream entry.
+func (s *Service) decode(m redis.Message) wireGroup {
+	wg := wireGroup{m: m}
 	payload, ok := m.Values[redis.FieldGroup].(string)
 	if !ok {
-		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: no %q field", m.ID, redis.FieldGroup)
+		wg.err = fmt.Errorf("entry %s: no %q field", m.ID, redis.FieldGroup)
+		return wg
 	}
+	wg.payload = len(payload)
 	g, raws, err := decodeWireGroup(unsafe.Slice(unsafe.StringData(payload), len(payload)))
-	if err != nil {
-		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
+	switch {
+	case err != nil:
+		wg.err = fmt.Errorf("entry %s: %w", m.ID, err)
+	case fieldString(m, redis.FieldGroupID) != g.GroupID:
+		id := fieldString(m, redis.FieldGroupID)
+		wg.err = fmt.Errorf("entry %s: field %s is %q but the group's id is %q", m.ID, redis.FieldGroupID, id, g.GroupID)
+	case g.JobID != s.opts.Job:
+		wg.err = fmt.Errorf("entry %s: group %s belongs to job %q, not %q", m.ID, g.GroupID, g.JobID, s.opts.Job)
+	default:
+		wg.g, wg.raws = g, raws
 	}
-	if id, _ := m.Values[redis.FieldGroupID].(string); id != g.GroupID {
-		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: field %s is %q but the group's id is %q", m.ID, redis.FieldGroupID, id, g.GroupID)
+	return wg
+}
+
+func fieldString(m redis.Message, name string) string {
+	v, _ := m.Values[name].(string)
+	return v
+}
+
+// errRefScoring marks a batch whose reference scoring failed as a whole: it
+// is retried (redelivered), not dead-lettered.
+var errRefScoring = errors.New("reference scoring")
+
+// scoreReferences fills ref_logprobs (and their raw JSON) of every
+// trajectory of groups that has none, in RefScorer calls of at most RefBatch
+// sequences over the whole batch. Groups that Compute will drop as stale are
+// not scored. A group with a trajectory that cannot be scored (a token
+// outside the model's vocabulary, a sequence longer than its positions, or a
+// sequence that fails alone while the others of its call succeed) gets err
+// set and goes to the dead letters. It returns an error (wrapping
+// errRefScoring) when a call fails for every sequence or ctx ends: the whole
+// batch is then retried.
+func (s *Service) scoreReferences(ctx context.Context, groups []wireGroup, cfg Config) error {
+	type target struct{ g, t int }
+	var targets []target
+	vocab, positions := refModelLimits(s.opts.RefScorer)
+	for gi := range groups {
+		wg := &groups[gi]
+		if wg.err != nil || dropsStale(cfg, wg.g) {
+			continue
+		}
+		for ti := range wg.g.Trajectories {
+			t := &wg.g.Trajectories[ti]
+			if len(t.RefLogprobs) > 0 {
+				continue
+			}
+			if err := scorable(t, vocab, positions); err != nil {
+				wg.err = fmt.Errorf("entry %s: reference scoring of trajectory %s: %w", wg.m.ID, t.ID, err)
+				break
+			}
+			targets = append(targets, target{gi, ti})
+		}
 	}
-	if g.JobID != s.opts.Job {
-		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: group %s belongs to job %q, not %q", m.ID, g.GroupID, g.JobID, s.opts.Job)
+	scored := 0
+	// apply stores the scores of one trajectory, or dead-letters its group.
+	apply := func(r target, scores []float32) {
+		wg := &groups[r.g]
+		t := &wg.g.Trajectories[r.t]
+		refs, err := referenceLogprobs(t, scores)
+		if err != nil {
+			wg.err = fmt.Errorf("entry %s: %w", wg.m.ID, err)
+			return
+		}
+		t.RefLogprobs = refs
+		wg.raws[r.t].refLogprobs = appendFloat32s(nil, refs)
+		scored++
 	}
+	for start := 0; start < len(targets); {
+		var batch []target
+		for ; start < len(targets) && len(batch) < s.opts.RefBatch; start++ {
+			if groups[targets[start].g].err == nil {
+				batch = append(batch, targets[start])
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		seqs := make([][]int32, len(batch))
+		lens := make([]int, len(batch))
+		for i, r := range batch {
+			t := &groups[r.g].g.Trajectories[r.t]
+			seqs[i], lens[i] = t.Tokens, t.PromptLen
+		}
+		out, err := s.opts.RefScorer.Score(ctx, seqs, lens)
+		if err == nil && len(out) != len(batch) {
+			err = fmt.Errorf("%d results for %d sequences", len(out), len(batch))
+		}
+		if err == nil {
+			for i, r := range batch {
+				apply(r, out[i])
+			}
+			continue
+		}
+		if ctx.Err() != nil || len(batch) == 1 {
+			return fmt.Errorf("%w of %d sequences: %w", errRefScoring, len(batch), err)
+		}
+		// Find the sequences that fail alone: their groups are dead-lettered,
+		// unless every one fails (the scorer, not the input, is at fault).
+		var failed []target
+		var errs []error
+		for _, r := range batch {
+			t := &groups[r.g].g.Trajectories[r.t]
+			one, err := s.opts.RefScorer.Score(ctx, [][]int32{t.Tokens}, []int{t.PromptLen})
+			if err == nil && len(one) != 1 {
+				err = fmt.Errorf("%d results for 1 sequence", len(one))
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w of trajectory %s: %w", errRefScoring, t.ID, ctx.Err())
+			}
+			if err != nil {
+				failed, errs = append(failed, r), append(errs, err)
+				continue
+			}
+			apply(r, one[0])
+		}
+		if len(failed) == len(batch) {
+			return fmt.Errorf("%w of %d sequences, each alone too: %w", errRefScoring, len(batch), errs[0])
+		}
+		for i, r := range failed {
+			wg := &groups[r.g]
+			wg.err = cmp.Or(wg.err, fmt.Errorf("entry %s: reference scoring of trajectory %s: %w", wg.m.ID, wg.g.Trajectories[r.t].ID, errs[i]))
+		}
+	}
+	s.refScored.Add(float64(scored))
+	return nil
+}
+
+// dropsStale reports whether Compute drops g as stale under cfg.
+func dropsStale(cfg Config, g *traj.Group) bool {
+	return cfg.MaxStaleness >= 0 && cfg.CurrentPolicyVersion-g.PolicyVersion > cfg.MaxStaleness && !cfg.FlagStale
+}
+
+// refModelLimits returns the vocabulary size and position count of a scorer
+// that reports them (actor.Policy does), else 0.
+func refModelLimits(sc RefScorer) (vocab, positions int) {
+	if v, ok := sc.(interface{ VocabSize() int }); ok {
+		vocab = v.VocabSize()
+	}
+	if p, ok := sc.(interface{ MaxPositions() int }); ok {
+		positions = p.MaxPositions()
+	}
+	return vocab, positions
+}
+
+// scorable checks t against the reference model's limits (0: unknown).
+func scorable(t *traj.Trajectory, vocab, positions int) error {
+	if positions > 0 && len(t.Tokens) > positions {
+		return fmt.Errorf("%d tokens, more than the reference model's %d positions", len(t.Tokens), positions)
+	}
+	if vocab > 0 {
+		for j, id := range t.Tokens {
+			if id < 0 || int(id) >= vocab {
+				return fmt.Errorf("token %d at position %d is outside the reference model's vocabulary [0, %d)", id, j, vocab)
+			}
+		}
+	}
+	return nil
+}
+
+// graceContext returns a context that is not cancelled with ctx but grace
+// after it; cancel releases it.
+func graceContext(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-gctx.Done():
+		}
+	})
+	return gctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// compute turns one groups-stream entry into its output, with the lean codec
+// of wire.go (no reference scoring).
+func (s *Service) compute(m redis.Message, cfg Config) (redis.Output, Stats, error) {
+	wg := s.decode(m)
+	if wg.err != nil {
+		return redis.Output{}, Stats{}, wg.err
+	}
+	return s.computeGroup(&wg, cfg)
+}
+
+// computeGroup turns one decoded entry into its output.
+func (s *Service) computeGroup(wg *wireGroup, cfg Config) (redis.Output, Stats, error) {
+	g, raws, m := wg.g, wg.raws, wg.m
 	recs, st, err := Compute(g, cfg)
 	if err != nil {
 		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 	}
 	out := redis.Output{ID: m.ID, Done: g.GroupID, Entries: make([][]redis.Field, len(recs))}
 	for i := range recs {
-		data, err := appendRecord(make([]byte, 0, len(payload)/len(recs)*2), &recs[i], &raws[i])
+		data, err := appendRecord(make([]byte, 0, wg.payload/len(recs)*2), &recs[i], &raws[i])
 		if err != nil {
 			return redis.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 		}
@@ -373,7 +610,9 @@ func (s *Service) prune(ctx context.Context, c *redis.Consumer) {
 }
 
 func (s *Service) refresh(ctx context.Context, c *redis.Consumer, since time.Time, sinceCount int64) {
-	if dt := time.Since(since).Seconds(); dt > 0 && sinceCount > 0 {
+	// The first call (since zero) has no interval to measure; every later one
+	// sets the rate, 0 when nothing was committed.
+	if dt := time.Since(since).Seconds(); !since.IsZero() && dt > 0 {
 		s.m.groupsPerSec.Set(float64(s.committed.Load()-sinceCount) / dt)
 	}
 	err := s.client.Ping(ctx).Err()

@@ -3,8 +3,10 @@ package advantage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -12,15 +14,20 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/redis"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -438,4 +445,294 @@ func get(t *testing.T, url string) string {
 	var buf bytes.Buffer
 	_, _ = io.Copy(&buf, resp.Body)
 	return fmt.Sprintf("%d %s", resp.StatusCode, buf.String())
+}
+
+// tinyRefModel writes a tiny random Llama and loads it as a reference
+// scorer (one ORT thread: CPU is shared with the other tests).
+func tinyRefModel(t *testing.T) *actor.Policy {
+	t.Helper()
+	testsupport.RequireORT(t)
+	cfg, err := llama.ShapeConfig("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := llama.RandomWeights(cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if _, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w}); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := actor.Load(context.Background(), actor.LoadOptions{Dir: dir, IntraOpThreads: 1, InterOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pol.Close() })
+	return pol
+}
+
+// advantageRecords reads every record of job's advantages stream, with the
+// entry's raw record field.
+func advantageRecords(t *testing.T, client goredis.UniversalClient, job string) (map[string]traj.AdvantageRecord, map[string]string) {
+	t.Helper()
+	msgs, err := client.XRange(context.Background(), redis.JobKeys(job).Advantages, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, raw := map[string]traj.AdvantageRecord{}, map[string]string{}
+	for _, m := range msgs {
+		data, _ := m.Values[redis.FieldRecord].(string)
+		r, err := traj.UnmarshalAdvantage([]byte(data))
+		if err != nil {
+			t.Fatalf("advantages entry %s: %v", m.ID, err)
+		}
+		if _, dup := recs[r.TrajectoryID]; dup {
+			t.Fatalf("record %s written twice", r.TrajectoryID)
+		}
+		recs[r.TrajectoryID], raw[r.TrajectoryID] = r, data
+	}
+	return recs, raw
+}
+
+func maxDiff(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	d := 0.0
+	for i := range a {
+		d = max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
+}
+
+// TestServiceScoresMissingReferences runs groups without (or with some)
+// ref_logprobs through the service with a real ORT reference model: their
+// records carry references equal to the offline path's on the same input, and
+// KL folded into the reward; a group with a token outside the model's
+// vocabulary is dead-lettered with the reason, and the rest flows.
+func TestServiceScoresMissingReferences(t *testing.T) {
+	const job, n = "refjob", 12
+	pol := tinyRefModel(t)
+	groups := make([]*traj.Group, n)
+	var all []traj.Trajectory
+	for i := range groups {
+		g := streamGroup(job, i)
+		for k := range g.Trajectories {
+			if i%2 == 0 || k == 1 {
+				g.Trajectories[k].RefLogprobs = nil
+			}
+		}
+		groups[i] = g
+		all = append(all, g.Trajectories...)
+	}
+	bad := streamGroup(job, n)
+	bad.Trajectories[2].RefLogprobs = nil
+	bad.Trajectories[2].Tokens[0] = int32(pol.VocabSize())
+
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connectTest(t, r.URL())
+	opts := testServiceOptions(job)
+	opts.Config.KLCoef = 0.01
+	opts.RefScorer, opts.RefBatch = pol, 5
+	svc, err := NewService(client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- svc.Run(ctx) }()
+	p := redis.NewProducer(client, redis.ProducerOptions{})
+	if _, err := p.AddGroups(ctx, job, append(groups, bad)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all groups done", 60*time.Second, func() bool { return doneCount(client, job) == n })
+	waitFor(t, "the dead letter", 30*time.Second, func() bool {
+		d, _ := client.XLen(ctx, redis.JobKeys(job).Dead).Result()
+		return d == 1
+	})
+	srv := httptest.NewServer(svc.Handler())
+	defer srv.Close()
+	wantScored := 0
+	for _, tr := range all {
+		if tr.RefLogprobs == nil {
+			wantScored++
+		}
+	}
+	if body := get(t, srv.URL+"/metrics"); !strings.Contains(body, fmt.Sprintf("toolrl_advantage_ref_scored_total %d\n", wantScored)) {
+		t.Errorf("metrics lack ref_scored_total %d:\n%s", wantScored, body)
+	}
+	cancel()
+	if err := <-runDone; err != nil {
+		t.Fatal(err)
+	}
+	dead, err := client.XRange(context.Background(), redis.JobKeys(job).Dead, "-", "+").Result()
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("dead letters %v, %v", dead, err)
+	}
+	if reason, _ := dead[0].Values[redis.FieldReason].(string); !strings.Contains(reason, bad.Trajectories[2].ID) ||
+		!strings.Contains(reason, "outside the reference model's vocabulary") {
+		t.Errorf("dead letter reason %q", reason)
+	}
+
+	got, raw := advantageRecords(t, client, job)
+	offCfg := opts.Config
+	offCfg.MaxStaleness = -1 // the service had no policy version
+	want, st := offlineRun(t, all, OfflineOptions{Config: offCfg, RefScorer: pol, RefBatch: 3})
+	if st.RefScored != int64(wantScored) || len(got) != len(want) || len(got) != n*testG {
+		t.Fatalf("service wrote %d records, offline %d (ref-scored %d of %d)", len(got), len(want), st.RefScored, wantScored)
+	}
+	inputRefs := map[string][]float32{}
+	for _, tr := range all {
+		inputRefs[tr.ID] = tr.RefLogprobs
+	}
+	for id, w := range want {
+		g, ok := got[id]
+		if !ok {
+			t.Fatalf("no service record for %s", id)
+		}
+		if len(g.RefLogprobs) != len(g.LossMask) || len(g.KL) != len(g.LossMask) || g.KLEstimator != string(KLK3) {
+			t.Fatalf("record %s: ref_logprobs %v kl %v", id, g.RefLogprobs, g.KL)
+		}
+		if d := maxDiff(g.RefLogprobs, w.RefLogprobs); d > 1e-5 {
+			t.Errorf("record %s: ref_logprobs differ from offline's by %g", id, d)
+		}
+		if in := inputRefs[id]; in != nil && !reflect.DeepEqual(g.RefLogprobs, in) {
+			t.Errorf("record %s: input ref_logprobs not kept", id)
+		}
+		if d := max(maxDiff(g.KL, w.KL), maxDiff(g.Advantages, w.Advantages)); d > 1e-4 {
+			t.Errorf("record %s: kl or advantages differ from offline's by %g", id, d)
+		}
+		// The spliced references are formatted as traj's encoder would.
+		if data, err := traj.MarshalAdvantage(&g); err != nil || string(data) != raw[id] {
+			t.Errorf("record %s: service JSON differs from traj.MarshalAdvantage (%v):\n%s\n%s", id, err, raw[id], data)
+		}
+	}
+}
+
+// failingScorer fails any call holding a sequence with token poison, or
+// every call when always is set; it scores the rest -0.5.
+type failingScorer struct {
+	poison int32
+	always bool
+	calls  int
+}
+
+func (f *failingScorer) Score(ctx context.Context, seqs [][]int32, promptLens []int) ([][]float32, error) {
+	f.calls++
+	for i, s := range seqs {
+		if f.always || slices.Contains(s, f.poison) {
+			return nil, fmt.Errorf("sequence %d: cannot score", i)
+		}
+	}
+	return (&fakeScorer{}).Score(ctx, seqs, promptLens)
+}
+
+// A sequence that fails alone sends its group to the dead letters and the
+// rest of the batch is scored; a scorer that fails on everything fails the
+// batch (retried) rather than dead-lettering the groups.
+func TestServiceReferenceScoringFailures(t *testing.T) {
+	const job = "failjob"
+	batch := func() []wireGroup {
+		var groups []wireGroup
+		for i := range 4 {
+			g := streamGroup(job, i)
+			for k := range g.Trajectories {
+				g.Trajectories[k].RefLogprobs = nil
+			}
+			if i == 2 {
+				g.Trajectories[3].Tokens[0] = 77
+			}
+			payload, err := redis.EncodeGroup(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := redis.Message{ID: fmt.Sprintf("1-%d", i), Values: map[string]any{redis.FieldGroup: string(payload), redis.FieldGroupID: g.GroupID}}
+			groups = append(groups, (&Service{opts: ServiceOptions{Job: job}}).decode(m))
+		}
+		return groups
+	}
+	opts := testServiceOptions(job)
+	opts.Config.KLCoef = 0.01
+	sc := &failingScorer{poison: 77}
+	opts.RefScorer, opts.RefBatch = sc, 6
+	svc, err := NewService(nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := batch()
+	if err := svc.scoreReferences(context.Background(), groups, opts.Config); err != nil {
+		t.Fatal(err)
+	}
+	for i, wg := range groups {
+		if i == 2 {
+			if wg.err == nil || !strings.Contains(wg.err.Error(), "trajectory "+wg.g.Trajectories[3].ID) {
+				t.Errorf("group 2: %v, want a scoring failure of its trajectory 3", wg.err)
+			}
+			continue
+		}
+		if wg.err != nil {
+			t.Fatalf("group %d: %v", i, wg.err)
+		}
+		out, _, err := svc.computeGroup(&groups[i], opts.Config)
+		if err != nil || len(out.Entries) != testG {
+			t.Fatalf("group %d: %d entries, %v", i, len(out.Entries), err)
+		}
+		rec, err := traj.UnmarshalAdvantage(out.Entries[0][len(out.Entries[0])-1].Value)
+		if err != nil || len(rec.RefLogprobs) == 0 || len(rec.KL) == 0 {
+			t.Fatalf("group %d: record %+v, %v", i, rec, err)
+		}
+	}
+
+	svc.opts.RefScorer = &failingScorer{always: true}
+	groups = batch()
+	err = svc.scoreReferences(context.Background(), groups, opts.Config)
+	if !errors.Is(err, errRefScoring) {
+		t.Errorf("a scorer that always fails: %v, want errRefScoring", err)
+	}
+	for i, wg := range groups {
+		if wg.err != nil {
+			t.Errorf("group %d dead-lettered by a scorer failure: %v", i, wg.err)
+		}
+	}
+}
+
+// groups_per_second is set from the first interval, also when the interval
+// starts from zero committed groups, and reads 0 when nothing was committed.
+func TestServiceGroupsPerSecondFirstInterval(t *testing.T) {
+	const job = "ratejob"
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connectTest(t, r.URL())
+	svc, err := NewService(client, testServiceOptions(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := redis.NewConsumer(client, redis.ConsumerOptions{Stream: svc.keys.Groups, Group: redis.AdvantageGroup, Consumer: "rate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauge := func() float64 {
+		var m dto.Metric
+		if err := svc.m.groupsPerSec.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetGauge().GetValue()
+	}
+	ctx := context.Background()
+	svc.m.groupsPerSec.Set(-1)
+	svc.refresh(ctx, c, time.Time{}, 0) // the start: no interval yet
+	if g := gauge(); g != -1 {
+		t.Errorf("the first refresh set groups_per_second to %g", g)
+	}
+	svc.committed.Store(10)
+	since := time.Now().Add(-time.Second)
+	svc.refresh(ctx, c, since, 0)
+	if g, hi := gauge(), 10/time.Since(since).Seconds(); g <= 0 || g > 10 || g < hi {
+		t.Errorf("groups_per_second %g after 10 groups in the first second, want in [%g, 10]", g, hi)
+	}
+	svc.refresh(ctx, c, time.Now().Add(-time.Second), 10)
+	if g := gauge(); g != 0 {
+		t.Errorf("groups_per_second %g over an interval without commits, want 0", g)
+	}
 }

@@ -161,17 +161,24 @@ func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string
 
 func newAdvantageServeCmd() *cobra.Command {
 	var math advantageMathFlags
-	var url, job, listen string
+	var url, job, listen, refModel string
 	opts := advantage.ServiceOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve --redis URL --job JOB",
 		Short: "Consume a job's groups stream and write advantage records to Redis",
 		Long: `serve reads toolrl:{JOB}:groups with consumer group "advantage" and, for
 each group, writes one entry per trajectory to toolrl:{JOB}:advantages, marks
-the group done and acknowledges it in one atomic Lua script: a group is output
-exactly once even when it is delivered twice or the service is killed.
-Entries that do not decode or compute go to toolrl:{JOB}:dead with the reason.
-Groups left pending by a dead consumer are claimed after --claim-idle.
+the group done and acknowledges it in one atomic step (an optimistic
+MULTI/EXEC transaction, gated by WATCH on a per-group lock key): a group is
+output exactly once even when it is delivered twice or the service is killed. Entries that do not
+decode or compute go to toolrl:{JOB}:dead with the reason. Groups left pending
+by a dead consumer are claimed after --claim-idle.
+
+With --ref-model DIR, trajectories that arrive without ref_logprobs are
+scored by that model (the actor's reference scorer, --ref-batch sequences per
+call over each read batch) before the advantages, so that --kl has a
+reference; a trajectory the model cannot score (a token outside its
+vocabulary) sends its group to the dead letters with the reason.
 
 Staleness is checked against the integer in toolrl:{JOB}:policy_version (set
 by the trainer; no check while it is missing).
@@ -184,7 +191,8 @@ from $TOOLRL_REDIS_PASSWORD instead of the URL; it is never logged.
 /metrics (Prometheus) and /healthz are served on --listen. SIGINT or SIGTERM
 stops reading, commits the batches in flight and exits with status 130.`,
 		Example: `  toolrl advantage serve --redis redis://127.0.0.1:6379 --job calc-demo
-  TOOLRL_REDIS_PASSWORD=... toolrl advantage serve --redis rediss://a:6379,b:6379,c:6379 --job exp7 --workers 4 --mode hybrid --kl k3`,
+  TOOLRL_REDIS_PASSWORD=... toolrl advantage serve --redis rediss://a:6379,b:6379,c:6379 --job exp7 --workers 4 --mode hybrid --kl k3
+  toolrl advantage serve --redis redis://127.0.0.1:6379 --job calc-demo --ref-model models/calc --kl k3 --kl-coef 0.01`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if url == "" || job == "" {
@@ -200,9 +208,20 @@ stops reading, commits the batches in flight and exits with status 130.`,
 			if _, err := toolrlredis.ParseURL(url, toolrlredis.ConnectOptions{}); err != nil {
 				return usageErrorf("advantage serve: --redis: %v", err)
 			}
+			if opts.RefBatch < 1 {
+				return usageErrorf("advantage serve: --ref-batch %d, want at least 1", opts.RefBatch)
+			}
 			opts.Job, opts.Config = job, cfg
 			ctx, stop := signalContext(cmd)
 			defer stop()
+			if refModel != "" {
+				policy, err := actor.Load(ctx, actor.LoadOptions{Dir: refModel})
+				if err != nil {
+					return fmt.Errorf("advantage serve: --ref-model: %w", err)
+				}
+				defer policy.Close()
+				opts.RefScorer = policy
+			}
 			return runAdvantageService(ctx, cmd, url, listen, opts)
 		},
 	}
@@ -215,6 +234,8 @@ stops reading, commits the batches in flight and exits with status 130.`,
 	fs.DurationVar(&opts.ClaimIdle, "claim-idle", 30*time.Second, "claim groups pending this long with another consumer")
 	fs.Int64Var(&opts.MaxDeliveries, "max-deliveries", 5, "dead-letter a group delivered more often than this")
 	fs.StringVar(&opts.ConsumerName, "consumer", "", "consumer name prefix (default hostname-pid)")
+	fs.StringVar(&refModel, "ref-model", "", "model folder that scores trajectories lacking ref_logprobs (the actor's reference scorer)")
+	fs.IntVar(&opts.RefBatch, "ref-batch", 16, "sequences per reference scoring call")
 	math.register(fs, false)
 	return cmd
 }

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/models/llama"
+	toolrlredis "github.com/toolrl/toolrl/redis"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -112,6 +114,7 @@ func TestAdvantageCmdUsageErrors(t *testing.T) {
 		{"serve", "--job", "j"},
 		{"serve", "--redis", "redis://h", "--job", "a{b}"},
 		{"serve", "--redis", "http://h", "--job", "j"},
+		{"serve", "--redis", "redis://h", "--job", "j", "--ref-batch", "0"},
 	} {
 		_, err := runAdvantageCmd(t, args...)
 		var ue usageError
@@ -121,10 +124,10 @@ func TestAdvantageCmdUsageErrors(t *testing.T) {
 	}
 }
 
-// TestAdvantageCmdRefModel scores trajectories without ref_logprobs with a
-// tiny random Llama through --ref-model, and checks the references against
-// the actor's scorer called directly.
-func TestAdvantageCmdRefModel(t *testing.T) {
+// writeTinyModel writes a tiny random Llama folder under dir (skipping the
+// test without ONNX Runtime) and returns its path.
+func writeTinyModel(t *testing.T, dir string) string {
+	t.Helper()
 	testsupport.RequireORT(t)
 	cfg, err := llama.ShapeConfig("tiny")
 	if err != nil {
@@ -134,11 +137,19 @@ func TestAdvantageCmdRefModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	model := filepath.Join(dir, "tiny")
 	if _, err := llama.WriteFolder(model, llama.FolderSpec{Config: cfg, Weights: w}); err != nil {
 		t.Fatal(err)
 	}
+	return model
+}
+
+// TestAdvantageCmdRefModel scores trajectories without ref_logprobs with a
+// tiny random Llama through --ref-model, and checks the references against
+// the actor's scorer called directly.
+func TestAdvantageCmdRefModel(t *testing.T) {
+	dir := t.TempDir()
+	model := writeTinyModel(t, dir)
 	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "adv.jsonl")
 	trs := writeAdvInput(t, in)
 	stdout, err := runAdvantageCmd(t, "--in", in, "--out", out, "--ref-model", model, "--ref-batch", "4", "--kl", "k3", "--kl-coef", "0.01")
@@ -169,6 +180,103 @@ func TestAdvantageCmdRefModel(t *testing.T) {
 				if math.Abs(float64(r.RefLogprobs[j]-want[0][j])) > 1e-6 {
 					t.Errorf("ref_logprobs[%d] = %g, the scorer gives %g", j, r.RefLogprobs[j], want[0][j])
 				}
+			}
+		}
+	}
+}
+
+// TestAdvantageCmdServeRefModel runs "advantage serve --ref-model" end to end
+// against a real redis-server: two groups without ref_logprobs come out with
+// references from the model and KL, each exactly once, and a cancellation
+// (what SIGINT does) stops the service with status 130.
+func TestAdvantageCmdServeRefModel(t *testing.T) {
+	const job = "j"
+	model := writeTinyModel(t, t.TempDir())
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client, err := toolrlredis.Connect(context.Background(), r.URL(), toolrlredis.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var a, b []traj.Trajectory
+	for i := 0; i < 3; i++ {
+		a, b = append(a, advTrajectory("a", i, 3, float64(i))), append(b, advTrajectory("b", i, 3, float64(i%2)))
+	}
+	ga, gb := traj.NewGroup(a), traj.NewGroup(b)
+	p := toolrlredis.NewProducer(client, toolrlredis.ProducerOptions{})
+	if _, err := p.AddGroups(context.Background(), job, []*traj.Group{&ga, &gb}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := newAdvantageCmd()
+	cmd.SetArgs([]string{"serve", "--redis", r.URL(), "--job", job, "--listen", "", "--ref-model", model, "--ref-batch", "4",
+		"--kl", "k3", "--kl-coef", "0.01", "--workers", "1"})
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	keys := toolrlredis.JobKeys(job)
+	deadline := time.Now().Add(60 * time.Second)
+	for n, _ := client.SCard(ctx, keys.GroupsDone).Result(); n < 2; n, _ = client.SCard(ctx, keys.GroupsDone).Result() {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited early: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("timed out with %d groups done\n%s", n, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	err = <-done
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != exitInterrupted {
+		t.Fatalf("serve after cancellation: %v, want exit status %d\n%s", err, exitInterrupted, out.String())
+	}
+
+	pol, err := actor.Load(context.Background(), actor.LoadOptions{Dir: model, IntraOpThreads: 1, InterOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pol.Close()
+	msgs, err := client.XRange(context.Background(), keys.Advantages, "-", "+").Result()
+	if err != nil || len(msgs) != 6 {
+		t.Fatalf("%d advantage entries (%v), want 6\n%s", len(msgs), err, out.String())
+	}
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		data, _ := m.Values[toolrlredis.FieldRecord].(string)
+		rec, err := traj.UnmarshalAdvantage([]byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[rec.TrajectoryID] {
+			t.Fatalf("record %s written twice", rec.TrajectoryID)
+		}
+		seen[rec.TrajectoryID] = true
+		if len(rec.RefLogprobs) != 5 || len(rec.KL) != 5 || rec.KLEstimator != "k3" || rec.RefLogprobs[2] != 0 {
+			t.Fatalf("record %s: ref %v kl %v", rec.TrajectoryID, rec.RefLogprobs, rec.KL)
+		}
+		var tr traj.Trajectory
+		for _, x := range append(a, b...) {
+			if x.ID == rec.TrajectoryID {
+				tr = x
+			}
+		}
+		want, err := pol.Score(context.Background(), [][]int32{tr.Tokens}, []int{tr.PromptLen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range []int{0, 1, 4} {
+			if math.Abs(float64(rec.RefLogprobs[j]-want[0][j])) > 1e-5 {
+				t.Errorf("record %s: ref_logprobs[%d] = %g, the scorer gives %g", rec.TrajectoryID, j, rec.RefLogprobs[j], want[0][j])
 			}
 		}
 	}
