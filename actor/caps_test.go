@@ -2,6 +2,8 @@ package actor
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -126,5 +128,62 @@ func TestStopStringsStartAfterInjection(t *testing.T) {
 	if got.FinishReason() != plain.FinishReason() || got.Len() != plain.Len() {
 		t.Errorf("stop %q matched across the injection: finish %q at length %d, want %q at %d",
 			stop, got.FinishReason(), got.Len(), plain.FinishReason(), plain.Len())
+	}
+}
+
+// TestChunkedPrefill: a prefill over the logits budget runs in chunks of
+// columns (here 1 to 3 tokens per Run), and gives the same trajectories as
+// one Run per prefill: same tokens, logprobs within 1e-4.
+func TestChunkedPrefill(t *testing.T) {
+	pol, _ := loadTiny(t, 2)
+	s := testSampling()
+	want, whole := generateStats(t, pol, 16, 4, s)
+	pol.prefillBudget = 4 * pol.io.vocab * 3 // three columns of one row
+	t.Cleanup(func() { pol.prefillBudget = 0 })
+	got, chunked := generateStats(t, pol, 16, 4, s)
+	if chunked.PrefillRuns <= whole.PrefillRuns || chunked.PrefillTokens != whole.PrefillTokens {
+		t.Fatalf("prefill runs %d (tokens %d) chunked vs %d (tokens %d) whole: no chunking happened",
+			chunked.PrefillRuns, chunked.PrefillTokens, whole.PrefillRuns, whole.PrefillTokens)
+	}
+	for i := range want {
+		if fmt.Sprint(got[i].tokens) != fmt.Sprint(want[i].tokens) {
+			t.Fatalf("trajectory %d differs:\n got %v\nwant %v", i, got[i].tokens, want[i].tokens)
+		}
+		for j := range got[i].logprobs {
+			if d := math.Abs(float64(got[i].logprobs[j] - want[i].logprobs[j])); d > 1e-4 {
+				t.Fatalf("trajectory %d logprob %d differs by %g", i, j, d)
+			}
+		}
+	}
+}
+
+// TestScoreLongSequenceInChunks: a sequence longer than the scoring budget
+// allows in one Run is scored in chunks of columns (here 5 tokens) and gets
+// the same logprobs, at T = 1 and T = 0.7.
+func TestScoreLongSequenceInChunks(t *testing.T) {
+	pol, _ := loadTiny(t, 6)
+	seqs := [][]int32{prompt(23, 1), prompt(31, 2)}
+	plens := []int{1, 7}
+	for _, temperature := range []float64{1, 0.7} {
+		whole, err := pol.ScoreTemperature(context.Background(), seqs, plens, temperature)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol.scoreBudget = 4 * pol.io.vocab * 5
+		chunked, err := pol.ScoreTemperature(context.Background(), seqs, plens, temperature)
+		pol.scoreBudget = 0
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range seqs {
+			if len(chunked[i]) != len(whole[i]) {
+				t.Fatalf("T=%v seq %d: %d logprobs chunked, %d whole", temperature, i, len(chunked[i]), len(whole[i]))
+			}
+			for j := range whole[i] {
+				if d := math.Abs(float64(chunked[i][j] - whole[i][j])); d > 1e-4 || chunked[i][j] == 0 {
+					t.Fatalf("T=%v seq %d token %d: chunked %v whole %v", temperature, i, j, chunked[i][j], whole[i][j])
+				}
+			}
+		}
 	}
 }

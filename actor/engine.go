@@ -107,6 +107,9 @@ type Engine struct {
 	decodeBuf      runBuffers
 	prefillBuf     runBuffers
 	held           []*Sequence // paused since the last re-layout, cache still in cur
+	// preIDs, prePos and preMask hold a whole prefill's inputs while it
+	// runs in chunks.
+	preIDs, prePos, preMask []int64
 	// finishedOutside are sequences that finished outside a Step (an
 	// injection that reached a length cap), reported by the next Step.
 	finishedOutside []Event
@@ -403,7 +406,7 @@ func (e *Engine) admit(running int) []workItem {
 		// within budget; a single item is always admitted.
 		if toks := w.prefillTokens(); toks > 0 {
 			rows, longest := preRows+1, max(preLongest, toks)
-			if preRows > 0 && rows*longest*4*e.pol.io.vocab > prefillLogitsBytes {
+			if preRows > 0 && rows*longest*4*e.pol.io.vocab > e.prefillBudget() {
 				break
 			}
 			preRows, preLongest = rows, longest
@@ -419,8 +422,18 @@ func (e *Engine) admit(running int) []workItem {
 }
 
 // prefillLogitsBytes bounds the logits of one prefill Run (ONNX Runtime
-// computes logits at every position, though the engine needs none).
+// computes logits at every position, though the engine needs none). A
+// prefill bigger than that (one long prompt) runs in chunks of columns,
+// each chunk's cache the next one's past, which also bounds ONNX Runtime's
+// own activations.
 const prefillLogitsBytes = 256 << 20
+
+func (e *Engine) prefillBudget() int {
+	if b := e.pol.prefillBudget; b > 0 {
+		return b
+	}
+	return prefillLogitsBytes
+}
 
 // prefillTokens is the number of tokens the item's prefill feeds (0: none).
 func (w workItem) prefillTokens() int {
@@ -593,9 +606,16 @@ func (e *Engine) prefill(rows []prefillRow) (preP, preN int, err error) {
 			}
 		}
 	}
-	rb := &e.prefillBuf
-	ids, mask, pos := rb.prepare(B, preN, preP)
+	if preN == 0 {
+		return 0, 0, fmt.Errorf("prefill: no tokens to prefill")
+	}
+	// The whole prefill's inputs: ids and positions [B, preN] (rows
+	// left-padded to preN), and the attention mask [B, preP+preN].
 	T := preP + preN
+	e.preIDs = grow(e.preIDs, B*preN)
+	e.prePos = grow(e.prePos, B*preN)
+	e.preMask = grow(e.preMask, B*T)
+	ids, pos, mask := e.preIDs, e.prePos, e.preMask
 	for i, r := range rows {
 		padN := preN - len(r.tokens)
 		for j := 0; j < preN; j++ {
@@ -617,13 +637,37 @@ func (e *Engine) prefill(rows []prefillRow) (preP, preN int, err error) {
 		}
 		e.stats.PrefillTokens += int64(len(r.tokens))
 	}
-	e.prefillPresent.reshape(l, B, T)
-	rb.past, rb.present = past, e.prefillPresent
-	took, err := e.pol.run(rb)
-	e.stats.RunTime += took
-	e.stats.PrefillRuns++
-	if err != nil {
-		return 0, 0, fmt.Errorf("prefill: %w", err)
+	// Columns per Run, within the logits budget. Each chunk's present cache
+	// is the next chunk's past; the two prefill blocks take turns, and the
+	// last present ends up in e.prefillPresent.
+	chunk := min(preN, max(1, e.prefillBudget()/(4*l.vocab*B)))
+	rb := &e.prefillBuf
+	cur := past
+	for from := 0; from < preN; from += chunk {
+		to := min(from+chunk, preN)
+		S, P := to-from, preP+from
+		cids, cmask, cpos := rb.prepare(B, S, P)
+		for i := 0; i < B; i++ {
+			copy(cids[i*S:(i+1)*S], ids[i*preN+from:i*preN+to])
+			copy(cpos[i*S:(i+1)*S], pos[i*preN+from:i*preN+to])
+			copy(cmask[i*(P+S):(i+1)*(P+S)], mask[i*T:i*T+P+S])
+		}
+		out := e.prefillPresent
+		if cur == out {
+			out = e.prefillPast
+		}
+		out.reshape(l, B, P+S)
+		rb.past, rb.present = cur, out
+		took, err := e.pol.run(rb)
+		e.stats.RunTime += took
+		e.stats.PrefillRuns++
+		if err != nil {
+			return 0, 0, fmt.Errorf("prefill: %w", err)
+		}
+		cur = out
+	}
+	if cur != e.prefillPresent {
+		e.prefillPresent, e.prefillPast = cur, e.prefillPresent
 	}
 	return preP, preN, nil
 }

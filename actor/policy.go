@@ -68,6 +68,7 @@ type Policy struct {
 	maxPositions   int
 	defaults       Sampling
 	scoreBudget    int // logits bytes per scoring Run; 0: scoreLogitsBytes
+	prefillBudget  int // logits bytes per prefill Run; 0: prefillLogitsBytes
 }
 
 // Load opens the model folder described by opts. The ONNX file's inputs and

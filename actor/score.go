@@ -65,6 +65,16 @@ func (p *Policy) ScoreTemperature(ctx context.Context, seqs [][]int32, promptLen
 			hi++
 		}
 		B := hi - lo
+		invT := float32(1 / temperature)
+		if B == 1 && S > maxTokens {
+			lp, err := p.scoreInChunks(ctx, &rb, seqs[lo], promptLens[lo], maxTokens, invT, &sm)
+			if err != nil {
+				return nil, fmt.Errorf("score sequence %d: %w", lo, err)
+			}
+			out[lo] = lp
+			lo = hi
+			continue
+		}
 		ids, mask, pos := rb.prepare(B, S, 0)
 		for b := 0; b < B; b++ {
 			s := seqs[lo+b]
@@ -83,7 +93,6 @@ func (p *Policy) ScoreTemperature(ctx context.Context, seqs [][]int32, promptLen
 		if _, err := p.run(&rb); err != nil {
 			return nil, fmt.Errorf("score sequences %d..%d: %w", lo, hi-1, err)
 		}
-		invT := float32(1 / temperature)
 		for b := 0; b < B; b++ {
 			s := seqs[lo+b]
 			pad := S - len(s)
@@ -97,6 +106,42 @@ func (p *Policy) ScoreTemperature(ctx context.Context, seqs [][]int32, promptLen
 		lo = hi
 	}
 	return out, nil
+}
+
+// scoreInChunks scores one sequence longer than the logits budget allows
+// in one Run: chunk columns at a time, each Run's cache the next one's past.
+func (p *Policy) scoreInChunks(ctx context.Context, rb *runBuffers, s []int32, promptLen, chunk int, invT float32, sm *sampler) ([]float32, error) {
+	V := p.io.vocab
+	lp := make([]float32, len(s)-promptLen)
+	past, present := &kvBlock{}, &kvBlock{}
+	past.reshape(&p.io, 1, 0)
+	for from := 0; from < len(s); from += chunk {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		to := min(from+chunk, len(s))
+		S := to - from
+		ids, mask, pos := rb.prepare(1, S, from)
+		for j := 0; j < S; j++ {
+			ids[j], pos[j] = int64(s[from+j]), int64(from+j)
+		}
+		for c := range mask {
+			mask[c] = 1
+		}
+		present.reshape(&p.io, 1, from+S)
+		rb.past, rb.present = past, present
+		if _, err := p.run(rb); err != nil {
+			return nil, fmt.Errorf("columns %d..%d: %w", from, to-1, err)
+		}
+		// Logits row k is position from+k; it predicts token from+k+1.
+		for k := 0; k < S; k++ {
+			if t := from + k + 1; t >= promptLen && t < len(s) {
+				lp[t-promptLen] = logSoftmaxAt(sm, rb.logits[k*V:(k+1)*V], s[t], invT)
+			}
+		}
+		past, present = present, past
+	}
+	return lp, nil
 }
 
 // logSoftmaxAt returns log-softmax(row * invT)[id].
