@@ -736,3 +736,71 @@ func TestServiceGroupsPerSecondFirstInterval(t *testing.T) {
 		t.Errorf("groups_per_second %g over an interval without commits, want 0", g)
 	}
 }
+
+// blockingScorer signals started on its first call and then waits for
+// release before scoring.
+type blockingScorer struct {
+	started, release chan struct{}
+	once             sync.Once
+}
+
+func (b *blockingScorer) Score(ctx context.Context, seqs [][]int32, promptLens []int) ([][]float32, error) {
+	b.once.Do(func() { close(b.started) })
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return (&fakeScorer{}).Score(ctx, seqs, promptLens)
+}
+
+// A graceful shutdown that begins while a batch is in flight (here, held in
+// reference scoring) lets that batch finish: it is committed exactly once and
+// nothing stays pending.
+func TestServiceShutdownCommitsBatchInFlight(t *testing.T) {
+	const job, n = "shutjob", 8
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connectTest(t, r.URL())
+	groups := make([]*traj.Group, n)
+	for i := range groups {
+		groups[i] = streamGroup(job, i)
+		groups[i].Trajectories[0].RefLogprobs = nil
+	}
+	if _, err := redis.NewProducer(client, redis.ProducerOptions{}).AddGroups(context.Background(), job, groups); err != nil {
+		t.Fatal(err)
+	}
+	opts := testServiceOptions(job)
+	opts.Workers, opts.Batch = 1, n
+	sc := &blockingScorer{started: make(chan struct{}), release: make(chan struct{})}
+	opts.RefScorer = sc
+	svc, err := NewService(client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- svc.Run(ctx) }()
+	select {
+	case <-sc.started:
+	case err := <-runDone:
+		t.Fatalf("Run returned before scoring: %v", err)
+	}
+	cancel() // shutdown begins with the batch in the scorer
+	close(sc.release)
+	if err := <-runDone; err != nil {
+		t.Fatal(err)
+	}
+	keys := redis.JobKeys(job)
+	if d := doneCount(client, job); d != n {
+		t.Errorf("%d groups done after the shutdown, want %d", d, n)
+	}
+	got, _ := advantageRecords(t, client, job) // fails on a duplicate
+	if len(got) != n*testG {
+		t.Errorf("%d records, want %d", len(got), n*testG)
+	}
+	p, err := client.XPending(context.Background(), keys.Groups, redis.AdvantageGroup).Result()
+	if err != nil || p.Count != 0 {
+		t.Errorf("pending after the shutdown: %+v %v", p, err)
+	}
+}
