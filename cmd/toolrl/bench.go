@@ -367,18 +367,22 @@ type pauseEvery struct{ n, seen int }
 func (d *pauseEvery) Feed(string) bool { d.seen++; return d.seen%d.n == 0 }
 
 // rssRun generates n short trajectories (8-token prompts, 8 new tokens,
-// a pause every 3 deltas answered by 2 injected tokens) and reports RSS.
+// a pause every 3 deltas answered by 2 injected tokens) on one engine, as
+// an orchestrator does for a whole job, and reports RSS.
 func rssRun(ctx context.Context, pol *actor.Policy, n int) (*rssReport, error) {
+	eng := actor.NewEngine(pol, actor.EngineOptions{MaxBatch: 64})
+	defer eng.Close()
+	added := 0
 	run := func(count int) error {
-		eng := actor.NewEngine(pol, actor.EngineOptions{MaxBatch: 64})
-		defer eng.Close()
 		s := actor.Sampling{Temperature: 1, TopK: 50, MaxNewTokens: 8, EOS: []int32{}}
 		for g := 0; g*8 < count; g++ {
+			id := strconv.Itoa(added)
+			added++
 			seeds := make([]uint64, min(8, count-g*8))
 			for i := range seeds {
-				seeds[i] = actor.SampleSeed(1, strconv.Itoa(g), i)
+				seeds[i] = actor.SampleSeed(1, id, i)
 			}
-			if _, err := eng.AddGroup(actor.GroupRequest{ID: strconv.Itoa(g), Prompt: actor.BenchPrompt(8), Seeds: seeds, Sampling: s,
+			if _, err := eng.AddGroup(actor.GroupRequest{ID: id, Prompt: actor.BenchPrompt(8), Seeds: seeds, Sampling: s,
 				NewDetector: func() actor.CallDetector { return &pauseEvery{n: 3} }}); err != nil {
 				return err
 			}
@@ -404,7 +408,7 @@ func rssRun(ctx context.Context, pol *actor.Policy, n int) (*rssReport, error) {
 	runtime.GC()
 	rep := &rssReport{Trajectories: n, StartRSSMiB: rssMiB()}
 	start := time.Now()
-	// In chunks, as an orchestrator would feed prompts.
+	// In chunks, as an orchestrator feeds prompts, into the same engine.
 	for done := 0; done < n; done += 1000 {
 		if err := run(min(1000, n-done)); err != nil {
 			return nil, err
