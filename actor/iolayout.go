@@ -23,7 +23,7 @@ var (
 )
 
 // ioLayout is what the actor learned about a model's inputs and outputs.
-// Inputs are fed in the order input_ids, attention_mask, [position_ids],
+// Inputs are fed in the order input_ids, attention_mask, position_ids,
 // past key/value per layer, [use_cache_branch]; outputs are logits then
 // present key/value per layer.
 type ioLayout struct {
@@ -97,6 +97,12 @@ func discoverIO(ins, outs []ortgo.InputOutputInfo) (ioLayout, error) {
 		if !seen[name] {
 			return l, fmt.Errorf("input %q is missing", name)
 		}
+	}
+	if !l.hasPositionIDs {
+		// Batches are left-padded and resumed rows have holes in their
+		// masks: a model that derives positions from the cache length would
+		// silently compute wrong logprobs.
+		return l, fmt.Errorf("input %q is missing: the actor batches left-padded sequences and must give each token its position (optimum exports position_ids for Llama, Qwen2, Mistral, Phi and Gemma)", positionIDsName)
 	}
 	l.layers = len(past)
 	if l.layers == 0 {

@@ -61,6 +61,9 @@ func TestDiscoverIO(t *testing.T) {
 		{"missing mask", func(ins, outs []ortgo.InputOutputInfo) ([]ortgo.InputOutputInfo, []ortgo.InputOutputInfo) {
 			return append(ins[:1:1], ins[2:]...), outs
 		}, `"attention_mask"`},
+		{"missing positions", func(ins, outs []ortgo.InputOutputInfo) ([]ortgo.InputOutputInfo, []ortgo.InputOutputInfo) {
+			return append(ins[:2:2], ins[3:]...), outs
+		}, `"position_ids"`},
 		{"symbolic head dim", func(ins, outs []ortgo.InputOutputInfo) ([]ortgo.InputOutputInfo, []ortgo.InputOutputInfo) {
 			ins[3].Dimensions = []int64{-1, 2, -1, -1}
 			return ins, outs
