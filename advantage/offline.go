@@ -23,9 +23,10 @@ type RecordSink interface {
 	Write(records ...traj.AdvantageRecord) error
 }
 
-// RefScorer returns reference-policy logprobs at temperature 1, one per
-// response token (positions promptLens[i]..len(seqs[i])-1), for a batch of
-// sequences. actor.Policy's Score method is one.
+// RefScorer returns reference-policy logprobs, one per response token
+// (positions promptLens[i]..len(seqs[i])-1), for a batch of sequences, at
+// the temperature the trajectories were sampled at (their logprobs are
+// log-softmax(logits/T)). actor.Policy's Score method is one for T = 1.
 type RefScorer interface {
 	Score(ctx context.Context, seqs [][]int32, promptLens []int) ([][]float32, error)
 }

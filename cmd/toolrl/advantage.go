@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -58,10 +59,11 @@ func (f *advantageMathFlags) config() (advantage.Config, error) {
 }
 
 func newAdvantageCmd() *cobra.Command {
-	var math advantageMathFlags
+	var mathFlags advantageMathFlags
 	var in, out, memLimit, spillDir, refModel string
 	var allowIncomplete bool
 	var refBatch int
+	var refTemperature float64
 	var rewardParts []string
 	cmd := &cobra.Command{
 		Use:   "advantage --in FILE --out FILE",
@@ -73,7 +75,8 @@ Offline, it reads --in (.jsonl, .jsonl.gz or .parquet; trajectories, or JSONL
 groups) and writes --out (same formats). Members of a group need not be
 contiguous: partial groups are held in memory up to --memory-limit, then
 spilled to temporary files. With --ref-model DIR, trajectories without
-ref_logprobs are scored by that model (batched) so that --kl has a reference.
+ref_logprobs are scored by that model (batched) so that --kl has a reference;
+give --ref-temperature the temperature the trajectories were sampled at.
 
 "toolrl advantage serve" runs the same math as a Redis service. The formulas
 and flags are documented in docs/advantage.md.`,
@@ -91,7 +94,7 @@ and flags are documented in docs/advantage.md.`,
 			if _, err := export.FormatOf(in); err != nil {
 				return usageErrorf("advantage: --in: %v", err)
 			}
-			cfg, err := math.config()
+			cfg, err := mathFlags.config()
 			if err != nil {
 				return err
 			}
@@ -103,7 +106,7 @@ and flags are documented in docs/advantage.md.`,
 			defer stop()
 			return runOfflineAdvantage(ctx, cmd, in, out, advantage.OfflineOptions{
 				Config: cfg, MemoryLimit: limit, SpillDir: spillDir, AllowIncomplete: allowIncomplete, RefBatch: refBatch,
-			}, refModel, rewardParts)
+			}, refModel, refTemperature, rewardParts)
 		},
 	}
 	fs := cmd.Flags()
@@ -114,22 +117,51 @@ and flags are documented in docs/advantage.md.`,
 	fs.BoolVar(&allowIncomplete, "allow-incomplete", false, "compute groups missing members at the end of the input over the members present")
 	fs.StringVar(&refModel, "ref-model", "", "model folder that scores trajectories lacking ref_logprobs (the actor's reference scorer)")
 	fs.IntVar(&refBatch, "ref-batch", 16, "sequences per reference scoring batch")
+	fs.Float64Var(&refTemperature, "ref-temperature", 1, refTemperatureUsage)
 	fs.StringSliceVar(&rewardParts, "reward-parts", nil, "reward parts that get a Parquet column even if the first row group lacks them")
-	math.register(fs, true)
+	mathFlags.register(fs, true)
 	cmd.AddCommand(newAdvantageServeCmd())
 	return cmd
 }
 
-func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string, opts advantage.OfflineOptions, refModel string, parts []string) error {
+const refTemperatureUsage = "temperature the trajectories were sampled at: --ref-model scores log-softmax(logits/T), as their logprobs are"
+
+// temperedScorer is a reference policy that scores at the temperature the
+// trajectories were sampled at, so that logp − logp_ref compares like with
+// like (the actor records log-softmax(logits/T)). The policy's other methods
+// (VocabSize, MaxPositions, Close) come with it.
+type temperedScorer struct {
+	*actor.Policy
+	temperature float64
+}
+
+// Score implements advantage.RefScorer.
+func (s temperedScorer) Score(ctx context.Context, seqs [][]int32, promptLens []int) ([][]float32, error) {
+	return s.ScoreTemperature(ctx, seqs, promptLens, s.temperature)
+}
+
+// openRefScorer loads --ref-model for scoring at --ref-temperature.
+func openRefScorer(ctx context.Context, verb, dir string, temperature float64) (temperedScorer, error) {
+	if !(temperature > 0) || math.IsInf(temperature, 0) {
+		return temperedScorer{}, usageErrorf("%s: --ref-temperature %v, want a finite value > 0", verb, temperature)
+	}
+	policy, err := actor.Load(ctx, actor.LoadOptions{Dir: dir})
+	if err != nil {
+		return temperedScorer{}, fmt.Errorf("%s: --ref-model: %w", verb, err)
+	}
+	return temperedScorer{Policy: policy, temperature: temperature}, nil
+}
+
+func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string, opts advantage.OfflineOptions, refModel string, refTemperature float64, parts []string) error {
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	opts.Logger = logger
 	if refModel != "" {
-		policy, err := actor.Load(ctx, actor.LoadOptions{Dir: refModel})
+		scorer, err := openRefScorer(ctx, "advantage", refModel, refTemperature)
 		if err != nil {
-			return fmt.Errorf("advantage: --ref-model: %w", err)
+			return err
 		}
-		defer policy.Close()
-		opts.RefScorer = policy
+		defer scorer.Close()
+		opts.RefScorer = scorer
 	}
 	src, err := export.OpenTrajectories(in)
 	if err != nil {
@@ -160,8 +192,9 @@ func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string
 }
 
 func newAdvantageServeCmd() *cobra.Command {
-	var math advantageMathFlags
+	var mathFlags advantageMathFlags
 	var url, job, listen, refModel string
+	var refTemperature float64
 	opts := advantage.ServiceOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve --redis URL --job JOB",
@@ -176,8 +209,8 @@ by a dead consumer are claimed after --claim-idle.
 
 With --ref-model DIR, trajectories that arrive without ref_logprobs are
 scored by that model (the actor's reference scorer, --ref-batch sequences per
-call over each read batch) before the advantages, so that --kl has a
-reference; a trajectory the model cannot score (a token outside its
+call over each read batch, at --ref-temperature, the sampling temperature)
+before the advantages, so that --kl has a reference; a trajectory the model cannot score (a token outside its
 vocabulary) sends its group to the dead letters with the reason.
 
 Staleness is checked against the integer in toolrl:{JOB}:policy_version (set
@@ -201,7 +234,7 @@ stops reading, commits the batches in flight and exits with status 130.`,
 			if err := toolrlredis.ValidateJob(job); err != nil {
 				return usageErrorf("advantage serve: --job: %v", err)
 			}
-			cfg, err := math.config()
+			cfg, err := mathFlags.config()
 			if err != nil {
 				return err
 			}
@@ -215,12 +248,12 @@ stops reading, commits the batches in flight and exits with status 130.`,
 			ctx, stop := signalContext(cmd)
 			defer stop()
 			if refModel != "" {
-				policy, err := actor.Load(ctx, actor.LoadOptions{Dir: refModel})
+				scorer, err := openRefScorer(ctx, "advantage serve", refModel, refTemperature)
 				if err != nil {
-					return fmt.Errorf("advantage serve: --ref-model: %w", err)
+					return err
 				}
-				defer policy.Close()
-				opts.RefScorer = policy
+				defer scorer.Close()
+				opts.RefScorer = scorer
 			}
 			return runAdvantageService(ctx, cmd, url, listen, opts)
 		},
@@ -236,7 +269,8 @@ stops reading, commits the batches in flight and exits with status 130.`,
 	fs.StringVar(&opts.ConsumerName, "consumer", "", "consumer name prefix (default hostname-pid)")
 	fs.StringVar(&refModel, "ref-model", "", "model folder that scores trajectories lacking ref_logprobs (the actor's reference scorer)")
 	fs.IntVar(&opts.RefBatch, "ref-batch", 16, "sequences per reference scoring call")
-	math.register(fs, false)
+	fs.Float64Var(&refTemperature, "ref-temperature", 1, refTemperatureUsage)
+	mathFlags.register(fs, false)
 	return cmd
 }
 

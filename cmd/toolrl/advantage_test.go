@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -115,6 +116,8 @@ func TestAdvantageCmdUsageErrors(t *testing.T) {
 		{"serve", "--redis", "redis://h", "--job", "a{b}"},
 		{"serve", "--redis", "http://h", "--job", "j"},
 		{"serve", "--redis", "redis://h", "--job", "j", "--ref-batch", "0"},
+		{"--in", in, "--out", filepath.Join(dir, "x.jsonl"), "--ref-model", dir, "--ref-temperature", "0"},
+		{"serve", "--redis", "redis://h", "--job", "j", "--ref-model", dir, "--ref-temperature", "-1"},
 	} {
 		_, err := runAdvantageCmd(t, args...)
 		var ue usageError
@@ -145,40 +148,45 @@ func writeTinyModel(t *testing.T, dir string) string {
 }
 
 // TestAdvantageCmdRefModel scores trajectories without ref_logprobs with a
-// tiny random Llama through --ref-model, and checks the references against
-// the actor's scorer called directly.
+// tiny random Llama through --ref-model, at the default temperature and at
+// --ref-temperature 0.7, and checks the references against the actor's
+// scorer called directly.
 func TestAdvantageCmdRefModel(t *testing.T) {
 	dir := t.TempDir()
 	model := writeTinyModel(t, dir)
-	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "adv.jsonl")
+	in := filepath.Join(dir, "in.jsonl")
 	trs := writeAdvInput(t, in)
-	stdout, err := runAdvantageCmd(t, "--in", in, "--out", out, "--ref-model", model, "--ref-batch", "4", "--kl", "k3", "--kl-coef", "0.01")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stdout)
-	}
-	if !strings.Contains(stdout, "ref-scored 6") {
-		t.Errorf("summary: %s", stdout)
-	}
 	pol, err := actor.Load(context.Background(), actor.LoadOptions{Dir: model, IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pol.Close()
-	want, err := pol.Score(context.Background(), [][]int32{trs[0].Tokens}, []int{trs[0].PromptLen})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range readAdvantages(t, out) {
-		if len(r.RefLogprobs) != 5 || len(r.KL) != 5 || r.KLEstimator != "k3" {
-			t.Fatalf("record %s: ref %v kl %v", r.TrajectoryID, r.RefLogprobs, r.KL)
+	for _, temperature := range []float64{1, 0.7} {
+		out := filepath.Join(dir, fmt.Sprintf("adv-%v.jsonl", temperature))
+		stdout, err := runAdvantageCmd(t, "--in", in, "--out", out, "--ref-model", model, "--ref-batch", "4",
+			"--ref-temperature", fmt.Sprint(temperature), "--kl", "k3", "--kl-coef", "0.01")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stdout)
 		}
-		if r.RefLogprobs[2] != 0 || r.KL[2] != 0 {
-			t.Errorf("record %s: injected token has ref %g kl %g", r.TrajectoryID, r.RefLogprobs[2], r.KL[2])
+		if !strings.Contains(stdout, "ref-scored 6") {
+			t.Errorf("summary: %s", stdout)
 		}
-		if r.TrajectoryID == trs[0].ID {
-			for _, j := range []int{0, 1, 4} {
-				if math.Abs(float64(r.RefLogprobs[j]-want[0][j])) > 1e-6 {
-					t.Errorf("ref_logprobs[%d] = %g, the scorer gives %g", j, r.RefLogprobs[j], want[0][j])
+		want, err := pol.ScoreTemperature(context.Background(), [][]int32{trs[0].Tokens}, []int{trs[0].PromptLen}, temperature)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range readAdvantages(t, out) {
+			if len(r.RefLogprobs) != 5 || len(r.KL) != 5 || r.KLEstimator != "k3" {
+				t.Fatalf("record %s: ref %v kl %v", r.TrajectoryID, r.RefLogprobs, r.KL)
+			}
+			if r.RefLogprobs[2] != 0 || r.KL[2] != 0 {
+				t.Errorf("record %s: injected token has ref %g kl %g", r.TrajectoryID, r.RefLogprobs[2], r.KL[2])
+			}
+			if r.TrajectoryID == trs[0].ID {
+				for _, j := range []int{0, 1, 4} {
+					if math.Abs(float64(r.RefLogprobs[j]-want[0][j])) > 1e-6 {
+						t.Errorf("T=%v: ref_logprobs[%d] = %g, the scorer gives %g", temperature, j, r.RefLogprobs[j], want[0][j])
+					}
 				}
 			}
 		}
