@@ -18,6 +18,10 @@ type metrics struct {
 	policyVersion prometheus.Gauge
 	batchSeconds  prometheus.Histogram
 	redisErrors   prometheus.Counter
+
+	outputBacklog       prometheus.Gauge
+	backpressureSeconds prometheus.Counter
+	trimmed             prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -43,10 +47,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		batchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "toolrl", Subsystem: "advantage", Name: "batch_seconds",
 			Help: "Time to decode, compute, encode and commit one batch.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 		redisErrors: counter("redis_errors_total", "Redis calls that failed and were retried."),
+		outputBacklog: gauge("output_backlog",
+			"Unconsumed records of the advantages stream (slowest trainer group; all records while there is none)."),
+		backpressureSeconds: counter("backpressure_seconds_total",
+			"Time workers spent waiting for trainers because the advantages stream was at max_output_backlog."),
+		trimmed: counter("trimmed_entries_total", "Entries deleted from the groups and advantages streams after every consumer group acknowledged them."),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.groups, m.records, m.duplicates, m.deadLetters, m.staleDropped, m.staleFlagged,
-			m.zeroVariance, m.zeroDropped, m.groupsPerSec, m.lag, m.pending, m.policyVersion, m.batchSeconds, m.redisErrors} {
+			m.zeroVariance, m.zeroDropped, m.groupsPerSec, m.lag, m.pending, m.policyVersion, m.batchSeconds, m.redisErrors,
+			m.outputBacklog, m.backpressureSeconds, m.trimmed} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

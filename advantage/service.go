@@ -62,6 +62,19 @@ type ServiceOptions struct {
 	RefScorer RefScorer
 	// RefBatch is the most sequences per RefScorer call; 0 means 16.
 	RefBatch int
+	// MaxOutputBacklog is the most unconsumed records the advantages stream
+	// may hold (pending plus undelivered for its slowest consumer group; all
+	// records while no trainer has made a group) before the workers stop
+	// reading groups and wait for the trainers. Backpressure then reaches the
+	// rollouts through the groups stream's own limit. 0 means 80000 (the
+	// producer's 10000 groups, of 8); negative disables the wait.
+	MaxOutputBacklog int64
+	// TrimConsumed makes the service delete, every metrics interval, the
+	// entries of the groups and advantages streams that every consumer group
+	// has acknowledged (redis.TrimConsumed), so that a long job's Redis
+	// memory stays bounded. Off by default: readers outside consumer groups
+	// (XRANGE, toolrl export) no longer see trimmed entries.
+	TrimConsumed bool
 }
 
 // Service is the advantage service: it consumes a job's groups stream with
@@ -114,6 +127,9 @@ func NewService(client goredis.UniversalClient, opts ServiceOptions) (*Service, 
 	}
 	if opts.RefBatch <= 0 {
 		opts.RefBatch = 16
+	}
+	if opts.MaxOutputBacklog == 0 {
+		opts.MaxOutputBacklog = 80000
 	}
 	s := &Service{client: client, opts: opts, keys: redis.JobKeys(opts.Job), log: opts.Logger}
 	reg := opts.Registerer
@@ -213,6 +229,9 @@ func (s *Service) Run(ctx context.Context) error {
 func (s *Service) work(ctx context.Context, c *redis.Consumer) {
 	backoff := newBackoff()
 	for ctx.Err() == nil {
+		if !s.waitForTrainers(ctx) {
+			return
+		}
 		msgs, err := c.Read(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -579,6 +598,62 @@ func RecordFields(r *traj.AdvantageRecord, data []byte) []redis.Field {
 	}
 }
 
+// waitForTrainers returns once the advantages stream has room for another
+// batch's records (MaxOutputBacklog), checking every tenth of the metrics
+// interval; it reports false when ctx ended first. Nothing is held while it
+// waits: the groups stay in their stream.
+func (s *Service) waitForTrainers(ctx context.Context) bool {
+	limit := s.opts.MaxOutputBacklog
+	if limit < 0 {
+		return true
+	}
+	var waiting time.Time // when this wait began; zero while not waiting
+	defer func() {
+		if !waiting.IsZero() {
+			s.m.backpressureSeconds.Add(time.Since(waiting).Seconds())
+		}
+	}()
+	for {
+		backlog, err := redis.Backlog(ctx, s.client, s.keys.Advantages, nil, limit+1)
+		if err != nil {
+			// Reading will meet the same outage and back off.
+			return ctx.Err() == nil
+		}
+		s.m.outputBacklog.Set(float64(backlog))
+		if backlog < limit {
+			if !waiting.IsZero() {
+				s.log.Info("trainers caught up", "advantages_backlog", backlog, "waited", time.Since(waiting).Round(time.Millisecond))
+			}
+			return true
+		}
+		if waiting.IsZero() {
+			waiting = time.Now()
+			s.log.Warn("waiting for trainers: the advantages stream is at its backlog limit", "backlog", backlog, "limit", limit)
+		}
+		t := time.NewTimer(s.opts.MetricsInterval / 10)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// trim deletes what every consumer group has acknowledged from both streams.
+func (s *Service) trim(ctx context.Context) {
+	for _, stream := range []string{s.keys.Groups, s.keys.Advantages} {
+		n, err := redis.TrimConsumed(ctx, s.client, stream)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("trim consumed entries", "stream", stream, "err", err)
+			}
+			continue
+		}
+		s.m.trimmed.Add(float64(n))
+	}
+}
+
 // monitor refreshes health, the policy version and the gauges every interval.
 func (s *Service) monitor(ctx context.Context, c *redis.Consumer) {
 	t := time.NewTicker(s.opts.MetricsInterval)
@@ -591,6 +666,9 @@ func (s *Service) monitor(ctx context.Context, c *redis.Consumer) {
 		case now := <-t.C:
 			s.refresh(ctx, c, last, lastCount)
 			last, lastCount = now, s.committed.Load()
+			if s.opts.TrimConsumed {
+				s.trim(ctx)
+			}
 			if tick%300 == 0 {
 				s.prune(ctx, c)
 			}

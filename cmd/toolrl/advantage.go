@@ -216,6 +216,14 @@ vocabulary) sends its group to the dead letters with the reason.
 Staleness is checked against the integer in toolrl:{JOB}:policy_version (set
 by the trainer; no check while it is missing).
 
+Backpressure: while the advantages stream holds --max-output-backlog
+unconsumed records (pending or undelivered for the slowest trainer group, or
+all records while no trainer has a group), the workers stop reading groups,
+holding nothing; the groups stream then fills up to the rollouts' own limit
+and they wait too. --trim-consumed deletes what every consumer group has
+acknowledged from both streams, so that Redis memory stays bounded over a
+long job.
+
 The URL is redis://[user:password@]host:port[/db] or rediss:// for TLS;
 several comma-separated hosts or ?cluster=true make a cluster client,
 ?sentinel=MASTER a Sentinel client (docs/redis.md). The password may come
@@ -270,6 +278,10 @@ stops reading, commits the batches in flight and exits with status 130.`,
 	fs.StringVar(&refModel, "ref-model", "", "model folder that scores trajectories lacking ref_logprobs (the actor's reference scorer)")
 	fs.IntVar(&opts.RefBatch, "ref-batch", 16, "sequences per reference scoring call")
 	fs.Float64Var(&refTemperature, "ref-temperature", 1, refTemperatureUsage)
+	fs.Int64Var(&opts.MaxOutputBacklog, "max-output-backlog", 80000,
+		"stop reading groups while the advantages stream holds this many unconsumed records (slowest trainer group); negative: never")
+	fs.BoolVar(&opts.TrimConsumed, "trim-consumed", false,
+		"delete entries of the groups and advantages streams once every consumer group has acknowledged them (bounded Redis memory; XRANGE readers such as toolrl export no longer see them)")
 	mathFlags.register(fs, false)
 	return cmd
 }
