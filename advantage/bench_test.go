@@ -213,16 +213,7 @@ func serviceRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Gro
 		b.Fatal(err)
 	}
 	start := time.Now()
-	p := redis.NewProducer(client, redis.ProducerOptions{MaxBacklog: -1})
-	for i := 0; i < len(groups); i += batch {
-		var gp []redis.GroupPayload
-		for k := i; k < min(i+batch, len(groups)); k++ {
-			gp = append(gp, redis.GroupPayload{GroupID: groups[k].GroupID, PolicyVersion: groups[k].PolicyVersion, JSON: payloads[k]})
-		}
-		if _, err := p.AddGroupPayloads(ctx, "bench", gp); err != nil {
-			b.Fatal(err)
-		}
-	}
+	produceBenchGroups(ctx, b, client, groups, payloads, batch)
 	produced := time.Since(start)
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
@@ -260,15 +251,9 @@ func precomputedOutputs(b testing.TB, groups []*traj.Group, payloads [][]byte) m
 	return outs
 }
 
-// redisFloorRun does what serviceRun does with Redis, in the same shape (the
-// producer's idempotent adds, then two workers reading batches and
-// committing them), but commits precomputed outputs instead of computing
-// them.
-func redisFloorRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte,
-	outputs map[string]redis.Output, batch int) time.Duration {
-	ctx := context.Background()
-	keys := redis.JobKeys("bench")
-	start := time.Now()
+// produceBenchGroups adds the payloads with Producer.AddGroupPayloads (the
+// idempotent transaction), batch groups per call, as a rollout sink does.
+func produceBenchGroups(ctx context.Context, b testing.TB, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte, batch int) {
 	p := redis.NewProducer(client, redis.ProducerOptions{MaxBacklog: -1})
 	for i := 0; i < len(groups); i += batch {
 		var gp []redis.GroupPayload
@@ -279,6 +264,18 @@ func redisFloorRun(b testing.TB, client goredis.UniversalClient, groups []*traj.
 			b.Fatal(err)
 		}
 	}
+}
+
+// redisFloorRun does what serviceRun does with Redis, in the same shape (the
+// producer's idempotent adds, then two workers reading batches and
+// committing them), but commits precomputed outputs instead of computing
+// them.
+func redisFloorRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte,
+	outputs map[string]redis.Output, batch int) time.Duration {
+	ctx := context.Background()
+	keys := redis.JobKeys("bench")
+	start := time.Now()
+	produceBenchGroups(ctx, b, client, groups, payloads, batch)
 	var done atomic.Int64
 	var wg errgroup.Group
 	for w := range 2 {
