@@ -1,5 +1,10 @@
 package actor
 
+import (
+	"runtime"
+	"sync"
+)
+
 // kvBlock holds the key/value cache of rows sequences for every layer, in
 // the model's layout [rows, kvHeads, cols, headDim] per layer, as raw bytes
 // (float32 or float16). Its buffers are reused across steps: reshape only
@@ -57,7 +62,7 @@ func (r rowSource) len() int { return r.spans[0].len() + r.spans[1].len() }
 // positions can never hold a NaN).
 func copyRow(l *ioLayout, dst *kvBlock, dstRow, at int, src rowSource) {
 	colBytes := l.headDim * l.kvElem
-	for layer := 0; layer < l.layers; layer++ {
+	forLayers(l.layers, 2*l.layers*l.kvHeads*(at+src.len())*colBytes, func(layer int) {
 		for kv := 0; kv < 2; kv++ {
 			d := dst.keys[layer]
 			if kv == 1 {
@@ -84,7 +89,33 @@ func copyRow(l *ioLayout, dst *kvBlock, dstRow, at int, src rowSource) {
 				}
 			}
 		}
+	})
+}
+
+// parallelCopyBytes is the size from which a cache copy is split by layer
+// across goroutines: one core of the development machine moves about
+// 6 GB/s, two about 10 GB/s. A 135M-model row at 100 columns is 4.6 MB.
+const parallelCopyBytes = 1 << 20
+
+// forLayers calls f for every layer, on up to GOMAXPROCS goroutines when the
+// copy moves size bytes in all (each goroutine takes every n-th layer).
+func forLayers(layers, size int, f func(layer int)) {
+	workers := min(runtime.GOMAXPROCS(0), layers, size/parallelCopyBytes)
+	if workers <= 1 {
+		for layer := 0; layer < layers; layer++ {
+			f(layer)
+		}
+		return
 	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			for layer := w; layer < layers; layer += workers {
+				f(layer)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // extract copies one row's real columns into a new single-row block.
@@ -108,7 +139,13 @@ func extract(l *ioLayout, src rowSource) *kvBlock {
 // len(from) (see Engine.survivors), so no row is read after being written.
 func (b *kvBlock) moveRows(l *ioLayout, from []int) {
 	rowBytes := l.kvHeads * b.cols * l.headDim * l.kvElem
-	for layer := 0; layer < l.layers; layer++ {
+	moved := 0
+	for i, r := range from {
+		if i != r {
+			moved++
+		}
+	}
+	forLayers(l.layers, 2*l.layers*moved*rowBytes, func(layer int) {
 		for _, buf := range [2][]byte{b.keys[layer], b.values[layer]} {
 			for i, r := range from {
 				if i != r {
@@ -116,7 +153,7 @@ func (b *kvBlock) moveRows(l *ioLayout, from []int) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // rowView returns row r of the block as a one-row block sharing its memory.
