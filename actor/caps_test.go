@@ -187,3 +187,67 @@ func TestScoreLongSequenceInChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestEOSAcrossBatchSizes: with EOS ids that the sampler does draw, the
+// sequences that draw one finish with FinishStop, keep the EOS token with
+// mask 1 and its teacher-forced logprob, and the trajectories are the same
+// at batch 16 and batch 1.
+func TestEOSAcrossBatchSizes(t *testing.T) {
+	pol, _ := loadTiny(t, 2)
+	s := testSampling()
+	free := generate(t, pol, 16, 4, s)
+	// EOS ids: tokens sampled early by two of the trajectories.
+	eos := map[int32]bool{}
+	for _, i := range []int{0, 5} {
+		resp := free[i].tokens[free[i].prompt:]
+		for j := range resp {
+			if j >= 3 && free[i].mask[j] == 1 {
+				eos[resp[j]] = true
+				break
+			}
+		}
+	}
+	for id := range eos {
+		s.EOS = append(s.EOS, id)
+	}
+	want := generate(t, pol, 16, 4, s)
+	got := generate(t, pol, 1, 1, s)
+	stopped := 0
+	var seqs [][]int32
+	var plens []int
+	for i := range want {
+		if fmt.Sprint(got[i].tokens) != fmt.Sprint(want[i].tokens) || got[i].finish != want[i].finish {
+			t.Fatalf("trajectory %d differs between batch 16 and batch 1", i)
+		}
+		tr := want[i]
+		last := len(tr.tokens) - 1
+		if tr.finish == traj.FinishStop {
+			if !eos[tr.tokens[last]] || tr.mask[len(tr.mask)-1] != 1 {
+				t.Fatalf("trajectory %d stopped on token %d (mask %d), not an EOS id", i, tr.tokens[last], tr.mask[len(tr.mask)-1])
+			}
+			stopped++
+		}
+		for j, id := range tr.tokens[tr.prompt:last] {
+			if eos[id] && tr.mask[j] == 1 {
+				t.Fatalf("trajectory %d sampled EOS id %d at %d and went on", i, id, j)
+			}
+		}
+		seqs, plens = append(seqs, tr.tokens), append(plens, tr.prompt)
+	}
+	if stopped < 2 {
+		t.Fatalf("only %d trajectories stopped on an EOS id", stopped)
+	}
+	scored, err := pol.ScoreTemperature(context.Background(), seqs, plens, s.Temperature)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range want {
+		j := len(tr.logprobs) - 1
+		if tr.finish != traj.FinishStop {
+			continue
+		}
+		if d := math.Abs(float64(tr.logprobs[j] - scored[i][j])); d > 1e-4 || tr.logprobs[j] == 0 {
+			t.Fatalf("trajectory %d: last token's logprob %v, teacher-forced %v", i, tr.logprobs[j], scored[i][j])
+		}
+	}
+}
