@@ -473,14 +473,17 @@ func (s *Service) scoreReferences(ctx context.Context, groups []wireGroup, cfg C
 			}
 			continue
 		}
-		if ctx.Err() != nil || len(batch) == 1 {
+		if ctx.Err() != nil {
 			return fmt.Errorf("%w of %d sequences: %w", errRefScoring, len(batch), err)
 		}
 		// Find the sequences that fail alone: their groups are dead-lettered,
-		// unless every one fails (the scorer, not the input, is at fault).
+		// unless the scorer itself is at fault (see scorerHealthy).
 		var failed []target
 		var errs []error
-		for _, r := range batch {
+		if len(batch) == 1 {
+			failed, errs = batch, []error{err}
+		}
+		for _, r := range batch[:len(batch)-len(failed)] {
 			t := &groups[r.g].g.Trajectories[r.t]
 			one, err := s.opts.RefScorer.Score(ctx, [][]int32{t.Tokens}, []int{t.PromptLen})
 			if err == nil && len(one) != 1 {
@@ -495,8 +498,8 @@ func (s *Service) scoreReferences(ctx context.Context, groups []wireGroup, cfg C
 			}
 			apply(r, one[0])
 		}
-		if len(failed) == len(batch) {
-			return fmt.Errorf("%w of %d sequences, each alone too: %w", errRefScoring, len(batch), errs[0])
+		if len(failed) == len(batch) && !s.scorerHealthy(ctx) {
+			return fmt.Errorf("%w of %d sequences, each alone too, and of a probe: %w", errRefScoring, len(batch), errs[0])
 		}
 		for i, r := range failed {
 			wg := &groups[r.g]
@@ -505,6 +508,18 @@ func (s *Service) scoreReferences(ctx context.Context, groups []wireGroup, cfg C
 	}
 	s.refScored.Add(float64(scored))
 	return nil
+}
+
+// scorerHealthy tells a scorer that fails (down, out of memory) from input
+// it cannot score: when every sequence of a call failed alone, the scorer
+// is asked for a two-token probe that any model can score. Only when that
+// fails too is the whole batch retried; otherwise the failing sequences'
+// groups go to the dead letters and the other groups of the batch are
+// committed (retrying them would only dead-letter them too, after
+// MaxDeliveries).
+func (s *Service) scorerHealthy(ctx context.Context) bool {
+	out, err := s.opts.RefScorer.Score(ctx, [][]int32{{0, 0}}, []int{1})
+	return err == nil && len(out) == 1
 }
 
 // dropsStale reports whether Compute drops g as stale under cfg.

@@ -685,6 +685,26 @@ func TestServiceReferenceScoringFailures(t *testing.T) {
 		}
 	}
 
+	// One sequence per call (RefBatch 1), and a call that holds only one
+	// group's failing sequences: the scorer answers a probe, so only that
+	// group is dead-lettered and the rest of the batch goes on.
+	for _, refBatch := range []int{1, testG} {
+		svc.opts.RefScorer, svc.opts.RefBatch = &failingScorer{poison: 77}, refBatch
+		groups = batch()
+		for k := range groups[2].g.Trajectories {
+			groups[2].g.Trajectories[k].Tokens[0] = 77
+		}
+		if err := svc.scoreReferences(context.Background(), groups, opts.Config); err != nil {
+			t.Fatalf("ref batch %d: %v, want group 2 dead-lettered and the batch committed", refBatch, err)
+		}
+		for i, wg := range groups {
+			if (wg.err != nil) != (i == 2) {
+				t.Errorf("ref batch %d: group %d: error %v", refBatch, i, wg.err)
+			}
+		}
+	}
+	svc.opts.RefBatch = 6
+
 	svc.opts.RefScorer = &failingScorer{always: true}
 	groups = batch()
 	err = svc.scoreReferences(context.Background(), groups, opts.Config)
