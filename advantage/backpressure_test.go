@@ -2,6 +2,7 @@ package advantage
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func trainer(ctx context.Context, client goredis.UniversalClient, job string, ac
 	stream := redis.JobKeys(job).Advantages
 	n := 0
 	defer func() { acked <- n }()
-	if err := client.XGroupCreateMkStream(ctx, stream, "trainer", "0").Err(); err != nil {
+	if err := client.XGroupCreateMkStream(ctx, stream, "trainer", "0").Err(); err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
 		return
 	}
 	for ctx.Err() == nil {
@@ -50,31 +51,48 @@ func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64
 	return m.GetGauge().GetValue()
 }
 
-// TestServiceWaitsForTrainers: with no trainer reading, the service stops
-// taking groups once the advantages stream holds MaxOutputBacklog records,
-// holds nothing while it waits, and resumes when a trainer catches up;
-// every group still comes out exactly once.
+// TestServiceWaitsForTrainers: once a trainer has a consumer group that
+// stops reading, the service stops taking groups when the advantages stream
+// holds MaxOutputBacklog records the trainer has not acknowledged, holds
+// nothing while it waits, and resumes when the trainer catches up; every
+// group still comes out exactly once. Before any trainer group exists,
+// nothing is counted and nothing waits.
 func TestServiceWaitsForTrainers(t *testing.T) {
-	const job, n = "bpjob", 6
+	const n = 6
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client := connectTest(t, r.URL())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := produce(ctx, client, job, n, -1); err != nil {
-		t.Fatal(err)
+	run := func(job string) (*Service, chan error) {
+		if err := produce(ctx, client, job, n, -1); err != nil {
+			t.Fatal(err)
+		}
+		addCorrupt(t, client, job)
+		opts := testServiceOptions(job)
+		opts.Workers, opts.Batch, opts.MaxOutputBacklog = 1, 2, 2*testG // two groups' records
+		svc, err := NewService(client, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+		return svc, done
 	}
-	addCorrupt(t, client, job)
-	opts := testServiceOptions(job)
-	opts.Workers, opts.Batch, opts.MaxOutputBacklog = 1, 2, 2*testG // two groups' records
-	svc, err := NewService(client, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
+
+	// No trainer group: three times the limit goes through.
+	svc, done := run("untracked")
+	waitFor(t, "every group without a trainer group", 10*time.Second, func() bool { return doneCount(client, "untracked") == n })
+
+	// A trainer group that does not read: the service waits at the limit.
+	const job = "bpjob"
 	keys := redis.JobKeys(job)
+	if err := client.XGroupCreateMkStream(ctx, keys.Advantages, "trainer", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	svc2, done2 := run(job)
+	limit := float64(svc2.opts.MaxOutputBacklog)
 	waitFor(t, "the service to reach the output backlog limit", 10*time.Second, func() bool {
-		return counterValue(t, svc.m.outputBacklog) >= float64(opts.MaxOutputBacklog)
+		return counterValue(t, svc2.m.outputBacklog) >= limit
 	})
 	// It waits with the rest of the groups still in their stream: nothing
 	// pending, and no more records than one batch past the limit.
@@ -83,7 +101,7 @@ func TestServiceWaitsForTrainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	written, _ := client.XLen(ctx, keys.Advantages).Result()
-	if pending.Count != 0 || doneCount(client, job) >= n || written > opts.MaxOutputBacklog+opts.Batch*testG {
+	if pending.Count != 0 || doneCount(client, job) >= n || written > svc2.opts.MaxOutputBacklog+svc2.opts.Batch*testG {
 		t.Fatalf("while waiting: %d pending, %d of %d groups done, %d records", pending.Count, doneCount(client, job), n, written)
 	}
 	acked := make(chan int, 1)
@@ -103,12 +121,18 @@ func TestServiceWaitsForTrainers(t *testing.T) {
 		t.Errorf("trainer acknowledged %d records, want %d", got, n*testG)
 	}
 	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	for _, d := range []chan error{done, done2} {
+		if err := <-d; err != nil {
+			t.Fatal(err)
+		}
 	}
+	verifyExactlyOnce(t, client, "untracked", n)
 	verifyExactlyOnce(t, client, job, n)
-	if s := counterValue(t, svc.m.backpressureSeconds); s <= 0 {
+	if s := counterValue(t, svc2.m.backpressureSeconds); s <= 0 {
 		t.Errorf("backpressure_seconds_total %g after a wait", s)
+	}
+	if s := counterValue(t, svc.m.backpressureSeconds); s != 0 {
+		t.Errorf("backpressure_seconds_total %g without a trainer group, want 0", s)
 	}
 }
 

@@ -62,12 +62,15 @@ type ServiceOptions struct {
 	RefScorer RefScorer
 	// RefBatch is the most sequences per RefScorer call; 0 means 16.
 	RefBatch int
-	// MaxOutputBacklog is the most unconsumed records the advantages stream
-	// may hold (pending plus undelivered for its slowest consumer group; all
-	// records while no trainer has made a group) before the workers stop
-	// reading groups and wait for the trainers. Backpressure then reaches the
-	// rollouts through the groups stream's own limit. 0 means 80000 (the
-	// producer's 10000 groups, of 8); negative disables the wait.
+	// MaxOutputBacklog is the most unconsumed records (pending plus
+	// undelivered) the advantages stream may hold for its slowest consumer
+	// group before the workers stop reading groups and wait for the
+	// trainers. Backpressure then reaches the rollouts through the groups
+	// stream's own limit. While the stream has no consumer group nothing is
+	// counted: readers that use XRANGE (toolrl export) are not tracked. A
+	// trainer group that is abandoned holds the service until it is
+	// destroyed (XGROUP DESTROY). 0 means 80000 (the producer's 10000
+	// groups, of 8); negative disables the wait.
 	MaxOutputBacklog int64
 	// TrimConsumed makes the service delete, every metrics interval, the
 	// entries of the groups and advantages streams that every consumer group
@@ -629,13 +632,13 @@ func (s *Service) waitForTrainers(ctx context.Context) bool {
 		}
 	}()
 	for {
-		backlog, err := redis.Backlog(ctx, s.client, s.keys.Advantages, nil, limit+1)
+		backlog, tracked, err := redis.GroupsBacklog(ctx, s.client, s.keys.Advantages, nil, limit+1)
 		if err != nil {
 			// Reading will meet the same outage and back off.
 			return ctx.Err() == nil
 		}
 		s.m.outputBacklog.Set(float64(backlog))
-		if backlog < limit {
+		if !tracked || backlog < limit {
 			if !waiting.IsZero() {
 				s.log.Info("trainers caught up", "advantages_backlog", backlog, "waited", time.Since(waiting).Round(time.Millisecond))
 			}

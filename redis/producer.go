@@ -222,9 +222,24 @@ func (p *Producer) added(stream string, delta int64) {
 // the largest over groups; all entries when the stream has no group. It counts
 // at most limit undelivered entries when Redis cannot report a group's lag.
 func Backlog(ctx context.Context, client goredis.UniversalClient, stream string, groups []string, limit int64) (int64, error) {
+	worst, ok, err := GroupsBacklog(ctx, client, stream, groups, limit)
+	if err != nil || ok {
+		return worst, err
+	}
+	n, err := client.XLen(ctx, stream).Result()
+	if err != nil {
+		return 0, fmt.Errorf("redis: xlen %s: %w", stream, err)
+	}
+	return n, nil
+}
+
+// GroupsBacklog is Backlog over the stream's consumer groups only: ok is
+// false when the stream has none (of those named), and then nothing is
+// counted.
+func GroupsBacklog(ctx context.Context, client goredis.UniversalClient, stream string, groups []string, limit int64) (backlog int64, ok bool, err error) {
 	infos, err := client.XInfoGroups(ctx, stream).Result()
 	if err != nil && !isNoSuchKey(err) {
-		return 0, fmt.Errorf("redis: xinfo groups %s: %w", stream, err)
+		return 0, false, fmt.Errorf("redis: xinfo groups %s: %w", stream, err)
 	}
 	var worst int64 = -1
 	for _, info := range infos {
@@ -237,20 +252,16 @@ func Backlog(ctx context.Context, client goredis.UniversalClient, stream string,
 			// what follows the last delivered id, up to limit.
 			msgs, err := client.XRangeN(ctx, stream, "("+info.LastDeliveredID, "+", limit).Result()
 			if err != nil {
-				return 0, fmt.Errorf("redis: xrange %s after %s: %w", stream, info.LastDeliveredID, err)
+				return 0, false, fmt.Errorf("redis: xrange %s after %s: %w", stream, info.LastDeliveredID, err)
 			}
 			lag = int64(len(msgs))
 		}
 		worst = max(worst, info.Pending+lag)
 	}
-	if worst >= 0 {
-		return worst, nil
+	if worst < 0 {
+		return 0, false, nil
 	}
-	n, err := client.XLen(ctx, stream).Result()
-	if err != nil {
-		return 0, fmt.Errorf("redis: xlen %s: %w", stream, err)
-	}
-	return n, nil
+	return worst, true, nil
 }
 
 func contains(list []string, s string) bool {

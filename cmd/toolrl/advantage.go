@@ -216,11 +216,13 @@ vocabulary) sends its group to the dead letters with the reason.
 Staleness is checked against the integer in toolrl:{JOB}:policy_version (set
 by the trainer; no check while it is missing).
 
-Backpressure: while the advantages stream holds --max-output-backlog
-unconsumed records (pending or undelivered for the slowest trainer group, or
-all records while no trainer has a group), the workers stop reading groups,
-holding nothing; the groups stream then fills up to the rollouts' own limit
-and they wait too. --trim-consumed deletes what every consumer group has
+Backpressure: while the slowest trainer consumer group of the advantages
+stream has --max-output-backlog records pending or undelivered, the workers
+stop reading groups, holding nothing; the groups stream then fills up to the
+rollouts' own limit and they wait too. While the stream has no consumer
+group nothing is counted (XRANGE readers such as toolrl export are not
+tracked); destroy an abandoned trainer group (XGROUP DESTROY) or it holds the
+service. --trim-consumed deletes what every consumer group has
 acknowledged from both streams, so that Redis memory stays bounded over a
 long job.
 
@@ -279,7 +281,7 @@ stops reading, commits the batches in flight and exits with status 130.`,
 	fs.IntVar(&opts.RefBatch, "ref-batch", 16, "sequences per reference scoring call")
 	fs.Float64Var(&refTemperature, "ref-temperature", 1, refTemperatureUsage)
 	fs.Int64Var(&opts.MaxOutputBacklog, "max-output-backlog", 80000,
-		"stop reading groups while the advantages stream holds this many unconsumed records (slowest trainer group); negative: never")
+		"stop reading groups while the slowest trainer consumer group has this many unconsumed records in the advantages stream (0: 80000; negative: never)")
 	fs.BoolVar(&opts.TrimConsumed, "trim-consumed", false,
 		"delete entries of the groups and advantages streams once every consumer group has acknowledged them (bounded Redis memory; XRANGE readers such as toolrl export no longer see them)")
 	mathFlags.register(fs, false)
