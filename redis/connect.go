@@ -158,10 +158,18 @@ func Connect(ctx context.Context, raw string, opts ConnectOptions) (goredis.Univ
 	return client, nil
 }
 
+// publicOptions are the URL options whose values Redact shows: none of them
+// is a secret.
+var publicOptions = map[string]bool{
+	"addr": true, "cluster": true, "sentinel": true, "master_name": true, "client_name": true, "db": true,
+	"pool_size": true, "dial_timeout": true, "read_timeout": true, "write_timeout": true,
+}
+
 // Redact returns the URL with any password replaced by "xxxxx", for logs and
-// errors: the userinfo's, and every query option whose name mentions a
-// password, known or not (an unknown one is quoted in an error). A string
-// that does not parse as a URL is replaced whole.
+// errors: the userinfo's, and the value of every query option that is not
+// known to be public (password=, sentinel_password=, and any unknown option,
+// which an error quotes: auth=, pass=, a typo). A string that does not parse
+// as a URL is replaced whole.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -178,7 +186,7 @@ func Redact(raw string) string {
 	}
 	redacted := false
 	for key := range q {
-		if strings.Contains(strings.ToLower(key), "password") {
+		if !publicOptions[key] {
 			q.Set(key, "xxxxx")
 			redacted = true
 		}

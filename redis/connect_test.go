@@ -59,7 +59,8 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"http://h", "redis://h/x", "redis://:pw0rd@a:1,b:2/3", "redis://h?bogus=1", "redis://h?cluster=maybe",
-		"redis://h/x?password=pw0rd", "redis://h?cluster=maybe&password=pw0rd", "redis://h?passwrd=1&redis_password=pw0rd"} {
+		"redis://h/x?password=pw0rd", "redis://h?cluster=maybe&password=pw0rd", "redis://h?passwrd=1&redis_password=pw0rd",
+		"redis://h?auth=pw0rd", "redis://h?pass=pw0rd&db=1"} {
 		_, err := ParseURL(bad, ConnectOptions{})
 		if err == nil {
 			t.Errorf("%s: accepted", bad)
