@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -249,5 +250,39 @@ func TestEOSAcrossBatchSizes(t *testing.T) {
 		if d := math.Abs(float64(tr.logprobs[j] - scored[i][j])); d > 1e-4 || tr.logprobs[j] == 0 {
 			t.Fatalf("trajectory %d: last token's logprob %v, teacher-forced %v", i, tr.logprobs[j], scored[i][j])
 		}
+	}
+}
+
+// TestInjectBeyondContext: an injection that would take a sequence past the
+// model's context is refused with ErrNoRoom, the sequence stays paused with
+// nothing appended, and the caller can finish it.
+func TestInjectBeyondContext(t *testing.T) {
+	pol, _ := loadTiny(t, 13)
+	eng := NewEngine(pol, EngineOptions{MaxSeqLen: 12})
+	defer eng.Close()
+	seqs, err := eng.AddGroup(GroupRequest{ID: "g", Prompt: prompt(5, 1), Seeds: []uint64{1},
+		Sampling:    Sampling{Temperature: 1, EOS: []int32{}},
+		NewDetector: func() CallDetector { return &everyN{n: 3} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := seqs[0]
+	for s.State() != StatePaused {
+		if _, err := eng.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := s.Len() // 8: 5 prompt + 3 sampled
+	err = s.Inject([]int32{'a', 'b', 'c', 'd', 'e'})
+	if !errors.Is(err, ErrNoRoom) || s.State() != StatePaused || s.Len() != n {
+		t.Fatalf("inject past the context: %v, state %s, length %d (was %d)", err, s.State(), s.Len(), n)
+	}
+	// Exactly filling the context is allowed, and finishes the sequence.
+	if err := s.Inject([]int32{'a', 'b', 'c', 'd'}); err != nil {
+		t.Fatal(err)
+	}
+	finished := runCounting(t, eng, nil)
+	if finished[s] != 1 || s.FinishReason() != traj.FinishLength || s.Len() != 12 {
+		t.Fatalf("%d finish events, %q at length %d; want 1, length at 12", finished[s], s.FinishReason(), s.Len())
 	}
 }

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -157,7 +158,7 @@ func (e *Engine) Close() {
 	e.closed = true
 	e.cur, e.spare, e.prefillPast, e.prefillPresent = &kvBlock{}, &kvBlock{}, &kvBlock{}, &kvBlock{}
 	e.decodeBuf, e.prefillBuf = runBuffers{}, runBuffers{}
-	e.rows, e.queue = nil, nil
+	e.rows, e.queue, e.finishedOutside = nil, nil, nil
 }
 
 // Stats returns the engine's counters.
@@ -248,6 +249,12 @@ func (e *Engine) AddGroup(req GroupRequest) ([]*Sequence, error) {
 	return append([]*Sequence(nil), g.seqs...), nil
 }
 
+// ErrNoRoom is returned by Sequence.Inject when the tokens would take the
+// sequence past the model's context (EngineOptions.MaxSeqLen or the model's
+// max_position_embeddings); the sequence stays paused, for the caller to
+// finish (typically with traj.FinishLength) or to inject something shorter.
+var ErrNoRoom = errors.New("the injection does not fit in the model's context")
+
 // resume queues a paused sequence with injected tokens.
 func (e *Engine) resume(s *Sequence, inj []int32) error {
 	V := int32(e.pol.io.vocab)
@@ -255,6 +262,9 @@ func (e *Engine) resume(s *Sequence, inj []int32) error {
 		if id < 0 || id >= V {
 			return fmt.Errorf("inject into sequence %s/%d: token %d at %d is outside the vocabulary [0, %d)", s.group.id, s.index, id, i, V)
 		}
+	}
+	if len(s.tokens)+len(inj) > e.maxLen {
+		return fmt.Errorf("inject %d tokens into sequence %s/%d of %d tokens: %w (%d tokens)", len(inj), s.group.id, s.index, len(s.tokens), ErrNoRoom, e.maxLen)
 	}
 	s.closeModelSegment()
 	if len(inj) > 0 {

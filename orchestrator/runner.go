@@ -578,11 +578,16 @@ func (r *runner) deliver(ctx context.Context, o toolOutcome) error {
 		sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call})
 		return r.end(ctx, sr, traj.FinishLength)
 	}
-	result := o.result
-	sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call, result: &result})
 	if err := sr.seq.Inject(ids); err != nil {
+		if errors.Is(err, actor.ErrNoRoom) {
+			// The model's context cannot take the result: end like max_tokens.
+			sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call})
+			return r.end(ctx, sr, traj.FinishLength)
+		}
 		return fmt.Errorf("inject tool result: %w", err)
 	}
+	result := o.result
+	sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call, result: &result})
 	return nil
 }
 
