@@ -133,26 +133,33 @@ func TestStopStringsStartAfterInjection(t *testing.T) {
 }
 
 // TestChunkedPrefill: a prefill over the logits budget runs in chunks of
-// columns (here 1 to 3 tokens per Run), and gives the same trajectories as
-// one Run per prefill: same tokens, logprobs within 1e-4.
+// columns, and gives the same trajectories as one Run per prefill: same
+// tokens, logprobs within 1e-4. With a budget of one column every prefill
+// splits, resumed rows' injections (1 to 3 tokens, a lone resumed row's past
+// read in place from the batch) included; with three, the prompts split.
 func TestChunkedPrefill(t *testing.T) {
 	pol, _ := loadTiny(t, 2)
 	s := testSampling()
 	want, whole := generateStats(t, pol, 16, 4, s)
-	pol.prefillBudget = 4 * pol.io.vocab * 3 // three columns of one row
 	t.Cleanup(func() { pol.prefillBudget = 0 })
-	got, chunked := generateStats(t, pol, 16, 4, s)
-	if chunked.PrefillRuns <= whole.PrefillRuns || chunked.PrefillTokens != whole.PrefillTokens {
-		t.Fatalf("prefill runs %d (tokens %d) chunked vs %d (tokens %d) whole: no chunking happened",
-			chunked.PrefillRuns, chunked.PrefillTokens, whole.PrefillRuns, whole.PrefillTokens)
-	}
-	for i := range want {
-		if fmt.Sprint(got[i].tokens) != fmt.Sprint(want[i].tokens) {
-			t.Fatalf("trajectory %d differs:\n got %v\nwant %v", i, got[i].tokens, want[i].tokens)
+	for _, columns := range []int{1, 3} {
+		pol.prefillBudget = 4 * pol.io.vocab * columns
+		got, chunked := generateStats(t, pol, 16, 4, s)
+		if chunked.PrefillRuns <= whole.PrefillRuns || chunked.PrefillTokens != whole.PrefillTokens {
+			t.Fatalf("%d columns: prefill runs %d (tokens %d) chunked vs %d (tokens %d) whole: no chunking happened",
+				columns, chunked.PrefillRuns, chunked.PrefillTokens, whole.PrefillRuns, whole.PrefillTokens)
 		}
-		for j := range got[i].logprobs {
-			if d := math.Abs(float64(got[i].logprobs[j] - want[i].logprobs[j])); d > 1e-4 {
-				t.Fatalf("trajectory %d logprob %d differs by %g", i, j, d)
+		if columns == 1 && chunked.PrefillRuns != int(chunked.PrefillTokens) {
+			t.Fatalf("one column per Run: %d runs for %d tokens", chunked.PrefillRuns, chunked.PrefillTokens)
+		}
+		for i := range want {
+			if fmt.Sprint(got[i].tokens) != fmt.Sprint(want[i].tokens) {
+				t.Fatalf("%d columns: trajectory %d differs:\n got %v\nwant %v", columns, i, got[i].tokens, want[i].tokens)
+			}
+			for j := range got[i].logprobs {
+				if d := math.Abs(float64(got[i].logprobs[j] - want[i].logprobs[j])); d > 1e-4 {
+					t.Fatalf("%d columns: trajectory %d logprob %d differs by %g", columns, i, j, d)
+				}
 			}
 		}
 	}
