@@ -70,6 +70,28 @@ func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
 	return &gr
 }
 
+// benchRedis starts a redis-server for a benchmark and connects to it.
+func benchRedis(b *testing.B) goredis.UniversalClient {
+	r := testsupport.StartRedis(b, testsupport.RedisOptions{})
+	client, err := redis.Connect(context.Background(), r.URL(), redis.ConnectOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { client.Close() })
+	return client
+}
+
+// benchGroups makes n synthetic groups and their groups-stream payloads.
+func benchGroups(n, g, stepLen int) ([]*traj.Group, [][]byte) {
+	groups := make([]*traj.Group, n)
+	payloads := make([][]byte, n)
+	for i := range groups {
+		groups[i] = syntheticGroup("bench", i, g, stepLen)
+		payloads[i], _ = redis.EncodeGroup(groups[i])
+	}
+	return groups, payloads
+}
+
 // BenchmarkServiceVsRaw measures, in one run against one redis-server, the
 // groups/s of the whole service path (AddGroups with its idempotence script,
 // then the service: XREADGROUP, decode, compute, encode, atomic commit) and
@@ -77,19 +99,11 @@ func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
 // ratio.
 func BenchmarkServiceVsRaw(b *testing.B) {
 	const n, g, stepLen, batch = 2000, 8, 64, 32
-	r := testsupport.StartRedis(b, testsupport.RedisOptions{})
+	client := benchRedis(b)
 	ctx := context.Background()
-	client, err := redis.Connect(ctx, r.URL(), redis.ConnectOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
-	groups := make([]*traj.Group, n)
-	payloads := make([][]byte, n)
+	groups, payloads := benchGroups(n, g, stepLen)
 	var tokens int64
 	for i := range groups {
-		groups[i] = syntheticGroup("bench", i, g, stepLen)
-		payloads[i], _ = redis.EncodeGroup(groups[i])
 		for _, t := range groups[i].Trajectories {
 			tokens += int64(t.ResponseLen())
 		}
@@ -323,19 +337,9 @@ func redisFloorRun(b testing.TB, client goredis.UniversalClient, groups []*traj.
 // interleaved runs of each (a shared machine's noise only slows runs down).
 func BenchmarkServiceFloorVariants(b *testing.B) {
 	const n, g, stepLen, batch, rounds = 2000, 8, 64, 32, 7
-	r := testsupport.StartRedis(b, testsupport.RedisOptions{})
+	client := benchRedis(b)
 	ctx := context.Background()
-	client, err := redis.Connect(ctx, r.URL(), redis.ConnectOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
-	groups := make([]*traj.Group, n)
-	payloads := make([][]byte, n)
-	for i := range groups {
-		groups[i] = syntheticGroup("bench", i, g, stepLen)
-		payloads[i], _ = redis.EncodeGroup(groups[i])
-	}
+	groups, payloads := benchGroups(n, g, stepLen)
 	perTraj := precomputedOutputs(b, groups, payloads)
 	perGroup := func(frac float64) map[string]redis.Output {
 		m := make(map[string]redis.Output, len(perTraj))

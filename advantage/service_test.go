@@ -27,7 +27,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/redis"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -451,19 +451,7 @@ func get(t *testing.T, url string) string {
 // scorer (one ORT thread: CPU is shared with the other tests).
 func tinyRefModel(t *testing.T) *actor.Policy {
 	t.Helper()
-	testsupport.RequireORT(t)
-	cfg, err := llama.ShapeConfig("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := llama.RandomWeights(cfg, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if _, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w}); err != nil {
-		t.Fatal(err)
-	}
+	dir := tinymodel.Write(t, 3, nil)
 	pol, err := actor.Load(context.Background(), actor.LoadOptions{Dir: dir, IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)

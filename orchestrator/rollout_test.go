@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -21,28 +22,14 @@ import (
 // the calculator registry, as the default model ships them.
 func tinyPolicy(t *testing.T) string {
 	t.Helper()
-	testsupport.RequireORT(t)
-	cfg, err := llama.ShapeConfig("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := llama.RandomWeights(cfg, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
 	calc, err := os.ReadFile(filepath.Join(testsupport.RepoRoot(t), "tools", "testdata", "calc.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "tiny")
-	_, err = llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, ExtraFiles: map[string][]byte{
+	return tinymodel.Write(t, 7, map[string][]byte{
 		"prompt_format.json": []byte(`{"kind":"plain","template":"Question: {prompt}\nAnswer:","tool_call_format":"bracket"}`),
 		"tools.yaml":         calc,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	})
 }
 
 func writePrompts(t *testing.T, n int) string {

@@ -14,7 +14,7 @@ import (
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/internal/tinymodel"
 	toolrlredis "github.com/toolrl/toolrl/redis"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -127,33 +127,13 @@ func TestAdvantageCmdUsageErrors(t *testing.T) {
 	}
 }
 
-// writeTinyModel writes a tiny random Llama folder under dir (skipping the
-// test without ONNX Runtime) and returns its path.
-func writeTinyModel(t *testing.T, dir string) string {
-	t.Helper()
-	testsupport.RequireORT(t)
-	cfg, err := llama.ShapeConfig("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := llama.RandomWeights(cfg, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := filepath.Join(dir, "tiny")
-	if _, err := llama.WriteFolder(model, llama.FolderSpec{Config: cfg, Weights: w}); err != nil {
-		t.Fatal(err)
-	}
-	return model
-}
-
 // TestAdvantageCmdRefModel scores trajectories without ref_logprobs with a
 // tiny random Llama through --ref-model, at the default temperature and at
 // --ref-temperature 0.7, and checks the references against the actor's
 // scorer called directly.
 func TestAdvantageCmdRefModel(t *testing.T) {
 	dir := t.TempDir()
-	model := writeTinyModel(t, dir)
+	model := tinymodel.Write(t, 3, nil)
 	in := filepath.Join(dir, "in.jsonl")
 	trs := writeAdvInput(t, in)
 	pol, err := actor.Load(context.Background(), actor.LoadOptions{Dir: model, IntraOpThreads: 1, InterOpThreads: 1})
@@ -199,7 +179,7 @@ func TestAdvantageCmdRefModel(t *testing.T) {
 // (what SIGINT does) stops the service with status 130.
 func TestAdvantageCmdServeRefModel(t *testing.T) {
 	const job = "j"
-	model := writeTinyModel(t, t.TempDir())
+	model := tinymodel.Write(t, 3, nil)
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client, err := toolrlredis.Connect(context.Background(), r.URL(), toolrlredis.ConnectOptions{})
 	if err != nil {

@@ -1,0 +1,34 @@
+// Package tinymodel writes the tiny random Llama that tests across toolrl run
+// through ONNX Runtime: the "tiny" shape of models/llama (2 layers, hidden
+// 64, vocab 320) with seeded random weights, as a Hugging Face folder.
+package tinymodel
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/models/llama"
+)
+
+// Write writes the tiny model with weights from seed, plus extra files (name
+// to contents, e.g. prompt_format.json), into a new folder under
+// t.TempDir() and returns the folder. Without ONNX Runtime the test skips
+// (fails when CI=true): the model is only useful with it.
+func Write(t testing.TB, seed uint64, extra map[string][]byte) string {
+	t.Helper()
+	testsupport.RequireORT(t)
+	cfg, err := llama.ShapeConfig("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := llama.RandomWeights(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if _, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, ExtraFiles: extra}); err != nil {
+		t.Fatalf("write the tiny model: %v", err)
+	}
+	return dir
+}
