@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,29 @@ func TestAdvantageCmdOffline(t *testing.T) {
 				t.Errorf("%s: record %s: mode %s estimator %s advantages %v", out, r.TrajectoryID, r.Mode, r.Estimator, r.Advantages)
 			}
 		}
+	}
+}
+
+// TestAdvantageCmdParquetInput: the same trajectories read from Parquet and
+// from JSONL give the same records.
+func TestAdvantageCmdParquetInput(t *testing.T) {
+	dir := t.TempDir()
+	byFormat := map[string]string{}
+	for _, in := range []string{"in.jsonl", "in.parquet"} {
+		inPath, outPath := filepath.Join(dir, in), filepath.Join(dir, in+".adv.jsonl")
+		writeAdvInput(t, inPath)
+		if stdout, err := runAdvantageCmd(t, "--in", inPath, "--out", outPath, "--mode", "hybrid", "--kl", "k1"); err != nil {
+			t.Fatalf("%s: %v\n%s", in, err, stdout)
+		}
+		recs := readAdvantages(t, outPath)
+		slices.SortFunc(recs, func(a, b traj.AdvantageRecord) int { return strings.Compare(a.TrajectoryID, b.TrajectoryID) })
+		if len(recs) != 6 {
+			t.Fatalf("%s: %d records, want 6", in, len(recs))
+		}
+		byFormat[in] = fmt.Sprintf("%+v", recs)
+	}
+	if byFormat["in.jsonl"] != byFormat["in.parquet"] {
+		t.Errorf("records from Parquet input differ from JSONL input:\n%s\n%s", byFormat["in.parquet"], byFormat["in.jsonl"])
 	}
 }
 
