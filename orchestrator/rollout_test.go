@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
@@ -415,5 +416,54 @@ func TestRolloutChatFormat(t *testing.T) {
 	}
 	if b.String() != want {
 		t.Errorf("chat prompt tokens decode to %q, want %q", b.String(), want)
+	}
+}
+
+// TestRolloutResponseCapOnDefaultPolicy runs the default policy (which calls
+// the calculator in most samples) under a sweep of small max_tokens and
+// max_new_tokens: every run ends (a call on the last allowed token, or an
+// injection that fills the response, must still finish its sample), no
+// response passes max_tokens, and the sweep does end samples right after an
+// injected result and with the per-turn cap.
+func TestRolloutResponseCapOnDefaultPolicy(t *testing.T) {
+	testsupport.RequireORT(t)
+	root := testsupport.RepoRoot(t)
+	model := filepath.Join(root, "models", "calc")
+	afterInjection, turnCapped := 0, 0
+	for _, c := range []struct{ maxTokens, maxNew int }{{14, 64}, {17, 64}, {20, 64}, {23, 64}, {26, 64}, {64, 6}, {64, 9}} {
+		out := filepath.Join(t.TempDir(), "caps.jsonl")
+		job := Job{ID: "caps", Model: model, Prompts: filepath.Join(root, "data", "calc", "prompts.jsonl"), Limit: 6,
+			GroupSize: 4, Seed: 3, Batch: 24, Threads: 1, Out: out,
+			Sampling: Sampling{Temperature: 1, MaxNewTokens: c.maxNew}, Limits: Limits{MaxTokens: c.maxTokens}}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		_, err := quietRun(t, ctx, job, RunOptions{})
+		cancel()
+		if err != nil {
+			t.Fatalf("max_tokens %d, max_new_tokens %d: %v", c.maxTokens, c.maxNew, err)
+		}
+		trs := readTrajectories(t, out)
+		if len(trs) != 24 {
+			t.Fatalf("max_tokens %d: %d trajectories, want 24", c.maxTokens, len(trs))
+		}
+		for _, tr := range trs {
+			if n := len(tr.Tokens) - tr.PromptLen; n > c.maxTokens {
+				t.Errorf("max_tokens %d: %s has a %d-token response", c.maxTokens, tr.ID, n)
+			}
+			last := tr.Segments[len(tr.Segments)-1]
+			if tr.FinishReason == traj.FinishLength && last.Kind == traj.SegmentTool {
+				afterInjection++
+			}
+			for _, seg := range tr.Segments {
+				if seg.Kind == traj.SegmentModel && seg.End-seg.Start > c.maxNew {
+					t.Errorf("max_new_tokens %d: %s samples %d tokens in one turn", c.maxNew, tr.ID, seg.End-seg.Start)
+				}
+			}
+			if tr.FinishReason == traj.FinishLength && c.maxNew < 64 {
+				turnCapped++
+			}
+		}
+	}
+	if afterInjection == 0 || turnCapped == 0 {
+		t.Errorf("the sweep ended %d samples right after an injection and %d at the per-turn cap; want both > 0", afterInjection, turnCapped)
 	}
 }
