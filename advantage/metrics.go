@@ -22,6 +22,7 @@ type metrics struct {
 	outputBacklog       prometheus.Gauge
 	backpressureSeconds prometheus.Counter
 	trimmed             prometheus.Counter
+	refScored           prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -51,12 +52,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Unconsumed records of the advantages stream (slowest trainer group; all records while there is none)."),
 		backpressureSeconds: counter("backpressure_seconds_total",
 			"Time workers spent waiting for trainers because the advantages stream was at max_output_backlog."),
-		trimmed: counter("trimmed_entries_total", "Entries deleted from the groups and advantages streams after every consumer group acknowledged them."),
+		trimmed:   counter("trimmed_entries_total", "Entries deleted from the groups and advantages streams after every consumer group acknowledged them."),
+		refScored: counter("ref_scored_total", "Trajectories whose ref_logprobs were computed by the reference model (--ref-model)."),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.groups, m.records, m.duplicates, m.deadLetters, m.staleDropped, m.staleFlagged,
 			m.zeroVariance, m.zeroDropped, m.groupsPerSec, m.lag, m.pending, m.policyVersion, m.batchSeconds, m.redisErrors,
-			m.outputBacklog, m.backpressureSeconds, m.trimmed} {
+			m.outputBacklog, m.backpressureSeconds, m.trimmed, m.refScored} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

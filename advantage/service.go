@@ -93,7 +93,6 @@ type Service struct {
 	m      *metrics
 	reg    *prometheus.Registry // set when the service owns its registry
 
-	refScored prometheus.Counter // trajectories scored by opts.RefScorer
 
 	committed     atomic.Int64 // groups committed, for groups/s
 	policyVersion atomic.Int64
@@ -145,11 +144,6 @@ func NewService(client goredis.UniversalClient, opts ServiceOptions) (*Service, 
 		return nil, fmt.Errorf("advantage service: register metrics: %w", err)
 	}
 	s.m = m
-	s.refScored = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "toolrl", Subsystem: "advantage", Name: "ref_scored_total",
-		Help: "Trajectories whose ref_logprobs were computed by the reference model (--ref-model)."})
-	if err := reg.Register(s.refScored); err != nil {
-		return nil, fmt.Errorf("advantage service: register metrics: %w", err)
-	}
 	return s, nil
 }
 
@@ -509,7 +503,7 @@ func (s *Service) scoreReferences(ctx context.Context, groups []wireGroup, cfg C
 			wg.err = cmp.Or(wg.err, fmt.Errorf("entry %s: reference scoring of trajectory %s: %w", wg.m.ID, wg.g.Trajectories[r.t].ID, errs[i]))
 		}
 	}
-	s.refScored.Add(float64(scored))
+	s.m.refScored.Add(float64(scored))
 	return nil
 }
 
