@@ -63,7 +63,7 @@ func TestServiceWaitsForTrainers(t *testing.T) {
 	client := connectTest(t, r.URL())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run := func(job string) (*Service, chan error) {
+	run := func(job string) (*Service, context.CancelFunc, <-chan error) {
 		if err := produce(ctx, client, job, n, -1); err != nil {
 			t.Fatal(err)
 		}
@@ -74,13 +74,12 @@ func TestServiceWaitsForTrainers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(ctx) }()
-		return svc, done
+		_, stop, done := startRun(t, svc)
+		return svc, stop, done
 	}
 
 	// No trainer group: three times the limit goes through.
-	svc, done := run("untracked")
+	svc, stop, done := run("untracked")
 	waitFor(t, "every group without a trainer group", 10*time.Second, func() bool { return doneCount(client, "untracked") == n })
 
 	// A trainer group that does not read: the service waits at the limit.
@@ -89,7 +88,7 @@ func TestServiceWaitsForTrainers(t *testing.T) {
 	if err := client.XGroupCreateMkStream(ctx, keys.Advantages, "trainer", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	svc2, done2 := run(job)
+	svc2, stop2, done2 := run(job)
 	limit := float64(svc2.opts.MaxOutputBacklog)
 	waitFor(t, "the service to reach the output backlog limit", 10*time.Second, func() bool {
 		return counterValue(t, svc2.m.outputBacklog) >= limit
@@ -120,8 +119,9 @@ func TestServiceWaitsForTrainers(t *testing.T) {
 	if got := <-acked; got != n*testG {
 		t.Errorf("trainer acknowledged %d records, want %d", got, n*testG)
 	}
-	cancel()
-	for _, d := range []chan error{done, done2} {
+	stop()
+	stop2()
+	for _, d := range []<-chan error{done, done2} {
 		if err := <-d; err != nil {
 			t.Fatal(err)
 		}
@@ -151,8 +151,7 @@ func TestServiceTrimsConsumedEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
+	_, stop, done := startRun(t, svc)
 	acked := make(chan int, 1)
 	tctx, stopTrainer := context.WithCancel(ctx)
 	go trainer(tctx, client, job, acked)
@@ -172,7 +171,7 @@ func TestServiceTrimsConsumedEntries(t *testing.T) {
 	if trimmed := counterValue(t, svc.m.trimmed); trimmed < float64(n-1+n*testG-1) {
 		t.Errorf("trimmed_entries_total %g, want at least %d", trimmed, n-1+n*testG-1)
 	}
-	cancel()
+	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -200,6 +200,17 @@ func addCorrupt(t *testing.T, client goredis.UniversalClient, job string) {
 	}
 }
 
+// startRun runs svc until the returned cancel is called or the test ends;
+// Run's result comes on the channel.
+func startRun(t *testing.T, svc *Service) (context.Context, context.CancelFunc, <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	return ctx, cancel, done
+}
+
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -359,10 +370,7 @@ func TestServiceSurvivesRedisRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	runDone := make(chan error, 1)
-	go func() { runDone <- svc.Run(ctx) }()
+	ctx, cancel, runDone := startRun(t, svc)
 	addCorrupt(t, client, job)
 
 	var wg sync.WaitGroup
@@ -407,9 +415,7 @@ func TestServiceMetricsHealthAndStaleness(t *testing.T) {
 	if err := client.Set(context.Background(), redis.JobKeys(job).PolicyVersion, 7, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- svc.Run(ctx) }()
+	ctx, cancel, runDone := startRun(t, svc)
 	addCorrupt(t, client, job)
 	if err := produce(ctx, client, job, 10, 100); err != nil {
 		t.Fatal(err)
@@ -527,10 +533,7 @@ func TestServiceScoresMissingReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	runDone := make(chan error, 1)
-	go func() { runDone <- svc.Run(ctx) }()
+	ctx, cancel, runDone := startRun(t, svc)
 	p := redis.NewProducer(client, redis.ProducerOptions{})
 	if _, err := p.AddGroups(ctx, job, append(groups, bad)); err != nil {
 		t.Fatal(err)
@@ -785,10 +788,7 @@ func TestServiceShutdownCommitsBatchInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	runDone := make(chan error, 1)
-	go func() { runDone <- svc.Run(ctx) }()
+	_, cancel, runDone := startRun(t, svc)
 	select {
 	case <-sc.started:
 	case err := <-runDone:
