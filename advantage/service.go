@@ -93,7 +93,6 @@ type Service struct {
 	m      *metrics
 	reg    *prometheus.Registry // set when the service owns its registry
 
-
 	committed     atomic.Int64 // groups committed, for groups/s
 	policyVersion atomic.Int64
 	policyKnown   atomic.Bool
