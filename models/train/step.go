@@ -340,9 +340,17 @@ func (m *Model) crossEntropy(p *pass, grad bool) (float64, []float32) {
 
 // backward adds the gradient of the mean loss to every Param.G and returns the summed loss.
 func (m *Model) backward(p *pass) float64 {
+	loss, dlogits := m.crossEntropy(p, true)
+	m.backwardFromLogits(p, dlogits)
+	return loss
+}
+
+// backwardFromLogits adds to every Param.G the gradient of a loss whose
+// gradient with respect to the trained rows' logits ([len(p.rows), Vocab],
+// p.hm the rows' final hidden states) is dlogits.
+func (m *Model) backwardFromLogits(p *pass, dlogits []float32) {
 	c := m.Config
 	n, d, kv, f, V, M := p.n, c.Dim, c.KVHeads*c.HeadDim(), c.FF, c.Vocab, len(p.rows)
-	loss, dlogits := m.crossEntropy(p, true)
 	dhm := make([]float32, M*d)
 	linearBack(dhm, m.embed.G, dlogits, p.hm, m.embed.W, M, d, V, 0)
 	dhf := make([]float32, n*d)
@@ -391,5 +399,4 @@ func (m *Model) backward(p *pass) float64 {
 			g[j] += v
 		}
 	}
-	return loss
 }

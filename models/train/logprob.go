@@ -1,0 +1,128 @@
+package train
+
+import (
+	"fmt"
+	"math"
+)
+
+// LogprobPass is a forward pass over a batch that keeps what a backward pass
+// from per-token logprobs needs. Rows are the trained tokens (LossMask 1 at a
+// position t > 0), sequence by sequence, positions ascending: row i is token
+// Pos[i] of sequence Seq[i], predicted from position Pos[i]-1.
+type LogprobPass struct {
+	// Seq and Pos locate each row's token in the batch.
+	Seq, Pos []int
+	// Logprobs[i] is log softmax(z/T)[token] of row i over the full
+	// vocabulary, T the row's sequence temperature (the actor's convention:
+	// before any top-k/top-p truncation).
+	Logprobs []float64
+	// Entropy[i] is the entropy (nats) of softmax(z/T) at row i.
+	Entropy []float64
+
+	p     *pass
+	invT  []float32 // per row
+	probs []float32 // [rows, Vocab] softmax(z/T), reused as dlogits by Backward
+	done  bool
+}
+
+// Rows is the number of trained tokens.
+func (lp *LogprobPass) Rows() int { return len(lp.Logprobs) }
+
+// ForwardLogprobs runs the forward pass over seqs and scores every trained
+// token at its sequence's temperature (temperatures[s] > 0; nil means 1 for
+// every sequence). The returned pass may be given once to BackwardLogprobs.
+func (m *Model) ForwardLogprobs(seqs []Sequence, temperatures []float32) (*LogprobPass, error) {
+	if temperatures != nil && len(temperatures) != len(seqs) {
+		return nil, fmt.Errorf("train: %d temperatures for %d sequences", len(temperatures), len(seqs))
+	}
+	for s, t := range temperatures {
+		if !(t > 0) || math.IsInf(float64(t), 0) {
+			return nil, fmt.Errorf("train: sequence %d has temperature %g, want a finite value > 0", s, t)
+		}
+	}
+	p, err := m.forward(seqs, true)
+	if err != nil {
+		return nil, err
+	}
+	lp := &LogprobPass{p: p}
+	for s, seq := range seqs {
+		for t := 1; t < len(seq.Tokens); t++ {
+			if seq.LossMask[t] != 0 {
+				lp.Seq = append(lp.Seq, s)
+				lp.Pos = append(lp.Pos, t)
+				inv := float32(1)
+				if temperatures != nil {
+					inv = 1 / temperatures[s]
+				}
+				lp.invT = append(lp.invT, inv)
+			}
+		}
+	}
+	c := m.Config
+	d, V, M := c.Dim, c.Vocab, len(p.rows)
+	p.hm = make([]float32, M*d)
+	for i, r := range p.rows {
+		copy(p.hm[i*d:(i+1)*d], p.hf[r*d:(r+1)*d])
+	}
+	lp.probs = make([]float32, M*V)
+	linear(lp.probs, p.hm, m.embed.W, M, d, V)
+	lp.Logprobs = make([]float64, M)
+	lp.Entropy = make([]float64, M)
+	for i := range M {
+		row := lp.probs[i*V : (i+1)*V]
+		invT := lp.invT[i]
+		mx := row[0]
+		for _, v := range row {
+			mx = max(mx, v)
+		}
+		// With u_j = (z_j − max)/T and S = Σ exp(u_j): logp_j = u_j − log S
+		// and H = log S − Σ p_j u_j.
+		zt := row[p.targets[i]]
+		var sum, eu float64
+		for j, v := range row {
+			u := (v - mx) * invT
+			e := exp32(u)
+			row[j] = e
+			sum += float64(e)
+			eu += float64(e) * float64(u)
+		}
+		logSum := math.Log(sum)
+		lp.Logprobs[i] = float64((zt-mx)*invT) - logSum
+		lp.Entropy[i] = logSum - eu/sum
+		inv := float32(1 / sum)
+		for j, e := range row {
+			row[j] = e * inv
+		}
+	}
+	return lp, nil
+}
+
+// BackwardLogprobs adds to every Param.G the gradient of a loss L given
+// dL/dlogp for every row of lp (len lp.Rows()). With p = softmax(z/T):
+//
+//	dL/dz_j = dL/dlogp · (1[j = token] − p_j) / T.
+//
+// A pass is consumed: a second call is an error.
+func (m *Model) BackwardLogprobs(lp *LogprobPass, dlogp []float32) error {
+	if lp.done {
+		return fmt.Errorf("train: BackwardLogprobs called twice on one pass")
+	}
+	if len(dlogp) != lp.Rows() {
+		return fmt.Errorf("train: %d logprob gradients for %d rows", len(dlogp), lp.Rows())
+	}
+	lp.done = true
+	if lp.Rows() == 0 {
+		return nil
+	}
+	V := m.Config.Vocab
+	for i, g := range dlogp {
+		row := lp.probs[i*V : (i+1)*V]
+		k := -g * lp.invT[i]
+		for j, pj := range row {
+			row[j] = k * pj
+		}
+		row[lp.p.targets[i]] += g * lp.invT[i]
+	}
+	m.backwardFromLogits(lp.p, lp.probs)
+	return nil
+}
