@@ -7,8 +7,7 @@ import (
 	"github.com/toolrl/toolrl/models/safetensors"
 )
 
-// LlamaConfig returns the model's Hugging Face config (tied embeddings,
-// float32), with bos, eos and pad set to the given ids.
+// LlamaConfig returns the model's Hugging Face config (float32), with bos, eos and pad set to the given ids.
 func (m *Model) LlamaConfig(bos, eos, pad int) llama.Config {
 	c := m.Config
 	return llama.Config{
@@ -16,7 +15,7 @@ func (m *Model) LlamaConfig(bos, eos, pad int) llama.Config {
 		VocabSize: c.Vocab, HiddenSize: c.Dim, IntermediateSize: c.FF, NumHiddenLayers: c.Layers,
 		NumAttentionHeads: c.Heads, NumKeyValueHeads: c.KVHeads, HeadDim: c.HeadDim(), HiddenAct: "silu",
 		RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta, MaxPositionEmbeddings: c.MaxPos,
-		TieWordEmbeddings: true, InitializerRange: 0.02,
+		TieWordEmbeddings: !c.UntiedHead, InitializerRange: 0.02,
 		BOSTokenID: llama.TokenIDs{bos}, EOSTokenID: llama.TokenIDs{eos}, PadTokenID: llama.TokenIDs{pad},
 		TorchDType: "float32", UseCache: true,
 	}

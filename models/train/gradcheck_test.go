@@ -11,9 +11,11 @@ func tinyConfig() Config {
 }
 
 // tinyModel has weights large enough that every nonlinearity matters.
-func tinyModel(t *testing.T) *Model {
+func tinyModel(t *testing.T) *Model { return tinyModelWith(t, tinyConfig()) }
+
+func tinyModelWith(t *testing.T, c Config) *Model {
 	t.Helper()
-	m, err := NewModel(tinyConfig(), 1)
+	m, err := NewModel(c, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func (m *Model) ForwardLogprobs(seqs []Sequence, temperatures []float32) (*Logpr
 		copy(p.hm[i*d:(i+1)*d], p.hf[r*d:(r+1)*d])
 	}
 	lp.probs = make([]float32, M*V)
-	linear(lp.probs, p.hm, m.embed.W, M, d, V)
+	linear(lp.probs, p.hm, m.head.W, M, d, V)
 	lp.Logprobs = make([]float64, M)
 	lp.Entropy = make([]float64, M)
 	for i := range M {

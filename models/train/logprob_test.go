@@ -52,7 +52,13 @@ func TestLogprobsMatchLogits(t *testing.T) {
 // TestLogprobGradientCheck compares the analytic gradient of a weighted sum
 // of logprobs at two temperatures with central differences.
 func TestLogprobGradientCheck(t *testing.T) {
-	m := tinyModel(t)
+	t.Run("tied", func(t *testing.T) { logprobGradientCheck(t, tinyModel(t)) })
+	untied := tinyConfig()
+	untied.UntiedHead = true
+	t.Run("untied", func(t *testing.T) { logprobGradientCheck(t, tinyModelWith(t, untied)) })
+}
+
+func logprobGradientCheck(t *testing.T, m *Model) {
 	batch := tinyBatch()
 	temps := []float32{0.7, 1.3, 1}
 	weights := []float32{0.9, -1.7, 0.4, 1.1, -0.6}

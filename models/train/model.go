@@ -4,7 +4,7 @@
 // and a completion-only loss in which tokens injected by the environment (tool
 // results) are masked out, as they are in RL.
 //
-// The math is Hugging Face's LlamaForCausalLM with tied embeddings: RMSNorm
+// The math is Hugging Face's LlamaForCausalLM (tied or untied head): RMSNorm
 // x*rsqrt(mean(x²)+eps)*w, rotary embeddings with rotate_half (non-interleaved
 // halves), grouped-query attention, SwiGLU MLP. Weights are stored under HF
 // names in PyTorch Linear layout ([out, in], row-major), so a trained model
@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 )
 
 // Config is the architecture.
@@ -28,6 +29,10 @@ type Config struct {
 	MaxPos    int     // longest sequence the model is trained and exported for
 	RopeTheta float64 // rotary base
 	NormEps   float64 // RMSNorm epsilon
+	// UntiedHead gives the model its own output projection lm_head.weight
+	// [Vocab, Dim] instead of reusing the embedding (tie_word_embeddings
+	// false, as the "tiny" random shape has).
+	UntiedHead bool
 }
 
 // HeadDim is Dim / Heads.
@@ -74,11 +79,13 @@ type layer struct {
 // Model is the trainable model. Not safe for concurrent use.
 type Model struct {
 	Config Config
-	// Params lists every tensor in a fixed order (embedding, layers, final norm).
+	// Params lists every tensor in a fixed order (embedding, layers, final
+	// norm, then lm_head when untied).
 	Params    []*Param
 	embed     *Param
 	layers    []layer
 	finalNorm *Param
+	head      *Param // the output projection: embed when tied, else lm_head.weight
 	cos, sin  []float32 // [MaxPos, HeadDim/2]
 }
 
@@ -108,6 +115,10 @@ func NewModel(c Config, seed uint64) (*Model, error) {
 		})
 	}
 	m.finalNorm = add(newParam("model.norm.weight", false, c.Dim))
+	m.head = m.embed
+	if c.UntiedHead {
+		m.head = add(newParam("lm_head.weight", true, c.Vocab, c.Dim))
+	}
 	r := rand.New(rand.NewPCG(seed, 0x5851f42d4c957f2d))
 	resid := 0.02 / math.Sqrt(2*float64(c.Layers))
 	for _, p := range m.Params {
@@ -118,7 +129,7 @@ func NewModel(c Config, seed uint64) (*Model, error) {
 			}
 		default:
 			std := 0.02
-			if p.Name[len(p.Name)-len("o_proj.weight"):] == "o_proj.weight" || p.Name[len(p.Name)-len("down_proj.weight"):] == "down_proj.weight" {
+			if strings.HasSuffix(p.Name, "o_proj.weight") || strings.HasSuffix(p.Name, "down_proj.weight") {
 				std = resid
 			}
 			for i := range p.W {
@@ -147,7 +158,7 @@ func (m *Model) initRope() {
 	}
 }
 
-// NumParams counts the weights (tied embedding counted once).
+// NumParams counts the weights (a tied embedding counted once).
 func (m *Model) NumParams() int {
 	n := 0
 	for _, p := range m.Params {
@@ -156,7 +167,7 @@ func (m *Model) NumParams() int {
 	return n
 }
 
-// Weights returns the tensors by HF name (the embedding doubles as lm_head).
+// Weights returns the tensors by HF name (a tied embedding doubles as lm_head).
 // The slices alias the model's weights.
 func (m *Model) Weights() map[string][]float32 {
 	out := map[string][]float32{}

@@ -70,7 +70,7 @@ func (m *Model) Logits(tokens []int32) ([]float32, error) {
 	}
 	c := m.Config
 	out := make([]float32, p.n*c.Vocab)
-	linear(out, p.hf, m.embed.W, p.n, c.Dim, c.Vocab)
+	linear(out, p.hf, m.head.W, p.n, c.Dim, c.Vocab)
 	return out, nil
 }
 
@@ -313,7 +313,7 @@ func (m *Model) crossEntropy(p *pass, grad bool) (float64, []float32) {
 		copy(p.hm[i*d:(i+1)*d], p.hf[r*d:(r+1)*d])
 	}
 	p.logits = make([]float32, M*V)
-	linear(p.logits, p.hm, m.embed.W, M, d, V)
+	linear(p.logits, p.hm, m.head.W, M, d, V)
 	var loss float64
 	inv := float32(1 / float64(M))
 	for i := range M {
@@ -352,7 +352,7 @@ func (m *Model) backwardFromLogits(p *pass, dlogits []float32) {
 	c := m.Config
 	n, d, kv, f, V, M := p.n, c.Dim, c.KVHeads*c.HeadDim(), c.FF, c.Vocab, len(p.rows)
 	dhm := make([]float32, M*d)
-	linearBack(dhm, m.embed.G, dlogits, p.hm, m.embed.W, M, d, V, 0)
+	linearBack(dhm, m.head.G, dlogits, p.hm, m.head.W, M, d, V, 0)
 	dhf := make([]float32, n*d)
 	for i, r := range p.rows {
 		copy(dhf[r*d:(r+1)*d], dhm[i*d:(i+1)*d])
