@@ -2,8 +2,13 @@
 // groups the advantage service consumes, and the advantage records trainers pull.
 //
 // Every other toolrl package imports traj; traj imports nothing of ours. The JSON
-// field names are the wire format (schema toolrl.trajectory/v1 and
-// toolrl.advantage/v1) and change only with a new schema version.
+// field names are the wire format (schema toolrl.trajectory/v2 and
+// toolrl.advantage/v2) and change only with a new schema version.
+//
+// Schema v2 adds temperature to trajectories and advantage records: the
+// sampling temperature the logprobs were computed at, which a learner needs to
+// recompute them. Writers always write v2; v1 records (which have no
+// temperature) still decode and validate.
 //
 // Token layout: Tokens holds the whole sequence exactly as fed to the model
 // (prompt, sampled tokens, injected tool tokens, turn separators). Everything
@@ -12,7 +17,14 @@
 package traj
 
 // Schema versions written into every record and checked on decode.
+// TrajectorySchema and AdvantageSchema are the current versions, the ones
+// writers use; Validate accepts the current and the V1 versions.
 const (
-	TrajectorySchema = "toolrl.trajectory/v1"
-	AdvantageSchema  = "toolrl.advantage/v1"
+	TrajectorySchema = "toolrl.trajectory/v2"
+	AdvantageSchema  = "toolrl.advantage/v2"
+
+	// TrajectorySchemaV1 and AdvantageSchemaV1 are the first versions, without
+	// temperature. They are read, never written.
+	TrajectorySchemaV1 = "toolrl.trajectory/v1"
+	AdvantageSchemaV1  = "toolrl.advantage/v1"
 )

@@ -108,12 +108,19 @@ type Trajectory struct {
 	JobID    string `json:"job_id"`
 	PromptID string `json:"prompt_id"`
 	// GroupID is JobID/PromptID; all G samples of a prompt share it.
-	GroupID       string   `json:"group_id"`
-	GroupSize     int      `json:"group_size"`
-	SampleIndex   int      `json:"sample_index"`
-	PolicyVersion int64    `json:"policy_version"`
-	Seed          uint64   `json:"seed"`
-	Model         ModelRef `json:"model"`
+	GroupID       string `json:"group_id"`
+	GroupSize     int    `json:"group_size"`
+	SampleIndex   int    `json:"sample_index"`
+	PolicyVersion int64  `json:"policy_version"`
+	Seed          uint64 `json:"seed"`
+	// Temperature is the sampling temperature the logprobs were computed at
+	// (log-softmax(logits/T)). 0 means greedy decoding, whose logprobs are
+	// log-softmax(logits) (T = 1) though the tokens were not sampled from that
+	// distribution, so a ratio-based learner cannot train on it. nil means
+	// unknown: v1 data, which predates the field (toolrl's v2 writers always
+	// set it). A pointer because 0 is meaningful. Finite and ≥ 0 when set.
+	Temperature *float64 `json:"temperature,omitempty"`
+	Model       ModelRef `json:"model"`
 
 	// Tokens is the whole sequence as the model consumed it.
 	Tokens    []int32 `json:"tokens"`
@@ -177,6 +184,10 @@ type AdvantageRecord struct {
 	GroupID       string `json:"group_id"`
 	SampleIndex   int    `json:"sample_index"`
 	PolicyVersion int64  `json:"policy_version"`
+	// Temperature is the trajectory's: the sampling temperature OldLogprobs
+	// were computed at (0 = greedy, nil = unknown: built from v1 data); see
+	// Trajectory.Temperature.
+	Temperature *float64 `json:"temperature,omitempty"`
 
 	InputIDs    []int32   `json:"input_ids"`
 	PromptLen   int       `json:"prompt_len"`

@@ -15,7 +15,7 @@ import (
 func sample() Trajectory {
 	return Trajectory{
 		Schema: TrajectorySchema, ID: "job/p1/0", JobID: "job", PromptID: "p1", GroupID: "job/p1",
-		GroupSize: 2, SampleIndex: 0, PolicyVersion: 3, Seed: 42,
+		GroupSize: 2, SampleIndex: 0, PolicyVersion: 3, Seed: 42, Temperature: ptr(0.7),
 		Model:     ModelRef{Name: "calc", Hash: "sha256:abc"},
 		Tokens:    []int32{1, 2, 3, 10, 11, 12, 13, 20, 21, 30, 31, 2},
 		PromptLen: 3,
@@ -34,6 +34,8 @@ func sample() Trajectory {
 		Answer:       "2",
 	}
 }
+
+func ptr(v float64) *float64 { return &v }
 
 func TestValidTrajectoryRoundTrips(t *testing.T) {
 	in := sample()
@@ -67,6 +69,11 @@ func TestValidateNamesTheField(t *testing.T) {
 		field  string
 	}{
 		{"schema", func(t *Trajectory) { t.Schema = "toolrl.trajectory/v0" }, "schema"},
+		{"advantage schema", func(t *Trajectory) { t.Schema = AdvantageSchema }, "schema"},
+		{"temperature in v1", func(t *Trajectory) { t.Schema = TrajectorySchemaV1 }, "temperature"},
+		{"negative temperature", func(t *Trajectory) { t.Temperature = ptr(-0.5) }, "temperature"},
+		{"NaN temperature", func(t *Trajectory) { t.Temperature = ptr(math.NaN()) }, "temperature"},
+		{"infinite temperature", func(t *Trajectory) { t.Temperature = ptr(math.Inf(1)) }, "temperature"},
 		{"empty id", func(t *Trajectory) { t.ID = "" }, "id"},
 		{"empty group", func(t *Trajectory) { t.GroupID = "" }, "group_id"},
 		{"sample index out of group", func(t *Trajectory) { t.SampleIndex = 2 }, "sample_index"},
@@ -99,6 +106,9 @@ func TestValidateNamesTheField(t *testing.T) {
 			}
 			if fe.Field != c.field {
 				t.Errorf("field = %q, want %q (error: %v)", fe.Field, c.field, err)
+			}
+			if fe.Record != tr.ID {
+				t.Errorf("record = %q, want %q (error: %v)", fe.Record, tr.ID, err)
 			}
 		})
 	}
@@ -171,6 +181,7 @@ func FuzzDecodeValidate(f *testing.F) {
 	seed, _ := MarshalTrajectory(&tr)
 	f.Add(seed)
 	f.Add([]byte(`{"schema":"toolrl.trajectory/v1"}`))
+	f.Add([]byte(v1Line))
 	f.Add([]byte(`{"loss_mask":[1,2,300]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := UnmarshalTrajectory(data)
@@ -197,4 +208,111 @@ func normalize(t Trajectory) Trajectory {
 		t.Meta = nil
 	}
 	return t
+}
+
+// v1Line is a trajectory as toolrl wrote it before schema v2: no temperature.
+const v1Line = `{"schema":"toolrl.trajectory/v1","id":"old/p/0","job_id":"old","prompt_id":"p","group_id":"old/p","group_size":1,"sample_index":0,"policy_version":0,"seed":7,"model":{"name":"calc"},"tokens":[5,6,7,10,11],"prompt_len":3,"loss_mask":[1,1],"logprobs":[-0.5,-0.25],"segments":[{"kind":"model","turn":0,"start":0,"end":2,"text":" 4"}],"finish_reason":"stop","reward":{"total":1}}`
+
+func TestTemperatureSchemaV2(t *testing.T) {
+	// Greedy is an explicit 0 on the wire; unknown is absent.
+	tr := sample()
+	tr.Temperature = ptr(0)
+	data, err := MarshalTrajectory(&tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"schema":"toolrl.trajectory/v2"`) || !strings.Contains(string(data), `"temperature":0,`) {
+		t.Errorf("greedy trajectory: want schema v2 and temperature 0 on the wire: %s", data)
+	}
+	back, err := UnmarshalTrajectory(data)
+	if err != nil || back.Temperature == nil || *back.Temperature != 0 {
+		t.Fatalf("greedy trajectory decodes to temperature %v, %v; want 0", back.Temperature, err)
+	}
+	tr.Temperature = nil
+	data, _ = MarshalTrajectory(&tr)
+	if strings.Contains(string(data), "temperature") {
+		t.Errorf("unknown temperature written: %s", data)
+	}
+	if back, err := UnmarshalTrajectory(data); err != nil || back.Temperature != nil {
+		t.Errorf("v2 without temperature: %v, %v", back.Temperature, err)
+	}
+}
+
+func TestV1TrajectoryStillReads(t *testing.T) {
+	old, err := UnmarshalTrajectory([]byte(v1Line))
+	if err != nil {
+		t.Fatalf("v1 line: %v", err)
+	}
+	if old.Schema != TrajectorySchemaV1 || old.Temperature != nil {
+		t.Errorf("v1 line decoded as schema %q temperature %v", old.Schema, old.Temperature)
+	}
+	// A v1 record with a temperature is not one a v1 writer produced.
+	bad := strings.Replace(v1Line, `"seed":7,`, `"seed":7,"temperature":1,`, 1)
+	_, err = UnmarshalTrajectory([]byte(bad))
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "temperature" || fe.Record != "old/p/0" {
+		t.Errorf("v1 line with temperature: %v, want a temperature field error", err)
+	}
+
+	// Groups follow the same rule: a v1 group of v1 trajectories reads, a
+	// v2 group may hold v1 trajectories, a v1 group may not hold v2 ones.
+	g := Group{Schema: TrajectorySchemaV1, GroupID: old.GroupID, JobID: old.JobID, PromptID: old.PromptID, Trajectories: []Trajectory{old}}
+	data, _ := MarshalGroup(&g)
+	if _, err := UnmarshalGroup(data); err != nil {
+		t.Errorf("v1 group: %v", err)
+	}
+	if g2 := NewGroup([]Trajectory{old}); g2.Schema != TrajectorySchema || g2.Validate() != nil {
+		t.Errorf("v2 group of a v1 trajectory: schema %q, %v", g2.Schema, g2.Validate())
+	}
+	newer := old
+	newer.Schema, newer.Temperature = TrajectorySchema, ptr(1)
+	g.Trajectories = []Trajectory{newer}
+	if err := g.Validate(); !errors.As(err, &fe) || fe.Field != "trajectories[0].schema" {
+		t.Errorf("v1 group holding a v2 trajectory: %v", err)
+	}
+	g.Schema = "toolrl.trajectory/v3"
+	if err := g.Validate(); !errors.As(err, &fe) || fe.Field != "schema" {
+		t.Errorf("unknown group schema: %v", err)
+	}
+}
+
+func TestAdvantageRecordTemperature(t *testing.T) {
+	tr := sample()
+	r := AdvantageRecord{
+		Schema: AdvantageSchema, TrajectoryID: tr.ID, GroupID: tr.GroupID, Temperature: ptr(0),
+		InputIDs: tr.Tokens, PromptLen: tr.PromptLen, LossMask: tr.LossMask, OldLogprobs: tr.Logprobs,
+		Advantages: make([]float32, len(tr.LossMask)), Reward: tr.Reward, Mode: "outcome", Estimator: "grpo",
+	}
+	data, err := MarshalAdvantage(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"schema":"toolrl.advantage/v2"`) || !strings.Contains(string(data), `"policy_version":0,"temperature":0,`) {
+		t.Errorf("want schema v2 and temperature 0 after policy_version: %s", data)
+	}
+	if back, err := UnmarshalAdvantage(data); err != nil || !reflect.DeepEqual(back, r) {
+		t.Fatalf("round trip: %v", err)
+	}
+
+	// A v1 record (no temperature) still reads; one with a temperature does not.
+	v1 := strings.Replace(string(data), `"toolrl.advantage/v2"`, `"toolrl.advantage/v1"`, 1)
+	var fe *FieldError
+	if _, err := UnmarshalAdvantage([]byte(v1)); !errors.As(err, &fe) || fe.Field != "temperature" || fe.Record != tr.ID {
+		t.Errorf("v1 record with temperature: %v, want a temperature field error", err)
+	}
+	v1 = strings.Replace(v1, `"temperature":0,`, "", 1)
+	if back, err := UnmarshalAdvantage([]byte(v1)); err != nil || back.Schema != AdvantageSchemaV1 || back.Temperature != nil {
+		t.Errorf("v1 record: %+v, %v", back, err)
+	}
+
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		r.Temperature = ptr(bad)
+		if err := r.Validate(); !errors.As(err, &fe) || fe.Field != "temperature" || fe.Record != tr.ID {
+			t.Errorf("temperature %g: %v, want a temperature field error", bad, err)
+		}
+	}
+	r.Temperature, r.Schema = nil, "toolrl.trajectory/v2"
+	if err := r.Validate(); !errors.As(err, &fe) || fe.Field != "schema" {
+		t.Errorf("trajectory schema on a record: %v", err)
+	}
 }

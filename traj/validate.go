@@ -24,14 +24,15 @@ func fieldErr(record, field, format string, args ...any) error {
 }
 
 // Validate checks every invariant of a trajectory and returns the first broken
-// one as a *FieldError: schema, ids, lengths of the per-response arrays, 0/1
+// one as a *FieldError: schema (v2, or v1 without temperature), a finite
+// temperature ≥ 0 when set, ids, lengths of the per-response arrays, 0/1
 // mask values, finite logprobs that are ≤ 0 (and 0 where the mask is 0),
 // contiguous segments that cover the response with masks that match their kind,
 // one step reward per model segment, and a finite reward.
 func (t *Trajectory) Validate() error {
 	id := t.ID
-	if t.Schema != TrajectorySchema {
-		return fieldErr(id, "schema", "got %q, want %q", t.Schema, TrajectorySchema)
+	if err := checkSchemaTemperature(id, t.Schema, TrajectorySchema, TrajectorySchemaV1, t.Temperature); err != nil {
+		return err
 	}
 	for _, f := range []struct{ name, value string }{
 		{"id", t.ID}, {"job_id", t.JobID}, {"prompt_id", t.PromptID}, {"group_id", t.GroupID},
@@ -96,6 +97,27 @@ func (t *Trajectory) Validate() error {
 				return fieldErr(id, fmt.Sprintf("step_rewards[%d]", i), "is not finite")
 			}
 		}
+	}
+	return nil
+}
+
+// checkSchemaTemperature accepts the current schema (with or without a
+// temperature, which must then be finite and ≥ 0) and v1 (without one: v1
+// has no such field).
+func checkSchemaTemperature(id, schema, current, v1 string, temperature *float64) error {
+	switch schema {
+	case current:
+		if temperature != nil {
+			if t := *temperature; math.IsNaN(t) || math.IsInf(t, 0) || t < 0 {
+				return fieldErr(id, "temperature", "is %g, want a finite value ≥ 0 (0 = greedy)", t)
+			}
+		}
+	case v1:
+		if temperature != nil {
+			return fieldErr(id, "temperature", "is set in a %s record, which has no temperature (want %s)", v1, current)
+		}
+	default:
+		return fieldErr(id, "schema", "got %q, want %q or %q", schema, current, v1)
 	}
 	return nil
 }
@@ -181,10 +203,11 @@ func checkSegments(id string, segs []Segment, mask Mask) error {
 
 // Validate checks every trajectory of the group and that they belong together:
 // same group_id, job and prompt, distinct sample indexes, and a group_size that
-// matches.
+// matches. The group's schema is v2 or v1; a v1 group holds only v1
+// trajectories (a v2 group may hold both: v1 data regrouped by a v2 writer).
 func (g *Group) Validate() error {
-	if g.Schema != TrajectorySchema {
-		return fieldErr(g.GroupID, "schema", "got %q, want %q", g.Schema, TrajectorySchema)
+	if g.Schema != TrajectorySchema && g.Schema != TrajectorySchemaV1 {
+		return fieldErr(g.GroupID, "schema", "got %q, want %q or %q", g.Schema, TrajectorySchema, TrajectorySchemaV1)
 	}
 	if g.GroupID == "" {
 		return fieldErr("", "group_id", "is empty")
@@ -199,6 +222,9 @@ func (g *Group) Validate() error {
 			return fmt.Errorf("group %s trajectories[%d]: %w", g.GroupID, i, err)
 		}
 		f := fmt.Sprintf("trajectories[%d]", i)
+		if g.Schema == TrajectorySchemaV1 && t.Schema != TrajectorySchemaV1 {
+			return fieldErr(g.GroupID, f+".schema", "is %q in a %s group, want %q", t.Schema, TrajectorySchemaV1, TrajectorySchemaV1)
+		}
 		if t.GroupID != g.GroupID {
 			return fieldErr(g.GroupID, f+".group_id", "is %q, want the group's %q", t.GroupID, g.GroupID)
 		}
@@ -213,12 +239,13 @@ func (g *Group) Validate() error {
 	return nil
 }
 
-// Validate checks an advantage record's invariants: schema, ids, per-response
+// Validate checks an advantage record's invariants: schema (v2, or v1 without
+// temperature), a finite temperature ≥ 0 when set, ids, per-response
 // array lengths, 0/1 mask, finite values, and advantage 0 on injected tokens.
 func (r *AdvantageRecord) Validate() error {
 	id := r.TrajectoryID
-	if r.Schema != AdvantageSchema {
-		return fieldErr(id, "schema", "got %q, want %q", r.Schema, AdvantageSchema)
+	if err := checkSchemaTemperature(id, r.Schema, AdvantageSchema, AdvantageSchemaV1, r.Temperature); err != nil {
+		return err
 	}
 	if r.TrajectoryID == "" {
 		return fieldErr(id, "trajectory_id", "is empty")
