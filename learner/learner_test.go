@@ -225,8 +225,11 @@ func TestUpdateStaleness(t *testing.T) {
 func TestUpdateRefusesBadRecords(t *testing.T) {
 	m := tinyTrainModel(t, 1)
 	cases := map[string]func(r *traj.AdvantageRecord){
-		"vocabulary":  func(r *traj.AdvantageRecord) { r.InputIDs[1] = 29 },
-		"context":     func(r *traj.AdvantageRecord) { r.InputIDs = append(make([]int32, 40), r.InputIDs...); r.PromptLen += 40 },
+		"vocabulary": func(r *traj.AdvantageRecord) { r.InputIDs[1] = 29 },
+		"context": func(r *traj.AdvantageRecord) {
+			r.InputIDs = append(make([]int32, 40), r.InputIDs...)
+			r.PromptLen += 40
+		},
 		"greedy":      func(r *traj.AdvantageRecord) { z := 0.0; r.Temperature = &z },
 		"temperature": func(r *traj.AdvantageRecord) { r.Temperature = nil; r.Schema = traj.AdvantageSchemaV1 },
 		"lengths":     func(r *traj.AdvantageRecord) { r.Advantages = r.Advantages[1:] },
