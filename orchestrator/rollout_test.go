@@ -376,6 +376,43 @@ func TestRolloutWithReferenceModel(t *testing.T) {
 	}
 }
 
+// TestRolloutRecordsTheSamplingTemperature: every trajectory carries the
+// temperature its logprobs were computed at: the job's, 1 by default, and an
+// explicit 0 (on the wire too) when greedy.
+func TestRolloutRecordsTheSamplingTemperature(t *testing.T) {
+	model := tinyPolicy(t)
+	prompts := writePrompts(t, 2)
+	for _, c := range []struct {
+		name     string
+		sampling Sampling
+		want     float64
+	}{
+		{"T=0.7", Sampling{Temperature: 0.7}, 0.7},
+		{"default", Sampling{}, 1},
+		{"greedy", Sampling{Greedy: true, Temperature: 0.7}, 0},
+	} {
+		out := filepath.Join(t.TempDir(), "temperature.jsonl")
+		job := tinyJob(model, prompts, out)
+		c.sampling.MaxNewTokens = 8
+		job.Sampling = c.sampling
+		if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ts := readTrajectories(t, out)
+		if len(ts) != 8 {
+			t.Fatalf("%s: %d trajectories, want 8", c.name, len(ts))
+		}
+		for _, tr := range ts {
+			if tr.Schema != traj.TrajectorySchema || tr.Temperature == nil || *tr.Temperature != c.want {
+				t.Errorf("%s %s: schema %s temperature %v, want %s and %g", c.name, tr.ID, tr.Schema, tr.Temperature, traj.TrajectorySchema, c.want)
+			}
+		}
+		if want := fmt.Sprintf(`"temperature":%g,`, c.want); !strings.Contains(string(readAll(t, out)), want) {
+			t.Errorf("%s: output lacks %s", c.name, want)
+		}
+	}
+}
+
 // TestRolloutChatFormat runs the chat format on a real model folder whose
 // template (ChatML) has no tool turns, with no tools configured.
 func TestRolloutChatFormat(t *testing.T) {

@@ -639,10 +639,13 @@ func (r *runner) buildGroup(ctx context.Context, g *groupRun) (traj.Group, []boo
 	answer := g.prompt.AnswerText()
 	for i, sr := range g.samples {
 		s := sr.seq
+		// The temperature the logprobs were computed at, an explicit 0 when
+		// greedy: a learner recomputes them at it.
+		temperature := r.sampling.Temperature
 		t := traj.Trajectory{
 			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(r.job.ID, g.prompt.ID, s.Index()),
 			JobID: r.job.ID, PromptID: g.prompt.ID, GroupID: g.id, GroupSize: len(g.samples),
-			SampleIndex: s.Index(), PolicyVersion: r.job.PolicyVersion, Seed: s.Seed(), Model: r.model,
+			SampleIndex: s.Index(), PolicyVersion: r.job.PolicyVersion, Seed: s.Seed(), Temperature: &temperature, Model: r.model,
 			Tokens: s.Tokens(), PromptLen: s.PromptLen(), LossMask: s.LossMask(), Logprobs: s.Logprobs(),
 			Segments: attachCalls(s.Segments(), sr.calls), FinishReason: sr.finish,
 			Answer: answer, Meta: g.prompt.Meta,
