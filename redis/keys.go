@@ -33,6 +33,11 @@ type Keys struct {
 	// PolicyVersion (toolrl:{job}:policy_version) is a string key holding the
 	// trainer's current policy version (a decimal integer).
 	PolicyVersion string
+	// Policy (toolrl:{job}:policy) is a string key holding the latest
+	// announced policy version as JSON (PolicyPointer): its number, the
+	// directory of its folder in the policy store and when it was published.
+	// AnnouncePolicy sets it together with PolicyVersion.
+	Policy string
 	// GroupsWritten (toolrl:{job}:groups:written) is the set of group ids
 	// already added to Groups: it makes Producer.AddGroup idempotent.
 	GroupsWritten string
@@ -47,7 +52,7 @@ func JobKeys(job string) Keys {
 	p := "toolrl:{" + job + "}:"
 	return Keys{
 		Job: job, Prompts: p + "prompts", Groups: p + "groups", Advantages: p + "advantages",
-		Dead: p + "dead", PolicyVersion: p + "policy_version",
+		Dead: p + "dead", PolicyVersion: p + "policy_version", Policy: p + "policy",
 		GroupsWritten: p + "groups:written", GroupsDone: p + "groups:done",
 	}
 }
