@@ -32,8 +32,10 @@ func (s *Stats) Add(o Stats) {
 // none when the group is dropped as stale or zero-variance. g must be valid
 // (traj.Group.Validate); Compute checks only what it needs beyond that (step
 // rewards in process modes, reference logprobs when KL is folded into the
-// reward). The records share g's token, mask and logprob slices: do not
-// modify g while they are in use. cfg must pass Validate.
+// reward). Records are always traj.AdvantageSchema (v2) and carry their
+// trajectory's temperature, nil for a v1 trajectory. The records share g's
+// token, mask and logprob slices and temperature: do not modify g while they
+// are in use. cfg must pass Validate.
 func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 	st := Stats{Groups: 1}
 	n := len(g.Trajectories)
@@ -143,7 +145,7 @@ func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 		r := &records[i]
 		*r = traj.AdvantageRecord{
 			Schema: traj.AdvantageSchema, TrajectoryID: t.ID, GroupID: t.GroupID,
-			SampleIndex: t.SampleIndex, PolicyVersion: t.PolicyVersion,
+			SampleIndex: t.SampleIndex, PolicyVersion: t.PolicyVersion, Temperature: t.Temperature,
 			InputIDs: t.Tokens, PromptLen: t.PromptLen, LossMask: t.LossMask,
 			OldLogprobs: t.Logprobs, RefLogprobs: t.RefLogprobs,
 			Advantages: adv, Reward: t.Reward, StepRewards: t.StepRewards,

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/toolrl/toolrl/traj"
@@ -372,21 +373,48 @@ func TestPropertyMaskedTokensGetZero(t *testing.T) {
 }
 
 // The worked example of docs/advantage.md, from its group file: hybrid,
-// weight 0.5, k3.
+// weight 0.5, k3. The same group as toolrl wrote it before schema v2 (no
+// temperature) gives the same advantages, through traj's decoder and the
+// service's; its records are v2 without temperature.
 func TestDocsWorkedExample(t *testing.T) {
-	data, err := os.ReadFile("testdata/calc-demo-group.json")
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		file        string
+		temperature *float64
+	}{
+		{"testdata/calc-demo-group.json", new(float64)},
+		{"testdata/calc-demo-group-v1.json", nil},
+	} {
+		if c.temperature != nil {
+			*c.temperature = 1
+		}
+		data, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := traj.UnmarshalGroup(data)
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		wire, raws, err := decodeWireGroup(data)
+		if err != nil || !reflect.DeepEqual(*wire, g) {
+			t.Fatalf("%s: the service's decoder: %v", c.file, err)
+		}
+		cfg := DefaultConfig()
+		cfg.Mode, cfg.ProcessWeight, cfg.KL = ModeHybrid, 0.5, KLK3
+		recs, _ := mustCompute(t, g, cfg)
+		// By hand (docs/advantage.md): 0.7071058 + 0.5 × 1.127466 and
+		// 0.7071058 + 0.5 × 1.465706; k3 of d = 0.25 and d = 0.5.
+		checkTokens(t, "sample 0", recs[0].Advantages, []float64{1.270839, 1.270839, 0, 0, 1.439959})
+		checkTokens(t, "kl 0", recs[0].KL, []float64{0.028800784, 0, 0, 0, 0.10653066})
+		for i := range recs {
+			if recs[i].Schema != traj.AdvantageSchema || !reflect.DeepEqual(recs[i].Temperature, c.temperature) {
+				t.Errorf("%s record %d: schema %s temperature %v, want %s and %v", c.file, i, recs[i].Schema, recs[i].Temperature, traj.AdvantageSchema, c.temperature)
+			}
+			want, _ := traj.MarshalAdvantage(&recs[i])
+			got, err := appendRecord(nil, &recs[i], &raws[i])
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%s record %d: the service's encoder: %v\n got %s\nwant %s", c.file, i, err, got, want)
+			}
+		}
 	}
-	g, err := traj.UnmarshalGroup(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Mode, cfg.ProcessWeight, cfg.KL = ModeHybrid, 0.5, KLK3
-	recs, _ := mustCompute(t, g, cfg)
-	// By hand (docs/advantage.md): 0.7071058 + 0.5 × 1.127466 and
-	// 0.7071058 + 0.5 × 1.465706; k3 of d = 0.25 and d = 0.5.
-	checkTokens(t, "sample 0", recs[0].Advantages, []float64{1.270839, 1.270839, 0, 0, 1.439959})
-	checkTokens(t, "kl 0", recs[0].KL, []float64{0.028800784, 0, 0, 0, 0.10653066})
 }

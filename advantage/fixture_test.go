@@ -15,11 +15,13 @@ type step struct {
 }
 
 // makeTraj builds a valid trajectory of group "job/p" with a 2-token prompt,
-// the given steps, total reward total, and logprob −1 on every sampled token.
+// the given steps, total reward total, sampling temperature 0.7, and logprob
+// −1 on every sampled token.
 func makeTraj(index, groupSize int, total float64, steps ...step) traj.Trajectory {
+	temperature := 0.7
 	t := traj.Trajectory{
 		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID("job", "p", index), JobID: "job", PromptID: "p",
-		GroupID: "job/p", GroupSize: groupSize, SampleIndex: index, PolicyVersion: 5,
+		GroupID: "job/p", GroupSize: groupSize, SampleIndex: index, PolicyVersion: 5, Temperature: &temperature,
 		Model: traj.ModelRef{Name: "test"}, Tokens: []int32{1, 2}, PromptLen: 2,
 		FinishReason: traj.FinishStop, Reward: traj.Reward{Total: total},
 	}
@@ -78,4 +80,13 @@ func randomGroup(rng *rand.Rand, g int) traj.Group {
 		panic(fmt.Sprintf("fixture: %v", err))
 	}
 	return group
+}
+
+// asV1 makes g what toolrl wrote before schema v2: group and trajectories
+// toolrl.trajectory/v1, without temperature.
+func asV1(g *traj.Group) {
+	g.Schema = traj.TrajectorySchemaV1
+	for i := range g.Trajectories {
+		g.Trajectories[i].Schema, g.Trajectories[i].Temperature = traj.TrajectorySchemaV1, nil
+	}
 }

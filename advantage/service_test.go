@@ -159,6 +159,9 @@ func streamGroup(job string, i int) *traj.Group {
 			}
 		}
 	}
+	if i%5 == 2 {
+		asV1(&g) // old data still flows through
+	}
 	return &g
 }
 
@@ -191,7 +194,7 @@ func addCorrupt(t *testing.T, client goredis.UniversalClient, job string) {
 	keys := redis.JobKeys(job)
 	good, _ := redis.EncodeGroup(streamGroup(job, 100000))
 	for _, values := range [][]any{
-		{redis.FieldGroupID, job + "/bad", redis.FieldGroup, `{"schema":"toolrl.trajectory/v1","trajectories":[{`},
+		{redis.FieldGroupID, job + "/bad", redis.FieldGroup, `{"schema":"toolrl.trajectory/v2","trajectories":[{`},
 		{redis.FieldGroupID, job + "/other", redis.FieldGroup, good},
 	} {
 		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Groups, Values: values}).Err(); err != nil {
@@ -252,6 +255,15 @@ func verifyExactlyOnce(t *testing.T, client goredis.UniversalClient, job string,
 				t.Fatalf("entry %s: trajectory_id field %v, record %s", m.ID, m.Values[redis.FieldTrajectoryID], r.TrajectoryID)
 			}
 			seen[r.TrajectoryID]++
+			// Records are v2 and carry the trajectory's temperature: 0.7,
+			// none for the v1 groups of streamGroup.
+			var i int
+			if _, err := fmt.Sscanf(strings.TrimPrefix(r.TrajectoryID, job+"/"), "p%05d/", &i); err != nil {
+				t.Fatalf("entry %s: trajectory id %s: %v", m.ID, r.TrajectoryID, err)
+			}
+			if v1 := i%5 == 2; r.Schema != traj.AdvantageSchema || v1 != (r.Temperature == nil) || !v1 && *r.Temperature != 0.7 {
+				t.Fatalf("entry %s: schema %s temperature %v (group %d)", m.ID, r.Schema, r.Temperature, i)
+			}
 		}
 		if len(msgs) < 1000 {
 			break

@@ -152,6 +152,13 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *rawArrays) ([]byte, er
 	b = strconv.AppendInt(b, int64(r.SampleIndex), 10)
 	b = append(b, `,"policy_version":`...)
 	b = strconv.AppendInt(b, r.PolicyVersion, 10)
+	if r.Temperature != nil {
+		b = append(b, `,"temperature":`...)
+		var err error
+		if b, err = appendFloat(b, *r.Temperature, 64); err != nil {
+			return nil, fmt.Errorf("encode advantage record %s temperature: %w", r.TrajectoryID, err)
+		}
+	}
 	b = append(b, `,"input_ids":`...)
 	b = append(b, raw.tokens...)
 	b = append(b, `,"prompt_len":`...)

@@ -51,7 +51,7 @@ func TestWireStructsMirrorTraj(t *testing.T) {
 			t.Errorf("decoder's %T fields %v\n  traj's %v", c.typ, c.known, b)
 		}
 	}
-	if a := jsonNames(traj.AdvantageRecord{}); strings.Join(a, " ") != "schema trajectory_id group_id sample_index policy_version input_ids prompt_len "+
+	if a := jsonNames(traj.AdvantageRecord{}); strings.Join(a, " ") != "schema trajectory_id group_id sample_index policy_version temperature,omitempty input_ids prompt_len "+
 		"loss_mask old_logprobs ref_logprobs,omitempty advantages kl,omitempty kl_estimator,omitempty reward step_rewards,omitempty "+
 		"segments,omitempty mode estimator zero_variance,omitempty stale,omitempty" {
 		t.Errorf("traj.AdvantageRecord changed; update appendRecord: %v", a)
@@ -64,8 +64,20 @@ func TestWireCodecMatchesTraj(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for iter := 0; iter < 200; iter++ {
 		g := randomGroup(rng, 1+rng.IntN(6))
+		if iter%6 == 3 {
+			asV1(&g) // old data: v2 records without temperature
+		}
 		for i := range g.Trajectories {
 			tr := &g.Trajectories[i]
+			switch iter % 6 {
+			case 0:
+				tr.Temperature = nil // v2 may leave it unknown
+			case 1:
+				tr.Temperature = new(float64) // greedy: an explicit 0
+			case 2:
+				v := 1e-7 // encoding/json's exponent form
+				tr.Temperature = &v
+			}
 			tr.Reward.Parts = map[string]float64{"outcome": rng.Float64(), "call_cost": -1e-7}
 			tr.Segments[0].Text = "<tool> & \"x\""
 			if iter%3 == 0 {
@@ -110,6 +122,10 @@ func TestWireCodecMatchesTraj(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range recs {
+			if recs[i].Schema != traj.AdvantageSchema || !reflect.DeepEqual(recs[i].Temperature, g.Trajectories[i].Temperature) {
+				t.Fatalf("iter %d record %d: schema %s temperature %v, want %s and the trajectory's %v", iter, i,
+					recs[i].Schema, recs[i].Temperature, traj.AdvantageSchema, g.Trajectories[i].Temperature)
+			}
 			want, err := traj.MarshalAdvantage(&recs[i])
 			if err != nil {
 				t.Fatal(err)
@@ -160,6 +176,10 @@ func TestWireDecodeRejects(t *testing.T) {
 		"bad meta":       strings.Replace(s, `"finish_reason"`, `"meta":{"a":},"finish_reason"`, 1),
 		"string reward":  strings.Replace(s, `"total":`, `"total":"1",`, 1),
 		"bool ok":        strings.Replace(s, `"ok":true`, `"ok":1`, 1),
+		"string temp":    strings.Replace(s, `"temperature":0.7`, `"temperature":"0.7"`, 1),
+		"negative temp":  strings.Replace(s, `"temperature":0.7`, `"temperature":-0.7`, 1),
+		"temp in v1":     strings.Replace(s, `"schema":"toolrl.trajectory/v2","id"`, `"schema":"toolrl.trajectory/v1","id"`, 1),
+		"v1 group of v2": strings.Replace(s, `{"schema":"toolrl.trajectory/v2"`, `{"schema":"toolrl.trajectory/v1"`, 1),
 	} {
 		if bad == s {
 			t.Fatalf("%s: replacement did not apply", name)
@@ -183,6 +203,10 @@ func TestWireDecodeRejects(t *testing.T) {
 			`"model":{`, `"model":{"hash":null,`, 1),
 		"meta":       strings.Replace(s, `"finish_reason"`, `"meta":{"a": [1, {"b":"}"}]},"finish_reason"`, 1),
 		"parts case": strings.Replace(s, `"total":`, `"Parts":{"Odd \"key\"":-0.25,"b":1e-7},"TOTAL":`, 1),
+		"null temp":  strings.Replace(s, `"temperature":0.7`, `"temperature":null`, 1),
+		"temp case":  strings.Replace(s, `"temperature":0.7`, `"Temperature":1e0`, 1),
+		"v1": strings.ReplaceAll(strings.ReplaceAll(s, `"temperature":0.7,`, ""),
+			`"schema":"toolrl.trajectory/v2"`, `"schema":"toolrl.trajectory/v1"`),
 	} {
 		if good == s {
 			t.Fatalf("%s: replacement did not apply", name)

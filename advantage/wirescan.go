@@ -32,7 +32,7 @@ var (
 
 	groupFields      = []string{"schema", "group_id", "job_id", "prompt_id", "policy_version", "trajectories"}
 	trajectoryFields = []string{"schema", "id", "job_id", "prompt_id", "group_id", "group_size", "sample_index",
-		"policy_version", "seed", "model", "tokens", "prompt_len", "loss_mask", "logprobs", "ref_logprobs",
+		"policy_version", "seed", "temperature", "model", "tokens", "prompt_len", "loss_mask", "logprobs", "ref_logprobs",
 		"segments", "finish_reason", "reward", "step_rewards", "answer", "meta"}
 )
 
@@ -118,6 +118,8 @@ func (s *scanner) trajectory(t *traj.Trajectory, raw *rawArrays) error {
 			t.PolicyVersion, err = s.int64()
 		case "seed":
 			t.Seed, err = s.uint64()
+		case "temperature":
+			t.Temperature, err = s.float64Ptr()
 		case "model":
 			err = s.model(&t.Model)
 		case "tokens":
@@ -786,6 +788,19 @@ func (s *scanner) float64() (float64, error) {
 		return 0, err
 	}
 	return strconv.ParseFloat(unsafeString(num), 64)
+}
+
+// float64Ptr reads a number into a new float64 (null reads as nil, as
+// encoding/json does for a pointer).
+func (s *scanner) float64Ptr() (*float64, error) {
+	if s.null() {
+		return nil, nil
+	}
+	v, err := s.float64()
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
 
 // float64s reads an array of numbers (null reads as nil).
