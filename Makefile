@@ -51,7 +51,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 build:
 	@mkdir -p bin
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/toolrl ./cmd/toolrl
+	GOEXPERIMENT=simd $(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/toolrl ./cmd/toolrl
 
 ## test: setup, then the whole suite (-race on the concurrent packages)
 test: setup $(TEST_DEPS)

@@ -146,6 +146,7 @@ type Metrics struct {
 	Update        int64 `json:"update"`
 	PolicyVersion int64 `json:"policy_version"`
 	Steps         int   `json:"optimizer_steps"`
+	Epochs        int   `json:"epochs"`
 	Records       int   `json:"records"`
 	// Dropped counts records over the staleness bound (or from a version
 	// ahead of the learner's); Staleness counts kept and dropped records by
@@ -250,7 +251,7 @@ func (l *Learner) prepare(r *traj.AdvantageRecord) (sample, error) {
 // trainable token returns metrics and changes nothing.
 func (l *Learner) Update(ctx context.Context, records []traj.AdvantageRecord) (Metrics, error) {
 	start := time.Now()
-	met := Metrics{Update: l.updates + 1, PolicyVersion: l.version, Records: len(records), Staleness: map[string]int{}}
+	met := Metrics{Update: l.updates + 1, PolicyVersion: l.version, Epochs: l.opts.Epochs, Records: len(records), Staleness: map[string]int{}}
 	var samples []sample
 	for i := range records {
 		r := &records[i]

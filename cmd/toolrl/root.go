@@ -54,6 +54,7 @@ GRPO advantages that trainers pull from Redis, JSONL or Parquet.`,
 	root.AddCommand(
 		newRolloutCmd(),
 		newAdvantageCmd(),
+		newLearnCmd(),
 		newExportCmd(),
 		newInspectCmd(),
 		newTokenizeCmd(),

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/learner"
+	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/policystore"
+	toolrlredis "github.com/toolrl/toolrl/redis"
+)
+
+type learnFlags struct {
+	model, in, redisURL, job, store, refModel, metricsPath, listen string
+	group, consumer, lossAgg                                       string
+	batch, publishEvery, keep                                      int
+	startVersion                                                   int64
+	temperature                                                    float64
+	maxWait                                                        time.Duration
+	opts                                                           learner.Options
+}
+
+func newLearnCmd() *cobra.Command {
+	f := learnFlags{opts: learner.DefaultOptions()}
+	cmd := &cobra.Command{
+		Use:   "learn --model DIR (--in FILE | --redis URL --job JOB) --store DIR",
+		Short: "Train the policy on advantage records (PPO-clip GRPO) and publish policy versions",
+		Long: `learn is toolrl's GRPO learner: it reads advantage records (toolrl.advantage/v2,
+or v1 with --temperature), recomputes the current policy's logprob of every
+trained token (teacher-forced, at the record's sampling temperature, over the
+full vocabulary, as the actor computes them), and takes PPO-clip steps:
+
+  ratio = exp(clamp(logp − logp_behaviour, ±20))
+  loss  = max(−A·ratio, −A·clip(ratio, 1−clip-low, 1+clip-high)), at most −dual-clip·A for A < 0
+        (× min(π_learner_old/π_behaviour, tis-cap) with --tis-cap, the ratio then against π_learner_old)
+        + kl-beta · k3(logp, logp_ref)
+
+aggregated by --loss-agg, with AdamW (--lr, --warmup, --weight-decay,
+--clip-grad) over --minibatches steps per batch and --epochs passes. Records
+older than the learner's version minus --max-staleness are dropped and
+counted. docs/learner.md has the formulas next to verl's and TRL's names.
+
+Every --publish-every updates it publishes version N+1 into --store as a
+complete Hugging Face folder (STORE/v00000N/ with config, tokenizer,
+model.safetensors, onnx/model.onnx and the optimiser state, then the latest
+pointer, atomically): the actor and transformers.js load it. A store that
+already holds versions is resumed from its latest.
+
+With --in FILE (JSONL or Parquet) it trains on the file once (--batch records
+per update; 0: the whole file as one batch) and publishes. With --redis it
+reads toolrl:{JOB}:advantages through consumer group --group, acknowledges
+records only after the version trained on them is published, sets
+toolrl:{JOB}:policy and policy_version, serves /metrics on --listen, and runs
+until SIGINT/SIGTERM, which finishes and publishes the update in progress
+(exit 130). A restarted learner acknowledges what its latest version already
+used and trains on the rest once.
+
+One JSON line per update goes to --metrics; a readable line to stderr.`,
+		Example: `  toolrl learn --model models/calc --in out/advantages.jsonl --store out/policy --metrics out/learn.jsonl
+  toolrl learn --model models/calc --redis redis://127.0.0.1:6379 --job calc-demo --store /shared/policy --batch 256 --kl-beta 0.01
+  toolrl learn --model models/calc --in adv.parquet --store out/policy --minibatches 4 --epochs 2 --tis-cap 2 --loss-agg seq-mean-token-sum-norm`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLearn(cmd, f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.model, "model", "", "model folder of version 0 (config.json, model.safetensors, tokenizer)")
+	fs.StringVar(&f.in, "in", "", "advantage records, JSONL or Parquet")
+	fs.StringVar(&f.redisURL, "redis", "", "Redis URL: read the job's advantages stream (see docs/redis.md)")
+	fs.StringVar(&f.job, "job", "", "job name of the Redis keys toolrl:{JOB}:*")
+	fs.StringVar(&f.store, "store", "", "policy store folder the versions are published into")
+	fs.StringVar(&f.refModel, "ref-model", "", "reference policy of the KL term for records without ref_logprobs (default: the --model folder, version 0)")
+	fs.StringVar(&f.metricsPath, "metrics", "", "append one JSON line of metrics per update to this file")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:9465", "with --redis: address for /metrics and /healthz (empty: none)")
+	fs.StringVar(&f.group, "group", toolrlredis.LearnerGroup, "with --redis: the learner's consumer group")
+	fs.StringVar(&f.consumer, "consumer", "learner", "with --redis: consumer name (keep it across restarts: a restart finds its pending records by it)")
+	fs.IntVar(&f.batch, "batch", 0, "records per update (0: the whole file with --in, 256 with --redis)")
+	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Second, "with --redis: train on a partial batch after waiting this long")
+	fs.IntVar(&f.publishEvery, "publish-every", 1, "publish a version every K updates")
+	fs.IntVar(&f.keep, "keep", 0, "keep only the newest N versions in the store (0: keep all)")
+	fs.Int64Var(&f.startVersion, "version", 0, "the policy version of --model (records are tagged with it)")
+	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature of records that carry none (v1); 0: such a record is an error")
+	o := &f.opts
+	fs.Float64Var(&o.LR, "lr", o.LR, "AdamW learning rate (constant after --warmup)")
+	fs.IntVar(&o.WarmupSteps, "warmup", o.WarmupSteps, "linear learning-rate warmup, in optimiser steps")
+	fs.Float64Var(&o.WeightDecay, "weight-decay", o.WeightDecay, "AdamW decoupled weight decay")
+	fs.Float64Var(&o.ClipNorm, "clip-grad", o.ClipNorm, "clip the global gradient norm to this (0: off)")
+	fs.IntVar(&o.Minibatches, "minibatches", o.Minibatches, "optimiser steps per batch (the batch split into this many minibatches)")
+	fs.IntVar(&o.Minibatches, "minibatch", o.Minibatches, "alias of --minibatches")
+	_ = fs.MarkHidden("minibatch")
+	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "passes over each batch (ppo_epochs)")
+	fs.Float64Var(&o.Loss.ClipLow, "clip-low", o.Loss.ClipLow, "ratio lower bound 1−ε_low")
+	fs.Float64Var(&o.Loss.ClipHigh, "clip-high", o.Loss.ClipHigh, "ratio upper bound 1+ε_high (DAPO clip-higher)")
+	fs.Float64Var(&o.Loss.DualClip, "dual-clip", o.Loss.DualClip, "dual-clip constant c > 1 for negative advantages (0: off)")
+	fs.Float64Var(&o.Loss.TISCap, "tis-cap", o.Loss.TISCap, "truncated importance sampling cap C on π_learner_old/π_behaviour (0: off; 2 is common)")
+	fs.Float64Var(&o.Loss.KLBeta, "kl-beta", o.Loss.KLBeta, "weight of the k3 KL to the reference policy in the loss")
+	fs.StringVar(&f.lossAgg, "loss-agg", string(o.Loss.Agg), "token-mean | seq-mean-token-mean | seq-mean-token-sum-norm (Dr.GRPO)")
+	fs.IntVar(&o.Loss.NormLength, "loss-norm-length", o.Loss.NormLength, "the constant length L of seq-mean-token-sum-norm")
+	fs.Int64Var(&o.MaxStaleness, "max-staleness", o.MaxStaleness, "drop records more than this many versions behind the learner (negative: no bound)")
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "minibatch order seed")
+	fs.IntVar(&o.MicroBatchTokens, "micro-batch-tokens", o.MicroBatchTokens, "tokens per forward/backward pass (gradients accumulate over a minibatch)")
+	return cmd
+}
+
+func runLearn(cmd *cobra.Command, f learnFlags) error {
+	switch {
+	case f.model == "":
+		return usageErrorf("learn: --model is required")
+	case f.store == "":
+		return usageErrorf("learn: --store is required")
+	case (f.in == "") == (f.redisURL == ""):
+		return usageErrorf("learn: give exactly one of --in FILE and --redis URL")
+	case f.redisURL != "" && f.job == "":
+		return usageErrorf("learn: --redis needs --job")
+	case f.batch < 0:
+		return usageErrorf("learn: --batch %d: want ≥ 0", f.batch)
+	case f.publishEvery < 1:
+		return usageErrorf("learn: --publish-every %d: want ≥ 1", f.publishEvery)
+	case f.keep < 0:
+		return usageErrorf("learn: --keep %d: want ≥ 0", f.keep)
+	case f.startVersion < 0:
+		return usageErrorf("learn: --version %d: want ≥ 0", f.startVersion)
+	case f.temperature < 0:
+		return usageErrorf("learn: --temperature %g: want > 0 (or 0 for none)", f.temperature)
+	}
+	agg, err := learner.ParseAggregation(f.lossAgg)
+	if err != nil {
+		return usageErrorf("learn: --loss-agg: %v", err)
+	}
+	f.opts.Loss.Agg = agg
+	if f.temperature > 0 {
+		t := f.temperature
+		f.opts.Temperature = &t
+	}
+	if err := f.opts.Validate(); err != nil {
+		return usageErrorf("learn: %v", err)
+	}
+	if f.redisURL != "" {
+		if err := toolrlredis.ValidateJob(f.job); err != nil {
+			return usageErrorf("learn: --job: %v", err)
+		}
+		if _, err := toolrlredis.ParseURL(f.redisURL, toolrlredis.ConnectOptions{}); err != nil {
+			return usageErrorf("learn: --redis: %v", err)
+		}
+	}
+	stderr := cmd.ErrOrStderr()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signalContext(cmd)
+	defer stop()
+
+	model, cfg, err := learner.LoadModel(f.model)
+	if err != nil {
+		return fmt.Errorf("learn: %w", err)
+	}
+	base, err := learner.ReadBase(f.model, cfg)
+	if err != nil {
+		return fmt.Errorf("learn: %w", err)
+	}
+	var ref *train.Model
+	if f.opts.Loss.KLBeta > 0 {
+		refDir := f.refModel
+		if refDir == "" {
+			refDir = f.model
+		}
+		if ref, _, err = learner.LoadModel(refDir); err != nil {
+			return fmt.Errorf("learn: --ref-model: %w", err)
+		}
+	} else if f.refModel != "" {
+		if ref, _, err = learner.LoadModel(f.refModel); err != nil {
+			return fmt.Errorf("learn: --ref-model: %w", err)
+		}
+	}
+	l, err := learner.New(model, ref, f.startVersion, f.opts)
+	if err != nil {
+		return usageErrorf("learn: %v", err)
+	}
+	store, err := policystore.Open(f.store)
+	if err != nil {
+		return fmt.Errorf("learn: %w", err)
+	}
+	defer store.Close()
+
+	var src learner.Source
+	ro := learner.RunOptions{Store: store, Base: base, PublishEvery: f.publishEvery, Logger: logger}
+	var prom *learner.Prometheus
+	if f.in != "" {
+		fsrc := &learner.FileSource{Path: f.in, Size: f.batch}
+		defer fsrc.Close()
+		src = fsrc
+	} else {
+		client, err := toolrlredis.Connect(ctx, f.redisURL, toolrlredis.ConnectOptions{ClientName: "toolrl-learner"})
+		if err != nil {
+			return fmt.Errorf("learn: %w", err)
+		}
+		defer client.Close()
+		ssrc, err := learner.NewStreamSource(ctx, client, learner.StreamOptions{Job: f.job, Group: f.group, Consumer: f.consumer, Size: f.batch, MaxWait: f.maxWait, Logger: logger})
+		if err != nil {
+			return fmt.Errorf("learn: %w", err)
+		}
+		src = ssrc
+		ro.SetAside = true
+		keys := toolrlredis.JobKeys(f.job)
+		ro.Announce = func(ctx context.Context, v policystore.Version) error {
+			err := toolrlredis.AnnouncePolicy(ctx, client, keys, toolrlredis.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: v.Manifest.Created})
+			if errors.Is(err, toolrlredis.ErrPolicyNotNewer) {
+				logger.Warn("learn: the Redis policy pointer already holds this version or a newer one; left as it is", "version", v.Number)
+				return nil
+			}
+			return err
+		}
+		reg := prometheus.NewRegistry()
+		if prom, err = learner.NewPrometheus(reg); err != nil {
+			return fmt.Errorf("learn: %w", err)
+		}
+		if f.listen != "" {
+			stopServer, err := serveLearnerMetrics(f.listen, reg, logger)
+			if err != nil {
+				return fmt.Errorf("learn: %w", err)
+			}
+			defer stopServer()
+		}
+		logger.Info("learner", "redis", toolrlredis.Redact(f.redisURL), "job", f.job, "group", f.group, "consumer", f.consumer)
+	}
+	st, resumed, err := learner.ResumeFrom(ctx, l, store, src)
+	if err != nil {
+		return fmt.Errorf("learn: %w", err)
+	}
+	if resumed {
+		fmt.Fprintf(stderr, "learn: resumed from %s: version %d, %d optimiser steps; %d records of that version acknowledged\n",
+			store.Dir(), st.Version, st.Steps, len(st.Consumed))
+	}
+	var metricsFile *os.File
+	if f.metricsPath != "" {
+		if metricsFile, err = os.OpenFile(f.metricsPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return fmt.Errorf("learn: --metrics: %w", err)
+		}
+		defer metricsFile.Close()
+	}
+	var writeErr error
+	ro.OnUpdate = func(m learner.Metrics) {
+		fmt.Fprintln(stderr, formatUpdate(m))
+		if metricsFile != nil && writeErr == nil {
+			line, err := json.Marshal(m)
+			if err == nil {
+				_, err = metricsFile.Write(append(line, '\n'))
+			}
+			writeErr = err
+		}
+		if prom != nil {
+			prom.ObserveUpdate(m)
+		}
+	}
+	ro.OnPublish = func(v policystore.Version, st learner.State) {
+		fmt.Fprintf(stderr, "learn: published version %d → %s (%d records)\n", v.Number, v.Dir, st.Records)
+		if prom != nil {
+			prom.ObservePublish(v)
+		}
+		if f.keep > 0 {
+			if removed, err := store.Prune(f.keep); err != nil {
+				logger.Warn("learn: prune the store", "err", err)
+			} else if len(removed) > 0 {
+				logger.Info("learn: pruned old versions", "versions", removed)
+			}
+		}
+	}
+	sum, runErr := learner.Run(ctx, l, src, ro)
+	fmt.Fprintln(stderr, formatLearnSummary(sum))
+	if runErr != nil {
+		return fmt.Errorf("learn: %w", runErr)
+	}
+	if writeErr != nil {
+		return fmt.Errorf("learn: --metrics %s: %w", f.metricsPath, writeErr)
+	}
+	if f.in != "" && sum.Trained == 0 && sum.Records > 0 {
+		return fmt.Errorf("learn: none of the %d records of %s was trained on (%d over the staleness bound of %d versions): nothing published",
+			sum.Records, f.in, sum.Dropped, f.opts.MaxStaleness)
+	}
+	if ctx.Err() != nil {
+		return exitError{code: exitInterrupted, err: fmt.Errorf("learner stopped by signal after publishing version %d", sum.LastVersion)}
+	}
+	return nil
+}
+
+// formatUpdate is the readable line of one update.
+func formatUpdate(m learner.Metrics) string {
+	if m.Steps == 0 {
+		return fmt.Sprintf("update %d (v%d): nothing trained: %d records, %d dropped as stale %v", m.Update, m.PolicyVersion, m.Records, m.Dropped, m.Staleness)
+	}
+	return fmt.Sprintf("update %d (v%d): loss %.4f pg %.4f kl %.4f clip %.3f/%.3f/%.3f entropy %.3f |A| %.3f ratio %.3f (max %.2f) "+
+		"mismatch max %.2g mean %.2g k3 %.2g grad %.3f lr %.2g tokens %d (%d trained) records %d (%d stale) %.2fs %.0f tok/s",
+		m.Update, m.PolicyVersion, m.Loss, m.PGLoss, m.KL, m.ClipFracLow, m.ClipFracHigh, m.DualClipFrac, m.Entropy, m.AdvAbsMean,
+		m.RatioMean, m.RatioMax, m.Mismatch.MaxAbs, m.Mismatch.MeanAbs, m.Mismatch.K3, m.GradNorm, m.LR, m.Tokens, m.TokensTrained,
+		m.Records, m.Dropped, m.Seconds, m.TokensPerS)
+}
+
+func formatLearnSummary(s learner.Summary) string {
+	tps := 0.0
+	if s.Elapsed > 0 {
+		tps = float64(s.Tokens) / s.Elapsed.Seconds()
+	}
+	return fmt.Sprintf("learn: %d updates, %d optimiser steps, %d versions published (v%d → v%d); records %d read, %d trained, %d stale, %d set aside; %d tokens in %s (%.0f tokens/s)",
+		s.Updates, s.Steps, s.Published, s.FirstVersion, s.LastVersion, s.Records, s.Trained, s.Dropped, s.Rejected, s.Tokens,
+		s.Elapsed.Round(10*time.Millisecond), tps)
+}
+
+// serveLearnerMetrics serves /metrics and /healthz on addr until the
+// returned stop is called.
+func serveLearnerMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics server", "err", err)
+		}
+	}()
+	logger.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}

@@ -1,0 +1,258 @@
+package learner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// calcTargetTokensPerS is the learner throughput wanted for models/calc on
+// a calc-rollout batch (tokens through forward and backward per second).
+const calcTargetTokensPerS = 5000
+
+// BenchmarkLearnerUpdate measures Learner.Update with default options on a
+// batch shaped like a calc rollout (8 groups × G=8, prompts of about 25
+// tokens, responses of about 40 with one injected span, on-policy behaviour
+// logprobs, advantages ±1). It reports tokens/s as Metrics.TokensPerS
+// defines it (every token of the batch, prompt and response, per second of
+// update) and gemm_share, the fraction of the CPU profile's samples whose
+// stack is in the trainer's GEMM (sgemm, its packing and kernels, or gonum's
+// Sgemm). Run it with GOEXPERIMENT=simd for the packed kernel (make
+// bench-learner); without it the GEMM is gonum's blas32.
+func BenchmarkLearnerUpdate(b *testing.B) {
+	b.Run("calc", func(b *testing.B) {
+		m, _, err := LoadModel("../models/calc")
+		if err != nil {
+			b.Fatal(err)
+		}
+		tps := benchUpdate(b, m)
+		verdict := "met"
+		if tps < calcTargetTokensPerS {
+			verdict = "not met"
+		}
+		b.Logf("target %d tokens/s for calc: %s (%.0f tokens/s)", calcTargetTokensPerS, verdict, tps)
+	})
+	b.Run("tiny", func(b *testing.B) {
+		cfg, err := llama.ShapeConfig("tiny")
+		if err != nil {
+			b.Fatal(err)
+		}
+		tc, err := TrainConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := llama.RandomWeights(cfg, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := train.NewModel(tc, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		flat := make(map[string][]float32, len(w))
+		for name, t := range w {
+			flat[name] = t.Data
+		}
+		if err := m.SetWeights(flat); err != nil {
+			b.Fatal(err)
+		}
+		benchUpdate(b, m)
+	})
+}
+
+// benchUpdate times b.N updates of a fresh learner on m over one
+// rollout-shaped batch, profiling the CPU meanwhile, and returns tokens/s.
+func benchUpdate(b *testing.B, m *train.Model) float64 {
+	recs := rolloutRecords(b, m, 8, 8)
+	l, err := New(m, nil, 0, DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var prof bytes.Buffer
+	// Fails when the test binary already profiles (go test -cpuprofile):
+	// the share is then left to that profile.
+	profiling := pprof.StartCPUProfile(&prof) == nil
+	var tokens int
+	var seconds float64
+	b.ResetTimer()
+	for range b.N {
+		met, err := l.Update(context.Background(), recs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tokens += met.Tokens
+		seconds += met.Seconds
+	}
+	b.StopTimer()
+	tps := float64(tokens) / seconds
+	b.ReportMetric(tps, "tokens/s")
+	b.Logf("kernel %s (GOEXPERIMENT=%q), GOMAXPROCS %d; %d records, %d tokens per update; %.0f tokens/s",
+		train.KernelName(), goExperiment(), runtime.GOMAXPROCS(0), len(recs), tokens/b.N, tps)
+	if !profiling {
+		b.Logf("CPU profile already running (-cpuprofile?): no gemm_share")
+		return tps
+	}
+	pprof.StopCPUProfile()
+	p, err := profile.Parse(&prof)
+	if err != nil {
+		b.Fatal(err)
+	}
+	share, total, top := gemmShare(p)
+	b.ReportMetric(share, "gemm_share")
+	b.Logf("GEMM %.1f%% of %.2f CPU-s profiled; top self time outside GEMM: %s", 100*share, total, top)
+	return tps
+}
+
+// rolloutRecords builds groups×size records shaped like a calc rollout:
+// each group shares a prompt of 22–28 tokens; each response has 34–46
+// tokens with one injected span (mask 0) of 4–7 tokens in its middle, the
+// rest model tokens with m's own logprobs at T=1 as behaviour logprobs, and
+// advantage +1 or −1 (half the group each). Tokens are drawn uniformly, so
+// only the shapes, not the text, are a rollout's.
+func rolloutRecords(b *testing.B, m *train.Model, groups, size int) []traj.AdvantageRecord {
+	b.Helper()
+	r := rand.New(rand.NewPCG(11, uint64(m.Config.Vocab)))
+	tok := func() int32 { return int32(r.IntN(m.Config.Vocab)) }
+	var recs []traj.AdvantageRecord
+	var seqs []train.Sequence
+	var advs []float32
+	for g := range groups {
+		prompt := make([]int32, 22+r.IntN(7))
+		for j := range prompt {
+			prompt[j] = tok()
+		}
+		gid := fmt.Sprintf("bench/p%d", g)
+		for i := range size {
+			respLen := 34 + r.IntN(13)
+			span := 4 + r.IntN(4)
+			at := respLen/2 - 6 + r.IntN(8)
+			tokens := append(append([]int32(nil), prompt...), make([]int32, respLen)...)
+			mask := make(traj.Mask, respLen)
+			full := make([]uint8, len(tokens))
+			for j := range respLen {
+				tokens[len(prompt)+j] = tok()
+				if j < at || j >= at+span {
+					mask[j] = 1
+					full[len(prompt)+j] = 1
+				}
+			}
+			adv := float32(1)
+			if i%2 == 1 {
+				adv = -1
+			}
+			temp := 1.0
+			recs = append(recs, traj.AdvantageRecord{
+				Schema: traj.AdvantageSchema, TrajectoryID: fmt.Sprintf("%s/%d", gid, i), GroupID: gid,
+				SampleIndex: i, InputIDs: tokens, PromptLen: len(prompt), LossMask: mask,
+				OldLogprobs: make([]float32, respLen), Advantages: make([]float32, respLen),
+				Mode: "outcome", Estimator: "grpo", Temperature: &temp,
+			})
+			seqs = append(seqs, train.Sequence{Tokens: tokens, LossMask: full})
+			advs = append(advs, adv)
+		}
+	}
+	// On-policy: the behaviour logprobs are the model's own. Injected tokens
+	// keep advantage 0, as advantage writes them.
+	lp, err := m.ForwardLogprobs(seqs, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k := range lp.Rows() {
+		rec := &recs[lp.Seq[k]]
+		j := lp.Pos[k] - rec.PromptLen
+		rec.OldLogprobs[j] = float32(lp.Logprobs[k])
+		rec.Advantages[j] = advs[lp.Seq[k]]
+	}
+	return recs
+}
+
+// gemmShare returns the fraction of the profile's CPU time whose stack is in
+// the GEMM, the CPU seconds profiled, and the five functions outside the
+// GEMM with the most self time.
+func gemmShare(p *profile.Profile) (share, seconds float64, top string) {
+	vi := len(p.SampleType) - 1
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" {
+			vi = i
+		}
+	}
+	var gemm, total int64
+	self := map[string]int64{}
+	for _, s := range p.Sample {
+		v := s.Value[vi]
+		total += v
+		inGEMM := false
+		for _, loc := range s.Location {
+			for _, line := range loc.Line {
+				if line.Function != nil && isGEMM(line.Function.Name) {
+					inGEMM = true
+				}
+			}
+		}
+		if inGEMM {
+			gemm += v
+		} else if len(s.Location) > 0 && len(s.Location[0].Line) > 0 && s.Location[0].Line[0].Function != nil {
+			self[s.Location[0].Line[0].Function.Name] += v
+		}
+	}
+	if total == 0 {
+		return 0, 0, "no samples"
+	}
+	names := make([]string, 0, len(self))
+	for n := range self {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return self[names[i]] > self[names[j]] })
+	var parts []string
+	for _, n := range names[:min(5, len(names))] {
+		parts = append(parts, fmt.Sprintf("%s %.1f%%", n[strings.LastIndex(n, "/")+1:], 100*float64(self[n])/float64(total)))
+	}
+	return float64(gemm) / float64(total), float64(total) / 1e9, strings.Join(parts, ", ")
+}
+
+// isGEMM reports whether a profiled function belongs to the GEMM: the
+// trainer's sgemm (with its worker closures), packA/packB and tile kernels
+// (models/train/gemm*.go), or gonum's Sgemm and its sgemm* helpers, under
+// which gonum's f32 assembly runs.
+func isGEMM(fn string) bool {
+	if name, ok := strings.CutPrefix(fn, "github.com/toolrl/toolrl/models/train."); ok {
+		for _, p := range []string{"sgemm", "packA", "packB", "kernel"} {
+			if strings.HasPrefix(name, p) {
+				return true
+			}
+		}
+		return false
+	}
+	if name, ok := strings.CutPrefix(fn, "gonum.org/v1/gonum/blas/gonum."); ok {
+		return strings.HasPrefix(name, "sgemm") || strings.Contains(name, ".Sgemm")
+	}
+	return false
+}
+
+// goExperiment is the GOEXPERIMENT the test binary was built with ("" when
+// none).
+func goExperiment() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	for _, s := range info.Settings {
+		if s.Key == "GOEXPERIMENT" {
+			return s.Value
+		}
+	}
+	return ""
+}

@@ -1,0 +1,182 @@
+package learner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/models/safetensors"
+	"github.com/toolrl/toolrl/policystore"
+)
+
+// StateFile holds the optimiser's moments in a published version (AdamW m
+// and v of every parameter, as "m.NAME" and "v.NAME"), so that a resumed
+// learner continues the same optimisation.
+const StateFile = "learner_state.safetensors"
+
+// StateSchema names the learner's part of a version's manifest meta.
+const StateSchema = "toolrl.learner/v1"
+
+// State is the learner's meta in a published version's manifest.
+type State struct {
+	Schema string `json:"schema"`
+	// Version is the policy version these weights are.
+	Version int64 `json:"version"`
+	// Steps and Updates count optimiser steps and trained batches so far.
+	Steps   int   `json:"optimizer_steps"`
+	Updates int64 `json:"updates"`
+	// Consumed lists the Redis stream entry ids of the records trained on
+	// since the previous version: a learner restarted after this version was
+	// published acknowledges them instead of training on them again.
+	Consumed []string `json:"consumed,omitempty"`
+	// Records counts the records trained on since the previous version.
+	Records int `json:"records"`
+	// Base is the model folder version 0 came from.
+	Base string `json:"base,omitempty"`
+}
+
+// Base is the model folder a learner started from: its config and the files
+// every published version carries unchanged (tokenizer, prompt format,
+// tools, ...).
+type Base struct {
+	Dir    string
+	Config llama.Config
+	// Files are the folder's top-level files other than the config, the
+	// weights and the ONNX graph, by name.
+	Files map[string][]byte
+}
+
+// ReadBase reads the files a published version copies from dir.
+func ReadBase(dir string, cfg llama.Config) (Base, error) {
+	b := Base{Dir: dir, Config: cfg, Files: map[string][]byte{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return Base{}, fmt.Errorf("read model folder %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || name == "config.json" || name == StateFile || name == policystore.ManifestFile ||
+			strings.HasPrefix(name, "model") && strings.Contains(name, ".safetensors") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return Base{}, fmt.Errorf("read model folder %s: %w", dir, err)
+		}
+		b.Files[name] = data
+	}
+	return b, nil
+}
+
+// Publish writes the current weights as policy version l.Version()+1 into
+// store (a complete model folder: config, tokenizer and the base's other
+// files, model.safetensors, onnx/model.onnx, and the optimiser state), then
+// advances the learner's version. consumed and records describe what was
+// trained on since the previous version (see State).
+func (l *Learner) Publish(ctx context.Context, store *policystore.Store, base Base, consumed []string, records int) (policystore.Version, error) {
+	next := l.version + 1
+	st := State{Schema: StateSchema, Version: next, Steps: l.step, Updates: l.updates, Consumed: consumed, Records: records, Base: base.Dir}
+	meta, err := json.Marshal(st)
+	if err != nil {
+		return policystore.Version{}, fmt.Errorf("learner: publish version %d: %w", next, err)
+	}
+	v, err := store.Publish(ctx, next, meta, func(dir string) error { return l.writeFolder(dir, base) })
+	if err != nil {
+		return policystore.Version{}, fmt.Errorf("learner: publish version %d: %w", next, err)
+	}
+	l.version = next
+	return v, nil
+}
+
+func (l *Learner) writeFolder(dir string, base Base) error {
+	cfg := base.Config
+	cfg.TorchDType = "float32"
+	w := l.model.LlamaWeights()
+	extra := map[string][]byte{}
+	for name, data := range base.Files {
+		extra[name] = data
+	}
+	take := func(name string) []byte {
+		data := extra[name]
+		delete(extra, name)
+		return data
+	}
+	spec := llama.FolderSpec{
+		Config: cfg, Weights: w, TokenizerJSON: take("tokenizer.json"), TokenizerConfig: take("tokenizer_config.json"),
+		GenerationConfig: take("generation_config.json"), ExtraFiles: extra,
+		ONNX: llama.ONNXOptions{External: llama.ExternalAuto}, Safetensors: true, SafetensorsDType: safetensors.F32,
+	}
+	if _, err := llama.WriteFolder(dir, spec); err != nil {
+		return err
+	}
+	var tensors []safetensors.Tensor
+	for _, p := range l.model.Params {
+		shape := make([]int64, len(p.Shape))
+		for i, s := range p.Shape {
+			shape[i] = int64(s)
+		}
+		tensors = append(tensors, safetensors.Tensor{Name: "m." + p.Name, Shape: shape, Data: p.M}, safetensors.Tensor{Name: "v." + p.Name, Shape: shape, Data: p.V})
+	}
+	return safetensors.WriteFile(filepath.Join(dir, StateFile), tensors, safetensors.F32,
+		map[string]string{"optimizer": "adamw", "optimizer_steps": strconv.Itoa(l.step)})
+}
+
+// ReadState returns a published version's learner state from its manifest.
+func ReadState(v policystore.Version) (State, error) {
+	var st State
+	if len(v.Manifest.Meta) == 0 {
+		return st, fmt.Errorf("policy version %d (%s): no learner state in its manifest", v.Number, v.Dir)
+	}
+	if err := json.Unmarshal(v.Manifest.Meta, &st); err != nil {
+		return st, fmt.Errorf("policy version %d (%s): learner state: %w", v.Number, v.Dir, err)
+	}
+	if st.Schema != StateSchema {
+		return st, fmt.Errorf("policy version %d (%s): learner state schema %q, want %q", v.Number, v.Dir, st.Schema, StateSchema)
+	}
+	return st, nil
+}
+
+// Resume loads a published version's weights and optimiser state into l
+// (whose model must have that version's architecture) and sets its version
+// and step counts.
+func (l *Learner) Resume(v policystore.Version) (State, error) {
+	st, err := ReadState(v)
+	if err != nil {
+		return st, err
+	}
+	m, _, err := LoadModel(v.Dir)
+	if err != nil {
+		return st, err
+	}
+	if m.Config != l.model.Config {
+		return st, fmt.Errorf("policy version %d (%s): architecture %+v differs from the learner's %+v", v.Number, v.Dir, m.Config, l.model.Config)
+	}
+	f, err := safetensors.Open(filepath.Join(v.Dir, StateFile))
+	if err != nil {
+		return st, fmt.Errorf("policy version %d: optimiser state: %w", v.Number, err)
+	}
+	defer f.Close()
+	for i, p := range l.model.Params {
+		mv, err := f.Float32("m." + p.Name)
+		if err != nil {
+			return st, fmt.Errorf("policy version %d: optimiser state: %w", v.Number, err)
+		}
+		vv, err := f.Float32("v." + p.Name)
+		if err != nil {
+			return st, fmt.Errorf("policy version %d: optimiser state: %w", v.Number, err)
+		}
+		if len(mv) != len(p.M) || len(vv) != len(p.V) {
+			return st, fmt.Errorf("policy version %d: optimiser state of %s has %d/%d values, want %d", v.Number, p.Name, len(mv), len(vv), len(p.M))
+		}
+		copy(p.W, m.Params[i].W)
+		copy(p.M, mv)
+		copy(p.V, vv)
+	}
+	l.version, l.step, l.updates = st.Version, st.Steps, st.Updates
+	return st, nil
+}

@@ -1,0 +1,61 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// LearnerGroup is the default consumer group of toolrl's learner on the
+// advantages stream (each trainer has a group of its own).
+const LearnerGroup = "learner"
+
+// DecodeRecordEntry decodes and validates the advantage record of an
+// advantages-stream entry and checks it against the entry's trajectory_id
+// field.
+func DecodeRecordEntry(m Message) (*traj.AdvantageRecord, error) {
+	payload, ok := m.Values[FieldRecord].(string)
+	if !ok {
+		return nil, fmt.Errorf("entry %s: no %q field", m.ID, FieldRecord)
+	}
+	r, err := traj.UnmarshalAdvantage([]byte(payload))
+	if err != nil {
+		return nil, fmt.Errorf("entry %s: %w", m.ID, err)
+	}
+	if id, _ := m.Values[FieldTrajectoryID].(string); id != r.TrajectoryID {
+		return nil, fmt.Errorf("entry %s: field %s is %q but the record's id is %q", m.ID, FieldTrajectoryID, id, r.TrajectoryID)
+	}
+	return &r, nil
+}
+
+// ReadOwnPending returns up to Count entries that were delivered to this
+// consumer (by name) and never acknowledged, from the start of its pending
+// list after the id after (use "0" first, then the last id returned). A
+// consumer restarted under the same name finds what its previous run read
+// but did not finish. An empty result means the list is exhausted. An entry
+// deleted (trimmed) while pending comes back with nil Values; Deliveries is
+// not counted (0).
+func (c *Consumer) ReadOwnPending(ctx context.Context, after string) ([]Message, error) {
+	streams, err := c.client.XReadGroup(ctx, &goredis.XReadGroupArgs{
+		Group: c.opts.Group, Consumer: c.opts.Consumer, Streams: []string{c.opts.Stream, after}, Count: c.opts.Count,
+	}).Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		if isNoGroup(err) {
+			return nil, c.EnsureGroup(ctx)
+		}
+		return nil, fmt.Errorf("redis: read own pending of %s in %s group %s: %w", c.opts.Consumer, c.opts.Stream, c.opts.Group, err)
+	}
+	var out []Message
+	for _, s := range streams {
+		for _, m := range s.Messages {
+			out = append(out, Message{ID: m.ID, Values: m.Values})
+		}
+	}
+	return out, nil
+}
