@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/learner"
+	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// calcRecords rolls out the default policy at temperature temp through the
+// CLI and computes outcome advantages, returning the records' file.
+func calcRecords(t *testing.T, dir string, temp float64) string {
+	t.Helper()
+	root := testsupport.RepoRoot(t)
+	roll, adv := filepath.Join(dir, "roll.jsonl"), filepath.Join(dir, "adv.jsonl")
+	if _, stderr, err := runToolrl(t, "rollout", "--model", filepath.Join(root, "models", "calc"),
+		"--prompts", filepath.Join(root, "data", "calc", "prompts.jsonl"), "--out", roll, "--resume=false",
+		"--limit", "12", "--group-size", "4", "--seed", "3", "--temperature", fmt.Sprint(temp)); err != nil {
+		t.Fatalf("rollout: %v\n%s", err, stderr)
+	}
+	if _, stderr, err := runToolrl(t, "advantage", "--in", roll, "--out", adv); err != nil {
+		t.Fatalf("advantage: %v\n%s", err, stderr)
+	}
+	return adv
+}
+
+func readMetricsLines(t *testing.T, path string) []learner.Metrics {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []learner.Metrics
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m learner.Metrics
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("metrics line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestLearnOnPolicyMatchesActor: on a fresh rollout of models/calc the Go
+// forward's logprobs equal ONNX Runtime's within 1e-4, so the first update's
+// ratio is 1 and nothing clips, at temperature 1 and 0.7.
+func TestLearnOnPolicyMatchesActor(t *testing.T) {
+	testsupport.RequireORT(t)
+	root := testsupport.RepoRoot(t)
+	for _, temp := range []float64{1, 0.7} {
+		t.Run(fmt.Sprintf("T=%g", temp), func(t *testing.T) {
+			dir := t.TempDir()
+			adv := calcRecords(t, dir, temp)
+			metrics := filepath.Join(dir, "metrics.jsonl")
+			_, stderr, err := runToolrl(t, "learn", "--model", filepath.Join(root, "models", "calc"), "--in", adv,
+				"--store", filepath.Join(dir, "store"), "--metrics", metrics)
+			if err != nil {
+				t.Fatalf("learn: %v\n%s", err, stderr)
+			}
+			ms := readMetricsLines(t, metrics)
+			if len(ms) != 1 {
+				t.Fatalf("%d metrics lines, want 1", len(ms))
+			}
+			m := ms[0]
+			t.Logf("T=%g: %d tokens trained, rollout_mismatch max %.3g mean %.3g k3 %.3g, ratio max %.6f",
+				temp, m.TokensTrained, m.Mismatch.MaxAbs, m.Mismatch.MeanAbs, m.Mismatch.K3, m.RatioMax)
+			if m.TokensTrained == 0 || m.Mismatch.MaxAbs > 1e-4 || m.ClipFracHigh+m.ClipFracLow+m.DualClipFrac != 0 {
+				t.Errorf("metrics %+v", m)
+			}
+			if !strings.Contains(stderr, "published version 1") {
+				t.Errorf("stderr does not report the published version:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// TestLearnRaisesLogprobsUnderActor: one `toolrl learn` step on the
+// positive-advantage records of a models/calc rollout raises the mean
+// logprob of their trained tokens under the published version, as ONNX
+// Runtime (the actor's scorer) computes it; the version loads in the actor
+// and verifies in the store.
+func TestLearnRaisesLogprobsUnderActor(t *testing.T) {
+	testsupport.RequireORT(t)
+	root := testsupport.RepoRoot(t)
+	dir := t.TempDir()
+	const temp = 1.0
+	adv := calcRecords(t, dir, temp)
+	r, err := export.OpenAdvantages(adv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := drain(t, r)
+	var pos []traj.AdvantageRecord
+	for _, rec := range all {
+		for i, m := range rec.LossMask {
+			if m != 0 {
+				if rec.Advantages[i] > 0 {
+					pos = append(pos, rec)
+				}
+				break
+			}
+		}
+	}
+	if len(pos) < 4 {
+		t.Fatalf("only %d of %d records have a positive advantage", len(pos), len(all))
+	}
+	posPath := filepath.Join(dir, "positive.jsonl")
+	w, err := export.CreateAdvantages(posPath, export.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(pos...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	storeDir := filepath.Join(dir, "store")
+	if _, stderr, err := runToolrl(t, "learn", "--model", filepath.Join(root, "models", "calc"), "--in", posPath, "--store", storeDir); err != nil {
+		t.Fatalf("learn: %v\n%s", err, stderr)
+	}
+	store, err := policystore.OpenReadOnly(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := store.Latest()
+	if err != nil || v.Number != 1 {
+		t.Fatalf("latest: %+v, %v", v, err)
+	}
+	if err := policystore.Verify(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	before := actorMeanLogprob(t, filepath.Join(root, "models", "calc"), pos, temp)
+	after := actorMeanLogprob(t, v.Dir, pos, temp)
+	t.Logf("mean logprob of %d positive records' trained tokens under ORT: v0 %.5f, v1 %.5f", len(pos), before, after)
+	if !(after > before) {
+		t.Errorf("mean logprob under the published version %.5f, before %.5f: want a rise", after, before)
+	}
+}
+
+// actorMeanLogprob scores the records' trained tokens with the actor (ONNX
+// Runtime) loaded from dir.
+func actorMeanLogprob(t *testing.T, dir string, recs []traj.AdvantageRecord, temp float64) float64 {
+	t.Helper()
+	ctx := context.Background()
+	p, err := actor.Load(ctx, actor.LoadOptions{Dir: dir})
+	if err != nil {
+		t.Fatalf("actor loads %s: %v", dir, err)
+	}
+	defer p.Close()
+	var seqs [][]int32
+	var lens []int
+	for _, r := range recs {
+		seqs = append(seqs, r.InputIDs)
+		lens = append(lens, r.PromptLen)
+	}
+	lps, err := p.ScoreTemperature(ctx, seqs, lens, temp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	var n int
+	for i, r := range recs {
+		for j, m := range r.LossMask {
+			if m != 0 {
+				sum += float64(lps[i][j])
+				n++
+			}
+		}
+	}
+	return sum / float64(n)
+}
+
+func TestLearnUsageErrors(t *testing.T) {
+	root := testsupport.RepoRoot(t)
+	model := filepath.Join(root, "models", "calc")
+	store := filepath.Join(t.TempDir(), "store")
+	cases := [][]string{
+		{"learn", "--in", "x.jsonl", "--store", store},
+		{"learn", "--model", model, "--in", "x.jsonl"},
+		{"learn", "--model", model, "--store", store},
+		{"learn", "--model", model, "--in", "x.jsonl", "--redis", "redis://127.0.0.1:1", "--store", store},
+		{"learn", "--model", model, "--redis", "redis://127.0.0.1:1", "--store", store},
+		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--clip-low", "1.5"},
+		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--dual-clip", "0.5"},
+		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--loss-agg", "sum"},
+		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--epochs", "0"},
+		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--lr", "0"},
+	}
+	for _, args := range cases {
+		_, _, err := runToolrl(t, args...)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: error %v, want a usage error", args, err)
+		}
+	}
+}
