@@ -2,14 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/export"
@@ -206,6 +209,85 @@ func TestLearnUsageErrors(t *testing.T) {
 		var ue usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%v: error %v, want a usage error", args, err)
+		}
+	}
+}
+
+// TestLearnPublishedLoadsInTransformersJS: a version `toolrl learn`
+// published loads in @huggingface/transformers (scripts/models/interop.mjs,
+// onnxruntime-node, local files only), and its greedy tokens equal the
+// learner's own forward's argmax on the published weights.
+func TestLearnPublishedLoadsInTransformersJS(t *testing.T) {
+	testsupport.RequireORT(t)
+	root := testsupport.RepoRoot(t)
+	script := filepath.Join(root, "scripts", "models", "interop.mjs")
+	if _, err := os.Stat(filepath.Join(root, "scripts", "models", "node_modules", "@huggingface", "transformers")); err != nil {
+		testsupport.SkipOrFail(t, "transformers.js not installed in scripts/models (make models-npm)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testsupport.SkipOrFail(t, "node not found")
+	}
+	dir := t.TempDir()
+	adv := calcRecords(t, dir, 1)
+	storeDir := filepath.Join(dir, "store")
+	if _, stderr, err := runToolrl(t, "learn", "--model", filepath.Join(root, "models", "calc"), "--in", adv, "--store", storeDir, "--lr", "3e-3"); err != nil {
+		t.Fatalf("learn: %v\n%s", err, stderr)
+	}
+	store, err := policystore.OpenReadOnly(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := store.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxNew = 12
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, v.Dir, fmt.Sprint(maxNew), "Question: 3+4\nAnswer:", "Question: 12*7\nAnswer:")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %s %s: %v\n%s", script, v.Dir, err, stderr.String())
+	}
+	var res struct {
+		Rows []struct {
+			PromptIDs []int32 `json:"prompt_ids"`
+			NewIDs    []int32 `json:"new_ids"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || len(res.Rows) != 2 {
+		t.Fatalf("script output %q: %v", stdout.String(), err)
+	}
+	m, cfg, err := learner.LoadModel(v.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eos := cfg.EOSTokenID.First()
+	for _, row := range res.Rows {
+		seq := append([]int32(nil), row.PromptIDs...)
+		var want []int32
+		for range maxNew {
+			logits, err := m.Logits(seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := logits[(len(seq)-1)*cfg.VocabSize:]
+			best := 0
+			for j, x := range last {
+				if x > last[best] {
+					best = j
+				}
+			}
+			want = append(want, int32(best))
+			seq = append(seq, int32(best))
+			if best == eos {
+				break
+			}
+		}
+		if fmt.Sprint(want) != fmt.Sprint(row.NewIDs) {
+			t.Errorf("prompt %v: transformers.js greedy %v, learner forward %v", row.PromptIDs, row.NewIDs, want)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Loads a toolrl-built model folder with @huggingface/transformers (Node,
 // onnxruntime-node backend, local files only) and greedy-decodes a batch of
 // prompts with left padding. Prints one JSON object on stdout:
-//   {"chat": <chat template output>, "rows": [{"prompt_ids": [...], "new_ids": [...]}, ...]}
+//   {"chat": <chat template output or null>, "rows": [{"prompt_ids": [...], "new_ids": [...]}, ...]}
 // new_ids are the generated tokens up to and including the first eos.
 //
 // usage: node interop.mjs MODEL_DIR MAX_NEW_TOKENS PROMPT...
@@ -27,10 +27,14 @@ const model = await AutoModelForCausalLM.from_pretrained(name, {
   dtype: 'fp32',
 });
 
-const chat = tokenizer.apply_chat_template(
-  [{ role: 'user', content: 'What is 2+3?' }],
-  { tokenize: false, add_generation_prompt: true },
-);
+// A folder without a chat template (the calc policy's prompt format is its
+// own) prints "chat": null.
+const chat = tokenizer.chat_template
+  ? tokenizer.apply_chat_template(
+    [{ role: 'user', content: 'What is 2+3?' }],
+    { tokenize: false, add_generation_prompt: true },
+  )
+  : null;
 
 tokenizer.padding_side = 'left';
 const enc = tokenizer(prompts, { padding: true });
