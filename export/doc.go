@@ -17,6 +17,11 @@
 // validate every record they return, so NaN, ±Inf and broken invariants are
 // rejected with the file and line (JSONL) or row (Parquet) named.
 //
+// Schema v2 added the nullable temperature column. Writers write v2; readers
+// also take v1 files (JSONL lines and Parquet files without the column, whose
+// records read as v1 without temperature). A v1 record written to Parquet
+// reads back as v2 with a null temperature (the file's schema is v2).
+//
 // Readers also take Parquet files that other tools rewrote (DuckDB, pandas):
 // columns are matched by name and, when the toolrl metadata is gone, the kind
 // comes from the columns.

@@ -65,11 +65,13 @@ type Kind int
 
 // The kinds of records a file can hold.
 const (
-	// Trajectories are traj.Trajectory records (schema traj.TrajectorySchema).
+	// Trajectories are traj.Trajectory records (schema traj.TrajectorySchema,
+	// or traj.TrajectorySchemaV1 in files written before v2).
 	// A JSONL file of traj.Group lines also has this kind: its readers yield
 	// the groups' trajectories in order.
 	Trajectories Kind = iota + 1
-	// Advantages are traj.AdvantageRecord records (schema traj.AdvantageSchema).
+	// Advantages are traj.AdvantageRecord records (schema traj.AdvantageSchema,
+	// or traj.AdvantageSchemaV1 in files written before v2).
 	Advantages
 )
 
@@ -84,7 +86,8 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// Schema returns the schema version string of the kind's records.
+// Schema returns the current schema version of the kind's records, the one
+// writers write.
 func (k Kind) Schema() string {
 	if k == Advantages {
 		return traj.AdvantageSchema
@@ -92,15 +95,19 @@ func (k Kind) Schema() string {
 	return traj.TrajectorySchema
 }
 
+// kindOfSchema is the kind of a schema version, current or v1.
 func kindOfSchema(schema string) (Kind, bool) {
 	switch schema {
-	case traj.TrajectorySchema:
+	case traj.TrajectorySchema, traj.TrajectorySchemaV1:
 		return Trajectories, true
-	case traj.AdvantageSchema:
+	case traj.AdvantageSchema, traj.AdvantageSchemaV1:
 		return Advantages, true
 	}
 	return 0, false
 }
+
+// knownSchemas lists the schema versions readers take, for error messages.
+var knownSchemas = fmt.Sprintf("%q, %q, %q or %q", traj.TrajectorySchema, traj.AdvantageSchema, traj.TrajectorySchemaV1, traj.AdvantageSchemaV1)
 
 // ErrNoRecords is returned by DetectKind for a JSONL file without records:
 // such a file has no kind.
@@ -152,7 +159,7 @@ func DetectKind(path string) (Kind, error) {
 			}
 			kind, ok := kindOfSchema(head.Schema)
 			if !ok {
-				return 0, fmt.Errorf("%s line %d: schema is %q, want %q or %q", path, line, head.Schema, traj.TrajectorySchema, traj.AdvantageSchema)
+				return 0, fmt.Errorf("%s line %d: schema is %q, want %s", path, line, head.Schema, knownSchemas)
 			}
 			return kind, nil
 		}
@@ -168,23 +175,33 @@ func DetectKind(path string) (Kind, error) {
 // parquetKind is the kind a Parquet file's MetaSchema metadata names. A file
 // without it (one that DuckDB, pandas or datasets rewrote after filtering
 // ours, dropping our metadata) gets the kind its columns say: trajectory_id
-// and advantages make advantage records, id and finish_reason trajectories.
+// and advantages make advantage records, id and finish_reason trajectories
+// (columns of every schema version, so that v1 files are recognised too).
 func parquetKind(f *parquet.File) (Kind, error) {
+	kind, _, err := parquetSchema(f)
+	return kind, err
+}
+
+// parquetSchema is parquetKind plus the schema version of the file's records:
+// the MetaSchema metadata, or without it the kind's current version (a file
+// rewritten from v1 data then reads as v2 without temperature, which is
+// valid).
+func parquetSchema(f *parquet.File) (Kind, string, error) {
 	if schema, ok := f.Lookup(MetaSchema); ok {
 		kind, known := kindOfSchema(schema)
 		if !known {
-			return 0, fmt.Errorf("key-value metadata %s is %q, want %q or %q", MetaSchema, schema, traj.TrajectorySchema, traj.AdvantageSchema)
+			return 0, "", fmt.Errorf("key-value metadata %s is %q, want %s", MetaSchema, schema, knownSchemas)
 		}
-		return kind, nil
+		return kind, schema, nil
 	}
 	has := func(name string) bool { return fieldNamed(f.Schema().Fields(), name) }
 	switch {
 	case has("trajectory_id") && has("advantages") && has("input_ids"):
-		return Advantages, nil
+		return Advantages, Advantages.Schema(), nil
 	case has("id") && has("finish_reason") && has("input_ids"):
-		return Trajectories, nil
+		return Trajectories, Trajectories.Schema(), nil
 	}
-	return 0, fmt.Errorf("no %s key-value metadata, and the columns are not those of toolrl trajectories or advantage records", MetaSchema)
+	return 0, "", fmt.Errorf("no %s key-value metadata, and the columns are not those of toolrl trajectories or advantage records", MetaSchema)
 }
 
 func fieldNamed(fields []parquet.Field, name string) bool {

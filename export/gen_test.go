@@ -20,6 +20,11 @@ func genTrajectory(rng *rand.Rand, job string, prompt, sample, groupSize int) tr
 		PolicyVersion: rng.Int64N(100), Seed: rng.Uint64(), Model: traj.ModelRef{Name: "calc-tiny", Hash: "sha256:0123abcd"},
 		FinishReason: []traj.FinishReason{traj.FinishStop, traj.FinishLength, traj.FinishMaxTurns}[rng.IntN(3)],
 	}
+	// Temperature by prompt (not from rng, so that the rest stays as it was):
+	// sampled, sharpened, greedy (an explicit 0) and unknown (nil).
+	if temps := []float64{1, 0.7, 0}; prompt%4 < len(temps) {
+		t.Temperature = &temps[prompt%4]
+	}
 	promptLen := 1 + rng.IntN(40)
 	for range promptLen {
 		t.Tokens = append(t.Tokens, rng.Int32N(32000))
@@ -107,7 +112,7 @@ func genTrajectory(rng *rand.Rand, job string, prompt, sample, groupSize int) tr
 func genAdvantage(rng *rand.Rand, t traj.Trajectory) traj.AdvantageRecord {
 	a := traj.AdvantageRecord{
 		Schema: traj.AdvantageSchema, TrajectoryID: t.ID, GroupID: t.GroupID, SampleIndex: t.SampleIndex,
-		PolicyVersion: t.PolicyVersion, InputIDs: t.Tokens, PromptLen: t.PromptLen, LossMask: t.LossMask,
+		PolicyVersion: t.PolicyVersion, Temperature: t.Temperature, InputIDs: t.Tokens, PromptLen: t.PromptLen, LossMask: t.LossMask,
 		OldLogprobs: t.Logprobs, RefLogprobs: t.RefLogprobs, Reward: t.Reward, StepRewards: t.StepRewards,
 		Segments: t.Segments, Mode: "hybrid", Estimator: "grpo", ZeroVariance: rng.IntN(10) == 0, Stale: rng.IntN(10) == 0,
 	}

@@ -137,7 +137,8 @@ func (l *layout) decode(row reflect.Value, static reflect.Value) map[string]floa
 
 // partsOfFile finds the reward part columns of a file schema for row type
 // static: top-level DOUBLE columns named reward_<part> that are not static
-// columns. It also checks that every static column is there.
+// columns. It also checks that every static column is there, except the
+// addedColumns of later schema versions (read as null when absent).
 func partsOfFile(schema *parquet.Schema, static reflect.Type) ([]string, error) {
 	columns := make(map[string]bool, static.NumField())
 	for i := 0; i < static.NumField(); i++ {
@@ -158,7 +159,7 @@ func partsOfFile(schema *parquet.Schema, static reflect.Type) ([]string, error) 
 	}
 	var missing []string
 	for name := range columns {
-		if !present[name] {
+		if !present[name] && !addedColumns[name] {
 			missing = append(missing, name)
 		}
 	}

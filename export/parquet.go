@@ -240,6 +240,7 @@ func (w *parquetWriter[T, R]) Close() error {
 type parquetReader[T, R any] struct {
 	path   string
 	rows   *rowCodec[T, R]
+	schema string // the records' schema version (parquetSchema)
 	closer io.Closer
 	layout *layout
 	pr     *parquet.GenericReader[any]
@@ -262,12 +263,12 @@ func openParquet[T, R any](path string, rows *rowCodec[T, R]) (*parquetReader[T,
 		closer.Close()
 		return nil, fmt.Errorf("%s: "+format, append([]any{path}, args...)...)
 	}
-	kind, err := parquetKind(f)
+	kind, schema, err := parquetSchema(f)
 	if err != nil {
 		return fail("%v", err)
 	}
 	if kind != rows.kind {
-		return fail("holds %s (%s), not %s", kind, kind.Schema(), rows.kind)
+		return fail("holds %s (%s), not %s", kind, schema, rows.kind)
 	}
 	parts, err := partsOfFile(f.Schema(), reflect.TypeFor[R]())
 	if err != nil {
@@ -281,7 +282,7 @@ func openParquet[T, R any](path string, rows *rowCodec[T, R]) (*parquetReader[T,
 	if err != nil {
 		return fail("%v", err)
 	}
-	return &parquetReader[T, R]{path: path, rows: rows, closer: closer, layout: l, pr: pr}, nil
+	return &parquetReader[T, R]{path: path, rows: rows, schema: schema, closer: closer, layout: l, pr: pr}, nil
 }
 
 // newRowReader reads f's rows in schema's column order, converting a file
@@ -337,7 +338,7 @@ func (r *parquetReader[T, R]) Next() (rec T, err error) {
 	r.row++
 	var static R
 	parts := r.layout.decode(row, reflect.ValueOf(&static).Elem())
-	rec = r.rows.fromRow(&static, parts)
+	rec = r.rows.fromRow(&static, parts, r.schema)
 	if err := r.rows.validate(&rec); err != nil {
 		r.err = fmt.Errorf("%s row %d: %w", r.path, r.row, err)
 		var zero T

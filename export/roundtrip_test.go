@@ -32,8 +32,11 @@ func edgeTrajectories() []traj.Trajectory {
 	emptyLists.LossMask, emptyLists.Logprobs, emptyLists.Segments = traj.Mask{}, []float32{}, []traj.Segment{}
 	emptyLists.RefLogprobs, emptyLists.StepRewards = []float32{}, []float64{} // omitempty: read back nil
 	emptyLists.Reward.Parts = map[string]float64{}                            // omitempty: read back nil
+	emptyLists.Temperature = new(float64)                                     // greedy: 0, not null
 	extreme := base("extreme")
 	extreme.Seed, extreme.PolicyVersion = math.MaxUint64, math.MinInt64
+	extreme.Temperature = new(float64)
+	*extreme.Temperature = math.SmallestNonzeroFloat64
 	extreme.Tokens = []int32{math.MaxInt32, 0, 1, 2}
 	extreme.PromptLen = 1
 	extreme.LossMask = traj.Mask{1, 0, 1}
@@ -57,7 +60,7 @@ func edgeAdvantages() []traj.AdvantageRecord {
 	for _, t := range edgeTrajectories() {
 		a := traj.AdvantageRecord{
 			Schema: traj.AdvantageSchema, TrajectoryID: t.ID, GroupID: t.GroupID, PolicyVersion: t.PolicyVersion,
-			InputIDs: t.Tokens, PromptLen: t.PromptLen, LossMask: t.LossMask, OldLogprobs: t.Logprobs,
+			Temperature: t.Temperature, InputIDs: t.Tokens, PromptLen: t.PromptLen, LossMask: t.LossMask, OldLogprobs: t.Logprobs,
 			RefLogprobs: t.RefLogprobs, Reward: t.Reward, StepRewards: t.StepRewards, Segments: t.Segments,
 			Mode: "outcome", Estimator: "rloo",
 		}

@@ -14,6 +14,9 @@ import (
 // so that a round trip keeps absent and empty apart exactly as the JSON codec
 // does: a field tagged omitempty in traj is written null when empty and read
 // back nil; the others keep null (nil) and [] (empty) apart.
+//
+// temperature (schema v2) is a nullable DOUBLE: null is unknown (v1 data).
+// Files written before v2 lack the column; readers take them (addedColumns).
 
 // segmentRow is one element of the segments list column.
 type segmentRow struct {
@@ -54,6 +57,7 @@ type trajectoryRow struct {
 	SampleIndex   int64        `parquet:"sample_index"`
 	PolicyVersion int64        `parquet:"policy_version"`
 	Seed          uint64       `parquet:"seed"`
+	Temperature   *float64     `parquet:"temperature,optional"`
 	ModelName     string       `parquet:"model_name"`
 	ModelHash     string       `parquet:"model_hash"`
 	PromptLen     int64        `parquet:"prompt_len"`
@@ -75,6 +79,7 @@ type advantageRow struct {
 	GroupID       string       `parquet:"group_id"`
 	SampleIndex   int64        `parquet:"sample_index"`
 	PolicyVersion int64        `parquet:"policy_version"`
+	Temperature   *float64     `parquet:"temperature,optional"`
 	PromptLen     int64        `parquet:"prompt_len"`
 	InputIDs      []int32      `parquet:"input_ids,list"`
 	LossMask      []uint8      `parquet:"loss_mask,optional,list" parquet-element:",uint(8)"`
@@ -99,9 +104,14 @@ type rowCodec[T, R any] struct {
 	id       func(*T) string
 	parts    func(*T) map[string]float64
 	toRow    func(*T, *R) error
-	// fromRow builds the record; parts is nil when the row has none.
-	fromRow func(*R, map[string]float64) T
+	// fromRow builds the record of the given schema version (the file's);
+	// parts is nil when the row has none.
+	fromRow func(r *R, parts map[string]float64, schema string) T
 }
+
+// addedColumns are the columns of a schema version after v1, which files
+// written before it lack: a reader takes such a file and reads them as null.
+var addedColumns = map[string]bool{"temperature": true}
 
 var trajectoryRows = &rowCodec[traj.Trajectory, trajectoryRow]{
 	kind:     Trajectories,
@@ -112,7 +122,7 @@ var trajectoryRows = &rowCodec[traj.Trajectory, trajectoryRow]{
 		*r = trajectoryRow{
 			ID: t.ID, JobID: t.JobID, PromptID: t.PromptID, GroupID: t.GroupID,
 			GroupSize: int64(t.GroupSize), SampleIndex: int64(t.SampleIndex), PolicyVersion: t.PolicyVersion,
-			Seed: t.Seed, ModelName: t.Model.Name, ModelHash: t.Model.Hash,
+			Seed: t.Seed, Temperature: t.Temperature, ModelName: t.Model.Name, ModelHash: t.Model.Hash,
 			PromptLen: int64(t.PromptLen), InputIDs: t.Tokens, LossMask: []uint8(t.LossMask),
 			OldLogprobs: t.Logprobs, RefLogprobs: omitEmpty(t.RefLogprobs),
 			FinishReason: string(t.FinishReason), Reward: t.Reward.Total, StepRewards: omitEmpty(t.StepRewards),
@@ -120,11 +130,11 @@ var trajectoryRows = &rowCodec[traj.Trajectory, trajectoryRow]{
 		}
 		return err
 	},
-	fromRow: func(r *trajectoryRow, parts map[string]float64) traj.Trajectory {
+	fromRow: func(r *trajectoryRow, parts map[string]float64, schema string) traj.Trajectory {
 		return traj.Trajectory{
-			Schema: traj.TrajectorySchema, ID: r.ID, JobID: r.JobID, PromptID: r.PromptID, GroupID: r.GroupID,
+			Schema: schema, ID: r.ID, JobID: r.JobID, PromptID: r.PromptID, GroupID: r.GroupID,
 			GroupSize: int(r.GroupSize), SampleIndex: int(r.SampleIndex), PolicyVersion: r.PolicyVersion,
-			Seed: r.Seed, Model: traj.ModelRef{Name: r.ModelName, Hash: r.ModelHash},
+			Seed: r.Seed, Temperature: r.Temperature, Model: traj.ModelRef{Name: r.ModelName, Hash: r.ModelHash},
 			Tokens: r.InputIDs, PromptLen: int(r.PromptLen), LossMask: traj.Mask(r.LossMask),
 			Logprobs: r.OldLogprobs, RefLogprobs: omitEmpty(r.RefLogprobs),
 			Segments: segmentsFromRows(r.Segments, false), FinishReason: traj.FinishReason(r.FinishReason),
@@ -142,7 +152,7 @@ var advantageRows = &rowCodec[traj.AdvantageRecord, advantageRow]{
 	toRow: func(a *traj.AdvantageRecord, r *advantageRow) (err error) {
 		*r = advantageRow{
 			TrajectoryID: a.TrajectoryID, GroupID: a.GroupID, SampleIndex: int64(a.SampleIndex),
-			PolicyVersion: a.PolicyVersion, PromptLen: int64(a.PromptLen), InputIDs: a.InputIDs,
+			PolicyVersion: a.PolicyVersion, Temperature: a.Temperature, PromptLen: int64(a.PromptLen), InputIDs: a.InputIDs,
 			LossMask: []uint8(a.LossMask), OldLogprobs: a.OldLogprobs, RefLogprobs: omitEmpty(a.RefLogprobs),
 			Advantages: a.Advantages, KL: omitEmpty(a.KL), KLEstimator: a.KLEstimator,
 			Reward: a.Reward.Total, StepRewards: omitEmpty(a.StepRewards),
@@ -151,10 +161,10 @@ var advantageRows = &rowCodec[traj.AdvantageRecord, advantageRow]{
 		}
 		return err
 	},
-	fromRow: func(r *advantageRow, parts map[string]float64) traj.AdvantageRecord {
+	fromRow: func(r *advantageRow, parts map[string]float64, schema string) traj.AdvantageRecord {
 		return traj.AdvantageRecord{
-			Schema: traj.AdvantageSchema, TrajectoryID: r.TrajectoryID, GroupID: r.GroupID,
-			SampleIndex: int(r.SampleIndex), PolicyVersion: r.PolicyVersion,
+			Schema: schema, TrajectoryID: r.TrajectoryID, GroupID: r.GroupID,
+			SampleIndex: int(r.SampleIndex), PolicyVersion: r.PolicyVersion, Temperature: r.Temperature,
 			InputIDs: r.InputIDs, PromptLen: int(r.PromptLen), LossMask: traj.Mask(r.LossMask),
 			OldLogprobs: r.OldLogprobs, RefLogprobs: omitEmpty(r.RefLogprobs), Advantages: r.Advantages,
 			KL: omitEmpty(r.KL), KLEstimator: r.KLEstimator,

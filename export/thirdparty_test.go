@@ -145,6 +145,14 @@ func segments(segs []traj.Segment) any {
 	return out
 }
 
+// float64Ptr is a nullable DOUBLE column's value.
+func float64Ptr(v *float64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
 func nilIfEmpty[E any](v []E) []E {
 	if len(v) == 0 {
 		return nil
@@ -165,7 +173,7 @@ func addParts(row map[string]any, parts map[string]float64, names []string) {
 func expectedAdvantageRow(a traj.AdvantageRecord, parts []string) map[string]any {
 	row := map[string]any{
 		"trajectory_id": a.TrajectoryID, "group_id": a.GroupID, "sample_index": int64(a.SampleIndex),
-		"policy_version": a.PolicyVersion, "prompt_len": int64(a.PromptLen), "input_ids": ints32(a.InputIDs),
+		"policy_version": a.PolicyVersion, "temperature": float64Ptr(a.Temperature), "prompt_len": int64(a.PromptLen), "input_ids": ints32(a.InputIDs),
 		"loss_mask": mask(a.LossMask), "old_logprobs": floats32(a.OldLogprobs), "ref_logprobs": floats32(nilIfEmpty(a.RefLogprobs)),
 		"advantages": floats32(a.Advantages), "kl": floats32(nilIfEmpty(a.KL)), "kl_estimator": a.KLEstimator,
 		"reward": a.Reward.Total, "step_rewards": floats64(nilIfEmpty(a.StepRewards)), "mode": a.Mode, "estimator": a.Estimator,
@@ -178,7 +186,7 @@ func expectedAdvantageRow(a traj.AdvantageRecord, parts []string) map[string]any
 func expectedTrajectoryRow(t traj.Trajectory, parts []string) map[string]any {
 	row := map[string]any{
 		"id": t.ID, "job_id": t.JobID, "prompt_id": t.PromptID, "group_id": t.GroupID, "group_size": int64(t.GroupSize),
-		"sample_index": int64(t.SampleIndex), "policy_version": t.PolicyVersion, "seed": t.Seed,
+		"sample_index": int64(t.SampleIndex), "policy_version": t.PolicyVersion, "seed": t.Seed, "temperature": float64Ptr(t.Temperature),
 		"model_name": t.Model.Name, "model_hash": t.Model.Hash, "prompt_len": int64(t.PromptLen),
 		"input_ids": ints32(t.Tokens), "loss_mask": mask(t.LossMask), "old_logprobs": floats32(t.Logprobs),
 		"ref_logprobs": floats32(nilIfEmpty(t.RefLogprobs)), "finish_reason": string(t.FinishReason), "reward": t.Reward.Total,
@@ -348,4 +356,35 @@ func TestReadParquetThatDuckDBRewrote(t *testing.T) {
 	writeAll(t, tw, trajectories)
 	tr, err := OpenTrajectories(rewrite(tpath))
 	compareRecords(t, readAll(t, tr, err), trajectories, traj.MarshalTrajectory, tlines)
+
+	// A v1 file (no temperature column) rewritten: no metadata either, so the
+	// kind comes from the columns, and the records read as v2 without
+	// temperature, otherwise as written.
+	v1, _ := readV1Lines(t, "testdata/v1-advantages.jsonl", traj.UnmarshalAdvantage)
+	src := filepath.Join(dir, "v1.parquet")
+	data, err := os.ReadFile("testdata/v1-advantages.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rewritten = rewrite(src)
+	if kind, err := DetectKind(rewritten); err != nil || kind != Advantages {
+		t.Fatalf("DetectKind of the rewritten v1 file = %v, %v", kind, err)
+	}
+	r, err = OpenAdvantages(rewritten)
+	got := readAll(t, r, err)
+	if len(got) != len(v1) {
+		t.Fatalf("rewritten v1 file: %d records, want %d", len(got), len(v1))
+	}
+	for i := range got {
+		if got[i].Schema != traj.AdvantageSchema || got[i].Temperature != nil {
+			t.Fatalf("rewritten v1 record %d: schema %s temperature %v", i, got[i].Schema, got[i].Temperature)
+		}
+		got[i].Schema = traj.AdvantageSchemaV1
+		if !reflect.DeepEqual(got[i], v1[i]) {
+			t.Fatalf("rewritten v1 record %d differs: %s", i, firstDifference(reflect.ValueOf(got[i]), reflect.ValueOf(v1[i]), "record"))
+		}
+	}
 }
