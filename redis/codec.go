@@ -12,7 +12,7 @@ import (
 const (
 	FieldGroupID       = "group_id"       // traj.Group.GroupID
 	FieldPolicyVersion = "policy_version" // decimal
-	FieldSchema        = "schema"         // traj.TrajectorySchema
+	FieldSchema        = "schema"         // the group's schema: traj.TrajectorySchema (v2), or v1 for old data
 	FieldGroup         = "group"          // the JSON of traj.Group
 )
 
@@ -45,7 +45,8 @@ func EncodeGroup(g *traj.Group) ([]byte, error) {
 }
 
 // DecodeGroup decodes a group strictly (unknown fields are an error, as in
-// traj.UnmarshalGroup) and validates it.
+// traj.UnmarshalGroup) and validates it; schema v2 and v1 groups are accepted
+// (traj.Group.Validate).
 func DecodeGroup(data []byte) (*traj.Group, error) {
 	var g traj.Group
 	dec := json.NewDecoder(bytes.NewReader(data))

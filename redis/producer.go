@@ -102,7 +102,7 @@ func (p *Producer) AddGroups(ctx context.Context, job string, groups []*traj.Gro
 		if err != nil {
 			return nil, err
 		}
-		payloads[i] = GroupPayload{GroupID: g.GroupID, PolicyVersion: g.PolicyVersion, JSON: data}
+		payloads[i] = GroupPayload{GroupID: g.GroupID, PolicyVersion: g.PolicyVersion, Schema: g.Schema, JSON: data}
 	}
 	return p.AddGroupPayloads(ctx, job, payloads)
 }
@@ -112,9 +112,19 @@ func (p *Producer) AddGroups(ctx context.Context, job string, groups []*traj.Gro
 type GroupPayload struct {
 	GroupID       string
 	PolicyVersion int64
+	// Schema is the group's schema version, for the entry's schema field;
+	// empty means traj.TrajectorySchema.
+	Schema string
 	// JSON is the traj.Group; the producer does not check that it matches
 	// GroupID and PolicyVersion (the consumer does).
 	JSON []byte
+}
+
+func (g GroupPayload) schema() string {
+	if g.Schema == "" {
+		return traj.TrajectorySchema
+	}
+	return g.Schema
 }
 
 // GroupFields are the fields of the groups-stream entry for g, for writers
@@ -124,7 +134,7 @@ func GroupFields(g GroupPayload) []Field {
 	return []Field{
 		{Name: FieldGroupID, Value: []byte(g.GroupID)},
 		{Name: FieldPolicyVersion, Value: strconv.AppendInt(nil, g.PolicyVersion, 10)},
-		{Name: FieldSchema, Value: []byte(traj.TrajectorySchema)},
+		{Name: FieldSchema, Value: []byte(g.schema())},
 		{Name: FieldGroup, Value: g.JSON},
 	}
 }
@@ -145,7 +155,7 @@ func (p *Producer) AddGroupPayloads(ctx context.Context, job string, groups []Gr
 			if fresh[i] {
 				pipe.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Groups, Values: []any{
 					FieldGroupID, g.GroupID, FieldPolicyVersion, strconv.FormatInt(g.PolicyVersion, 10),
-					FieldSchema, traj.TrajectorySchema, FieldGroup, g.JSON}})
+					FieldSchema, g.schema(), FieldGroup, g.JSON}})
 			}
 		}
 	})

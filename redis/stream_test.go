@@ -1,10 +1,12 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,10 +27,11 @@ func connect(t *testing.T, url string) goredis.UniversalClient {
 
 func testGroup(job, prompt string, g int) *traj.Group {
 	trs := make([]traj.Trajectory, g)
+	temperature := 0.7
 	for i := range trs {
 		trs[i] = traj.Trajectory{
 			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, i), JobID: job, PromptID: prompt,
-			GroupID: traj.GroupID(job, prompt), GroupSize: g, SampleIndex: i, PolicyVersion: 3,
+			GroupID: traj.GroupID(job, prompt), GroupSize: g, SampleIndex: i, PolicyVersion: 3, Temperature: &temperature,
 			Model: traj.ModelRef{Name: "m"}, Tokens: []int32{1, 2, 3, 4, 5}, PromptLen: 2,
 			LossMask: traj.Mask{1, 0, 1}, Logprobs: []float32{-0.5, 0, -1.25e-7},
 			Segments: []traj.Segment{
@@ -66,6 +69,33 @@ func TestCodecMatchesTraj(t *testing.T) {
 	}
 }
 
+// A group as toolrl wrote it before schema v2 (group and trajectories v1, no
+// temperature) still decodes, and a v1 group with a temperature does not.
+func TestCodecReadsV1Groups(t *testing.T) {
+	g := testGroup("j", "p", 2)
+	g.Schema = traj.TrajectorySchemaV1
+	for i := range g.Trajectories {
+		g.Trajectories[i].Schema, g.Trajectories[i].Temperature = traj.TrajectorySchemaV1, nil
+	}
+	data, err := EncodeGroup(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("temperature")) || !bytes.Contains(data, []byte(`"schema":"toolrl.trajectory/v1"`)) {
+		t.Fatalf("not a v1 group: %s", data)
+	}
+	back, err := DecodeGroup(data)
+	if err != nil || !reflect.DeepEqual(back, g) {
+		t.Fatalf("v1 group: %v", err)
+	}
+	temperature := 1.0
+	g.Trajectories[1].Temperature = &temperature
+	data, _ = EncodeGroup(g)
+	if _, err := DecodeGroup(data); err == nil || !strings.Contains(err.Error(), "temperature") {
+		t.Errorf("v1 group with a temperature: %v", err)
+	}
+}
+
 func TestAddGroupIsIdempotent(t *testing.T) {
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client := connect(t, r.URL())
@@ -89,6 +119,17 @@ func TestAddGroupIsIdempotent(t *testing.T) {
 	}
 	if msgs[0].Values[FieldPolicyVersion] != "3" || msgs[0].Values[FieldSchema] != traj.TrajectorySchema {
 		t.Errorf("entry fields %v", msgs[0].Values)
+	}
+	// The entry's schema field is the group's: v1 for old data.
+	old := testGroup("j", "p2", 1)
+	old.Schema = traj.TrajectorySchemaV1
+	old.Trajectories[0].Schema, old.Trajectories[0].Temperature = traj.TrajectorySchemaV1, nil
+	if _, err := p.AddGroup(ctx, "j", old); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ = client.XRange(ctx, keys.Groups, "-", "+").Result()
+	if len(msgs) != 2 || msgs[1].Values[FieldSchema] != traj.TrajectorySchemaV1 {
+		t.Errorf("v1 group entry: %v", msgs)
 	}
 }
 
