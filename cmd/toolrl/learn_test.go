@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -289,5 +290,86 @@ func TestLearnPublishedLoadsInTransformersJS(t *testing.T) {
 		if fmt.Sprint(want) != fmt.Sprint(row.NewIDs) {
 			t.Errorf("prompt %v: transformers.js greedy %v, learner forward %v", row.PromptIDs, row.NewIDs, want)
 		}
+	}
+}
+
+// buildToolrl builds the CLI once per test binary run (with the GEMM kernel
+// the Makefile's build uses).
+var buildToolrl = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "toolrl-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "toolrl")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOEXPERIMENT=simd")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// TestLearnKilledDuringPublish SIGKILLs `toolrl learn` at several moments
+// while it publishes a version per 4-record batch; after every kill the
+// store's latest verifies and loads in the actor, and a restarted learner
+// resumes from it and publishes the next version.
+func TestLearnKilledDuringPublish(t *testing.T) {
+	testsupport.RequireORT(t)
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin, err := buildToolrl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := testsupport.RepoRoot(t)
+	dir := t.TempDir()
+	adv := calcRecords(t, dir, 1)
+	storeDir := filepath.Join(dir, "store")
+	var last int64
+	for i, delay := range []time.Duration{0, 3 * time.Millisecond, 11 * time.Millisecond, 29 * time.Millisecond, 47 * time.Millisecond, 83 * time.Millisecond} {
+		cmd := exec.Command(bin, "learn", "--model", filepath.Join(root, "models", "calc"), "--in", adv, "--store", storeDir, "--batch", "4", "--max-staleness", "-1")
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Kill delay after the first "published" line of this run: the next
+		// publish is then in flight or about to be.
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "published version") {
+				break
+			}
+		}
+		time.Sleep(delay)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		store, err := policystore.Open(storeDir) // the writer's open: cleans up and rolls forward
+		if err != nil {
+			t.Fatalf("kill %d: open store: %v", i, err)
+		}
+		v, err := store.Latest()
+		if err != nil {
+			t.Fatalf("kill %d (after %v): latest: %v", i, delay, err)
+		}
+		if err := policystore.Verify(context.Background(), v); err != nil {
+			t.Fatalf("kill %d: latest v%d does not verify: %v", i, v.Number, err)
+		}
+		if v.Number <= last {
+			t.Fatalf("kill %d: latest v%d, the previous run left v%d: the restarted learner published nothing", i, v.Number, last)
+		}
+		last = v.Number
+		p, err := actor.Load(context.Background(), actor.LoadOptions{Dir: v.Dir})
+		if err != nil {
+			t.Fatalf("kill %d: the actor cannot load latest v%d: %v", i, v.Number, err)
+		}
+		p.Close()
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("kill %d after %v: latest v%d verifies and loads", i, delay, v.Number)
 	}
 }
