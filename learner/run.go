@@ -34,8 +34,9 @@ type RunOptions struct {
 	OnPublish func(policystore.Version, State)
 	Logger    *slog.Logger
 
-	// afterPublish is a test hook between publishing and acknowledging.
-	afterPublish func() error
+	// beforePublish is a test hook between an update and its publish;
+	// afterPublish one between publishing and acknowledging.
+	beforePublish, afterPublish func() error
 }
 
 // Summary is what a run did.
@@ -99,6 +100,11 @@ func Run(ctx context.Context, l *Learner, src Source, o RunOptions) (Summary, er
 	var consumed []string
 	var records, since int
 	publish := func() error {
+		if o.beforePublish != nil {
+			if err := o.beforePublish(); err != nil {
+				return err
+			}
+		}
 		v, err := l.Publish(work, o.Store, o.Base, consumed, records)
 		if err != nil {
 			return err
