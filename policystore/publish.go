@@ -58,6 +58,12 @@ func (s *Store) Publish(ctx context.Context, n int64, meta json.RawMessage, writ
 	if err != nil {
 		return Version{}, fmt.Errorf("policystore: publish version %d: %w", n, err)
 	}
+	// MkdirTemp makes the directory 0700; actors running as other users
+	// read published versions.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		_ = os.RemoveAll(tmp)
+		return Version{}, fmt.Errorf("policystore: publish version %d: %w", n, err)
+	}
 	renamed := false
 	defer func() {
 		if !renamed {

@@ -226,7 +226,10 @@ func (s *Store) writeLatest(n int64) error {
 		return fmt.Errorf("policystore: write latest: %w", err)
 	}
 	tmp := f.Name()
-	_, err = f.WriteString(versionName(n) + "\n")
+	err = f.Chmod(0o644) // CreateTemp makes it 0600; readers may be other users
+	if err == nil {
+		_, err = f.WriteString(versionName(n) + "\n")
+	}
 	if err == nil {
 		err = f.Sync()
 	}

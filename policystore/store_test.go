@@ -369,3 +369,29 @@ func TestSecondWriterRefused(t *testing.T) {
 	}
 	s2.Close()
 }
+
+// TestPublishedVersionIsWorldReadable: actors running as another user read
+// the version directory and latest (MkdirTemp and CreateTemp make them 0700
+// and 0600).
+func TestPublishedVersionIsWorldReadable(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v, err := s.Publish(context.Background(), 1, nil, func(dir string) error {
+		return os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{v.Dir: 0o755, filepath.Join(s.Dir(), LatestFile): 0o644} {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", path, st.Mode().Perm(), want)
+		}
+	}
+}
