@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -59,7 +60,9 @@ pointer, atomically): the actor and transformers.js load it. A store that
 already holds versions is resumed from its latest.
 
 With --in FILE (JSONL or Parquet) it trains on the file once (--batch records
-per update; 0: the whole file as one batch) and publishes. With --redis it
+per update; 0: the whole file as one batch) and publishes one version at the
+end (or every --publish-every updates when given; the version then moves
+during the file, and --max-staleness applies to the later batches). With --redis it
 reads toolrl:{JOB}:advantages through consumer group --group, acknowledges
 records only after the version trained on them is published, sets
 toolrl:{JOB}:policy and policy_version, serves /metrics on --listen, and runs
@@ -89,7 +92,7 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 	fs.StringVar(&f.consumer, "consumer", "learner", "with --redis: consumer name (keep it across restarts: a restart finds its pending records by it)")
 	fs.IntVar(&f.batch, "batch", 0, "records per update (0: the whole file with --in, 256 with --redis)")
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Second, "with --redis: train on a partial batch after waiting this long")
-	fs.IntVar(&f.publishEvery, "publish-every", 1, "publish a version every K updates")
+	fs.IntVar(&f.publishEvery, "publish-every", 1, "publish a version every K updates (with --in, unset: once, at the end)")
 	fs.IntVar(&f.keep, "keep", 0, "keep only the newest N versions in the store (0: keep all)")
 	fs.Int64Var(&f.startVersion, "version", 0, "the policy version of --model (records are tagged with it)")
 	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature of records that carry none (v1); 0: such a record is an error")
@@ -195,6 +198,11 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 
 	var src learner.Source
 	ro := learner.RunOptions{Store: store, Base: base, PublishEvery: f.publishEvery, Logger: logger}
+	if f.in != "" && !cmd.Flags().Changed("publish-every") {
+		// A file is trained on once and published once, at the end: its
+		// records all stay within the staleness bound of the start version.
+		ro.PublishEvery = math.MaxInt
+	}
 	var prom *learner.Prometheus
 	if f.in != "" {
 		fsrc := &learner.FileSource{Path: f.in, Size: f.batch}

@@ -328,7 +328,7 @@ func TestLearnKilledDuringPublish(t *testing.T) {
 	storeDir := filepath.Join(dir, "store")
 	var last int64
 	for i, delay := range []time.Duration{0, 3 * time.Millisecond, 11 * time.Millisecond, 29 * time.Millisecond, 47 * time.Millisecond, 83 * time.Millisecond} {
-		cmd := exec.Command(bin, "learn", "--model", filepath.Join(root, "models", "calc"), "--in", adv, "--store", storeDir, "--batch", "4", "--max-staleness", "-1")
+		cmd := exec.Command(bin, "learn", "--model", filepath.Join(root, "models", "calc"), "--in", adv, "--store", storeDir, "--batch", "4", "--publish-every", "1", "--max-staleness", "-1")
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
