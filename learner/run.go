@@ -49,7 +49,7 @@ type Summary struct {
 	Records                   int // records read
 	Trained                   int // records trained on
 	Dropped                   int // records over the staleness bound
-	Rejected                  int // records set aside
+	Rejected                  int // records and entries set aside (untrainable, or not decodable)
 	Tokens                    int // tokens through forward and backward, epochs counted
 	Steps                     int // optimiser steps
 	Elapsed                   time.Duration
@@ -86,7 +86,7 @@ func ResumeFrom(ctx context.Context, l *Learner, store *policystore.Store, src S
 // records of a version only after it is published. When ctx ends it
 // finishes the update in progress and publishes it; the caller tells an
 // interrupted run from a finished one by ctx.Err().
-func Run(ctx context.Context, l *Learner, src Source, o RunOptions) (Summary, error) {
+func Run(ctx context.Context, l *Learner, src Source, o RunOptions) (sum Summary, err error) {
 	if o.PublishEvery <= 0 {
 		o.PublishEvery = 1
 	}
@@ -94,7 +94,15 @@ func Run(ctx context.Context, l *Learner, src Source, o RunOptions) (Summary, er
 		o.Logger = slog.Default()
 	}
 	start := time.Now()
-	sum := Summary{FirstVersion: l.Version(), LastVersion: l.Version()}
+	sum = Summary{FirstVersion: l.Version(), LastVersion: l.Version()}
+	defer func() {
+		sum.Elapsed = time.Since(start)
+		// A stream source also sets aside entries that do not decode, which
+		// Run never sees: its own count is the whole.
+		if r, ok := src.(interface{ Rejected() int64 }); ok {
+			sum.Rejected = int(r.Rejected())
+		}
+	}()
 	// work outlives ctx: an update or a publish that began is finished.
 	work := context.WithoutCancel(ctx)
 	var consumed []string
@@ -193,7 +201,6 @@ func Run(ctx context.Context, l *Learner, src Source, o RunOptions) (Summary, er
 			return sum, err
 		}
 	}
-	sum.Elapsed = time.Since(start)
 	return sum, nil
 }
 

@@ -388,7 +388,7 @@ func TestRedisDeadLettersBadRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Published != 1 || sum.Updates != 1 || sum.Trained != 6 || src.Rejected() != 2 {
+	if sum.Published != 1 || sum.Updates != 1 || sum.Trained != 6 || src.Rejected() != 2 || sum.Rejected != 2 {
 		t.Errorf("summary %+v, source rejected %d; want one update of the 6 good records and 2 entries rejected", sum, src.Rejected())
 	}
 	versions := storeVersions(t, storeDir)
