@@ -176,11 +176,10 @@ func Run(ctx context.Context, l *Learner, src Source, o RunOptions) (sum Summary
 		}
 		sum.Last = met
 		if met.Steps == 0 {
-			// nothing trained (every record stale): nothing to publish, and
-			// the records are consumed
-			if err := src.Ack(work, b.IDs); err != nil {
-				return sum, err
-			}
+			// Nothing trained (every record stale): nothing to publish. The
+			// entries are acknowledged with the next version, whose Consumed
+			// lists them, so that every entry is in exactly one version.
+			consumed = append(consumed, b.IDs...)
 			continue
 		}
 		sum.Updates++
