@@ -93,9 +93,10 @@ type Learner struct {
 	opts  Options
 	adam  train.AdamW
 	// step counts optimiser steps; updates counts Update calls that trained.
-	step    int
-	updates int64
-	version int64
+	step      int
+	updates   int64
+	version   int64
+	iteration int
 }
 
 // New returns a learner training model, whose weights are policy version
@@ -122,6 +123,13 @@ func (l *Learner) Version() int64 { return l.version }
 
 // SetVersion sets the version the current weights are published as.
 func (l *Learner) SetVersion(v int64) { l.version = v }
+
+// SetIteration records the training loop's iteration; the next published
+// version's State carries it, and Resume restores it.
+func (l *Learner) SetIteration(k int) { l.iteration = k }
+
+// Iteration is the training loop's iteration last set or resumed.
+func (l *Learner) Iteration() int { return l.iteration }
 
 // Steps is the number of optimiser steps taken (it sets AdamW's bias
 // correction and the warmup).

@@ -38,6 +38,9 @@ type State struct {
 	Records int `json:"records"`
 	// Base is the model folder version 0 came from.
 	Base string `json:"base,omitempty"`
+	// Iteration is the training loop's iteration that published this
+	// version (toolrl train); 0 outside a loop.
+	Iteration int `json:"iteration,omitempty"`
 }
 
 // Base is the model folder a learner started from: its config and the files
@@ -80,7 +83,7 @@ func ReadBase(dir string, cfg llama.Config) (Base, error) {
 // trained on since the previous version (see State).
 func (l *Learner) Publish(ctx context.Context, store *policystore.Store, base Base, consumed []string, records int) (policystore.Version, error) {
 	next := l.version + 1
-	st := State{Schema: StateSchema, Version: next, Steps: l.step, Updates: l.updates, Consumed: consumed, Records: records, Base: base.Dir}
+	st := State{Schema: StateSchema, Version: next, Steps: l.step, Updates: l.updates, Consumed: consumed, Records: records, Base: base.Dir, Iteration: l.iteration}
 	meta, err := json.Marshal(st)
 	if err != nil {
 		return policystore.Version{}, fmt.Errorf("learner: publish version %d: %w", next, err)
@@ -177,6 +180,6 @@ func (l *Learner) Resume(v policystore.Version) (State, error) {
 		copy(p.M, mv)
 		copy(p.V, vv)
 	}
-	l.version, l.step, l.updates = st.Version, st.Steps, st.Updates
+	l.version, l.step, l.updates, l.iteration = st.Version, st.Steps, st.Updates, st.Iteration
 	return st, nil
 }
