@@ -95,6 +95,7 @@ type Learner struct {
 	// step counts optimiser steps; updates counts Update calls that trained.
 	step      int
 	updates   int64
+	batches   int64 // Update calls, trained or not: the metrics' update number
 	version   int64
 	iteration int
 }
@@ -166,9 +167,9 @@ type Metrics struct {
 	Loss          float64        `json:"loss"`
 	PGLoss        float64        `json:"pg_loss"`
 	KL            float64        `json:"kl"`
-	ClipFracHigh  float64        `json:"pg_clipfrac_high"`
-	ClipFracLow   float64        `json:"pg_clipfrac_low"`
-	DualClipFrac  float64        `json:"pg_clipfrac_dual"`
+	ClipFracHigh  float64        `json:"clip_frac_high"`
+	ClipFracLow   float64        `json:"clip_frac_low"`
+	DualClipFrac  float64        `json:"clip_frac_dual"`
 	RatioMean     float64        `json:"ratio_mean"`
 	RatioMax      float64        `json:"ratio_max"`
 	Entropy       float64        `json:"entropy"`
@@ -259,7 +260,8 @@ func (l *Learner) prepare(r *traj.AdvantageRecord) (sample, error) {
 // trainable token returns metrics and changes nothing.
 func (l *Learner) Update(ctx context.Context, records []traj.AdvantageRecord) (Metrics, error) {
 	start := time.Now()
-	met := Metrics{Update: l.updates + 1, PolicyVersion: l.version, Epochs: l.opts.Epochs, Records: len(records), Staleness: map[string]int{}}
+	l.batches++
+	met := Metrics{Update: l.batches, PolicyVersion: l.version, Epochs: l.opts.Epochs, Records: len(records), Staleness: map[string]int{}}
 	var samples []sample
 	for i := range records {
 		r := &records[i]
@@ -297,7 +299,7 @@ func (l *Learner) Update(ctx context.Context, records []traj.AdvantageRecord) (M
 	if err != nil {
 		return met, err
 	}
-	var tokSum struct{ entropy, kl, ratio, adv, high, low, dual, grad float64 }
+	var tokSum struct{ entropy, kl, klTokens, ratio, adv, high, low, dual, grad float64 }
 	var mismatchSeen bool
 	for epoch := range l.opts.Epochs {
 		order := rand.New(rand.NewPCG(l.opts.Seed, uint64(l.updates)<<16|uint64(epoch))).Perm(len(samples))
@@ -328,7 +330,8 @@ func (l *Learner) Update(ctx context.Context, records []traj.AdvantageRecord) (M
 			met.Loss += st.Loss
 			met.PGLoss += st.PGLoss
 			tokSum.entropy += ent
-			tokSum.kl += st.KL * w
+			tokSum.kl += st.KL * float64(st.KLTokens)
+			tokSum.klTokens += float64(st.KLTokens)
 			tokSum.ratio += st.RatioMean * w
 			tokSum.adv += st.AdvAbsMean * w
 			tokSum.high += st.ClipFracHigh * w
@@ -344,7 +347,10 @@ func (l *Learner) Update(ctx context.Context, records []traj.AdvantageRecord) (M
 	met.Loss /= steps
 	met.PGLoss /= steps
 	met.GradNorm = tokSum.grad / steps
-	met.Entropy, met.KL, met.RatioMean = tokSum.entropy/n, tokSum.kl/n, tokSum.ratio/n
+	met.Entropy, met.RatioMean = tokSum.entropy/n, tokSum.ratio/n
+	if tokSum.klTokens > 0 {
+		met.KL = tokSum.kl / tokSum.klTokens
+	}
 	met.AdvAbsMean, met.ClipFracHigh, met.ClipFracLow, met.DualClipFrac = tokSum.adv/n, tokSum.high/n, tokSum.low/n, tokSum.dual/n
 	met.Seconds = time.Since(start).Seconds()
 	met.TokensPerS = float64(met.Tokens*l.opts.Epochs) / met.Seconds
@@ -413,8 +419,9 @@ func (l *Learner) score(ctx context.Context, m *train.Model, samples []sample) (
 
 // references returns each sample's reference logprobs of its trained
 // tokens: the record's ref_logprobs when it has them, else the reference
-// model's; nil when there is no reference for some sample and KLBeta is 0
-// (the KL metric is then 0), an error when KLBeta > 0 needs one.
+// model's. Without a reference model, a sample without ref_logprobs gets nil
+// (no KL term; the KL metric covers the others), or, when KLBeta > 0 needs
+// one, an error.
 func (l *Learner) references(ctx context.Context, samples []sample) ([][]float64, error) {
 	out := make([][]float64, len(samples))
 	var missing []int
@@ -437,7 +444,10 @@ func (l *Learner) references(ctx context.Context, samples []sample) ([][]float64
 			return nil, &RecordError{TrajectoryID: samples[missing[0]].rec.TrajectoryID,
 				Reason: "no ref_logprobs and the learner has no reference model, but kl-beta > 0 needs one"}
 		}
-		return nil, nil
+		if len(missing) == len(samples) {
+			return nil, nil
+		}
+		return out, nil
 	}
 	scored, err := l.score(ctx, l.ref, pick(samples, missing))
 	if err != nil {
@@ -520,7 +530,11 @@ func (l *Learner) minibatch(ctx context.Context, samples []sample, idx []int, ol
 			tok.Base = append(tok.Base, base)
 			tok.Advantage = append(tok.Advantage, float64(rec.Advantages[ri]))
 			if useRef {
-				tok.RefLogp = append(tok.RefLogp, refs[i][j])
+				ref := math.NaN()
+				if refs[i] != nil {
+					ref = refs[i][j]
+				}
+				tok.RefLogp = append(tok.RefLogp, ref)
 			}
 			w = append(w, weights[offset[k]+j])
 			cur[k] = append(cur[k], lp.Logprobs[r])
@@ -538,7 +552,9 @@ func (l *Learner) minibatch(ctx context.Context, samples []sample, idx []int, ol
 	}
 	if total.Tokens > 0 {
 		n := float64(total.Tokens)
-		total.KL /= n
+		if total.KLTokens > 0 {
+			total.KL /= float64(total.KLTokens)
+		}
 		total.RatioMean /= n
 		total.AdvAbsMean /= n
 		total.ClipFracHigh /= n
@@ -555,7 +571,8 @@ func accumulate(total *LossStats, st LossStats) {
 	n := float64(st.Tokens)
 	total.Loss += st.Loss
 	total.PGLoss += st.PGLoss
-	total.KL += st.KL * n
+	total.KL += st.KL * float64(st.KLTokens)
+	total.KLTokens += st.KLTokens
 	total.RatioMean += st.RatioMean * n
 	total.AdvAbsMean += st.AdvAbsMean * n
 	total.ClipFracHigh += st.ClipFracHigh * n

@@ -277,3 +277,30 @@ func TestKLInLossPullsTowardReference(t *testing.T) {
 		t.Errorf("k3 KL %g -> %g, want it to fall", first.KL, last.KL)
 	}
 }
+
+// TestKLMetricOverRecordsWithReferences: without a reference model and with
+// kl-beta 0, the KL metric covers the records that carry ref_logprobs (it
+// was 0 for a batch mixing records with and without them).
+func TestKLMetricOverRecordsWithReferences(t *testing.T) {
+	m := tinyTrainModel(t, 1)
+	recs := onPolicyRecords(t, m, 6, 1, func(int) float32 { return 1 })
+	for i := range recs[:3] {
+		r := &recs[i]
+		r.RefLogprobs = make([]float32, len(r.OldLogprobs))
+		for j, lp := range r.OldLogprobs {
+			if r.LossMask[j] != 0 {
+				r.RefLogprobs[j] = lp - 0.5
+			}
+		}
+	}
+	l, _ := New(m, nil, 0, DefaultOptions())
+	met, err := l.Update(context.Background(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// d = logp − ref = 0.5 on every token that has a reference
+	want := math.Exp(-0.5) + 0.5 - 1
+	if math.Abs(met.KL-want) > 1e-4 {
+		t.Errorf("kl %g, want %g (k3 at d = 0.5 over the records with references)", met.KL, want)
+	}
+}

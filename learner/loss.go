@@ -19,8 +19,10 @@ const (
 	// (the original GRPO objective, 1/G Σ_i 1/|o_i| Σ_t).
 	SeqMeanTokenMean Aggregation = "seq-mean-token-mean"
 	// SeqMeanTokenSumNorm sums each sequence's tokens and divides by a
-	// constant length L and by the number of sequences (Dr.GRPO, Liu et al.
-	// 2025: no length normalisation, 1/(G·L) Σ_i Σ_t).
+	// constant length L and by the number of sequences of the minibatch,
+	// those without a trained token included (Dr.GRPO, Liu et al. 2025: no
+	// length normalisation, 1/(G·L) Σ_i Σ_t with G the minibatch's
+	// sequences).
 	SeqMeanTokenSumNorm Aggregation = "seq-mean-token-sum-norm"
 )
 
@@ -100,7 +102,8 @@ type Tokens struct {
 	Advantage []float64
 	// TISWeight is min(π_learner_old/π_behaviour, C) per token; nil when off.
 	TISWeight []float64
-	// RefLogp is the reference policy's logprob; nil when no KL is taken.
+	// RefLogp is the reference policy's logprob; nil when no KL is taken,
+	// NaN for a token without a reference (no KL term, not in the KL mean).
 	RefLogp []float64
 }
 
@@ -109,7 +112,9 @@ type Tokens struct {
 type LossStats struct {
 	Loss   float64 // the aggregated loss the gradient is of
 	PGLoss float64 // the aggregated policy-gradient part
-	KL     float64 // token mean of k3 to the reference; 0 without one
+	KL     float64 // mean of k3 to the reference over the KLTokens tokens that have one
+	// KLTokens counts the tokens with a reference logprob.
+	KLTokens int
 	// ClipFracHigh: tokens with A > 0 whose ratio passed 1+ClipHigh (their
 	// gradient is cut); ClipFracLow: A < 0 and ratio below 1−ClipLow;
 	// DualClipFrac: A < 0 and ratio above DualClip (bounded by −c·A).
@@ -170,6 +175,7 @@ func (c LossConfig) Compute(tok Tokens, weights []float64) (LossStats, []float64
 	}
 	lo, hi := 1-c.ClipLow, 1+c.ClipHigh
 	var klSum, ratioSum float64
+	var klN int
 	var clipHigh, clipLow, dual int
 	for i := range n {
 		a := tok.Advantage[i]
@@ -211,9 +217,10 @@ func (c LossConfig) Compute(tok Tokens, weights []float64) (LossStats, []float64
 		st.PGLoss += weights[i] * wt * pg
 		total := wt * pg
 		grad[i] = weights[i] * wt * g
-		if tok.RefLogp != nil {
+		if tok.RefLogp != nil && !math.IsNaN(tok.RefLogp[i]) {
 			k3 := advantage.KLTerm(advantage.KLK3, tok.Logp[i], tok.RefLogp[i])
 			klSum += k3
+			klN++
 			if c.KLBeta > 0 {
 				total += c.KLBeta * k3
 				grad[i] += weights[i] * c.KLBeta * k3Grad(tok.Logp[i], tok.RefLogp[i])
@@ -222,7 +229,10 @@ func (c LossConfig) Compute(tok Tokens, weights []float64) (LossStats, []float64
 		st.Loss += weights[i] * total
 	}
 	fn := float64(n)
-	st.KL = klSum / fn
+	if klN > 0 {
+		st.KL = klSum / float64(klN)
+	}
+	st.KLTokens = klN
 	st.ClipFracHigh, st.ClipFracLow, st.DualClipFrac = float64(clipHigh)/fn, float64(clipLow)/fn, float64(dual)/fn
 	st.RatioMean = ratioSum / fn
 	st.AdvAbsMean /= fn

@@ -34,7 +34,7 @@ func NewPrometheus(reg prometheus.Registerer) (*Prometheus, error) {
 		published: counter("published_total", "Policy versions published."),
 		version:   prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "toolrl", Subsystem: "learner", Name: "policy_version", Help: "The latest published policy version."}),
 		last: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "toolrl", Subsystem: "learner", Name: "last_update",
-			Help: "The last update's metrics by name (loss, pg_loss, kl, pg_clipfrac_high, pg_clipfrac_low, pg_clipfrac_dual, entropy, adv_abs_mean, grad_norm, lr, ratio_mean, ratio_max, tokens_per_s)."}, []string{"metric"}),
+			Help: "The last update's metrics by name (loss, pg_loss, kl, clip_frac_high, clip_frac_low, clip_frac_dual, entropy, adv_abs_mean, grad_norm, lr, ratio_mean, ratio_max, tokens_per_s)."}, []string{"metric"}),
 		mismatch: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "toolrl", Subsystem: "learner", Name: "rollout_mismatch",
 			Help: "Learner vs behaviour logprobs before the last update: max_abs, mean_abs, k3."}, []string{"stat"}),
 		staleness: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "toolrl", Subsystem: "learner", Name: "record_staleness",
@@ -72,8 +72,8 @@ func (p *Prometheus) ObserveUpdate(m Metrics) {
 	p.trained.Add(float64(m.TokensTrained))
 	p.seconds.Observe(m.Seconds)
 	for name, v := range map[string]float64{
-		"loss": m.Loss, "pg_loss": m.PGLoss, "kl": m.KL, "pg_clipfrac_high": m.ClipFracHigh, "pg_clipfrac_low": m.ClipFracLow,
-		"pg_clipfrac_dual": m.DualClipFrac, "entropy": m.Entropy, "adv_abs_mean": m.AdvAbsMean, "grad_norm": m.GradNorm,
+		"loss": m.Loss, "pg_loss": m.PGLoss, "kl": m.KL, "clip_frac_high": m.ClipFracHigh, "clip_frac_low": m.ClipFracLow,
+		"clip_frac_dual": m.DualClipFrac, "entropy": m.Entropy, "adv_abs_mean": m.AdvAbsMean, "grad_norm": m.GradNorm,
 		"lr": m.LR, "ratio_mean": m.RatioMean, "ratio_max": m.RatioMax, "tokens_per_s": m.TokensPerS,
 	} {
 		p.last.WithLabelValues(name).Set(v)

@@ -181,5 +181,6 @@ func (l *Learner) Resume(v policystore.Version) (State, error) {
 		copy(p.V, vv)
 	}
 	l.version, l.step, l.updates, l.iteration = st.Version, st.Steps, st.Updates, st.Iteration
+	l.batches = st.Updates
 	return st, nil
 }

@@ -176,10 +176,15 @@ func Run(ctx context.Context, l *Learner, src Source, o RunOptions) (sum Summary
 		}
 		sum.Last = met
 		if met.Steps == 0 {
-			// Nothing trained (every record stale): nothing to publish. The
-			// entries are acknowledged with the next version, whose Consumed
-			// lists them, so that every entry is in exactly one version.
-			consumed = append(consumed, b.IDs...)
+			// Nothing trained (every record stale): nothing to publish. With
+			// trained records waiting for their version, the entries are
+			// acknowledged with it (its Consumed lists them); otherwise at
+			// once, so that a stream of stale records does not pile up pending.
+			if since > 0 {
+				consumed = append(consumed, b.IDs...)
+			} else if err := src.Ack(work, b.IDs); err != nil {
+				return sum, err
+			}
 			continue
 		}
 		sum.Updates++

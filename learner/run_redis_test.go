@@ -122,6 +122,11 @@ type redisRun struct {
 	onPublish                   func(policystore.Version, State)
 	// drain cancels the run once the group is drained; else Run's own end.
 	drain bool
+	// publishEvery (default 1), claimIdle (default the source's) and
+	// onUpdate tune the run.
+	publishEvery int
+	claimIdle    time.Duration
+	onUpdate     func(Metrics)
 }
 
 func (r redisRun) run(t *testing.T) (Summary, *StreamSource, error) {
@@ -134,14 +139,14 @@ func (r redisRun) run(t *testing.T) (Summary, *StreamSource, error) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	src, err := NewStreamSource(ctx, r.client, StreamOptions{Job: r.keys.Job, Consumer: r.consumer, Size: 8, MaxWait: 50 * time.Millisecond})
+	src, err := NewStreamSource(ctx, r.client, StreamOptions{Job: r.keys.Job, Consumer: r.consumer, Size: 8, MaxWait: 50 * time.Millisecond, ClaimIdle: r.claimIdle})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := ResumeFrom(ctx, l, store, src); err != nil {
 		t.Fatal(err)
 	}
-	o := RunOptions{Store: store, Base: base, PublishEvery: 1, SetAside: true,
+	o := RunOptions{Store: store, Base: base, PublishEvery: max(r.publishEvery, 1), SetAside: true, OnUpdate: r.onUpdate,
 		Announce: func(ctx context.Context, v policystore.Version) error {
 			return toolrlredis.AnnouncePolicy(ctx, r.client, r.keys, toolrlredis.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: v.Manifest.Created})
 		},
@@ -448,5 +453,43 @@ func TestRedisDeadLettersBadRecords(t *testing.T) {
 	}
 	if n, _ := client.XLen(ctx, keys.Advantages).Result(); n != int64(len(ids)+1) {
 		t.Errorf("advantages stream holds %d entries, want %d (dead-lettering acknowledges, it does not delete)", n, len(ids)+1)
+	}
+}
+
+// TestRedisOwnEntriesReclaimedWhileWaitingAreNotTrainedTwice: entries
+// trained and waiting for their version (PublishEvery 2) sit idle in the
+// learner's own pending list; XAUTOCLAIM hands them back after ClaimIdle,
+// and they must not join a second batch.
+func TestRedisOwnEntriesReclaimedWhileWaitingAreNotTrainedTwice(t *testing.T) {
+	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	defer client.Close()
+	keys := toolrlredis.JobKeys("learn-reclaim")
+	baseDir := writeTinyBase(t)
+	m, _, err := LoadModel(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := addRecords(t, client, keys, onPolicyRecords(t, m, 16, 1, func(int) float32 { return 1 }))
+	storeDir := filepath.Join(t.TempDir(), "store")
+	r := redisRun{base: baseDir, store: storeDir, consumer: "learner-a", client: client, keys: keys, drain: true,
+		publishEvery: 2, claimIdle: 20 * time.Millisecond,
+		onUpdate: func(Metrics) { time.Sleep(60 * time.Millisecond) }}
+	sum, _, err := r.run(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var consumed []string
+	for _, v := range storeVersions(t, storeDir) {
+		st, err := ReadState(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		consumed = append(consumed, st.Consumed...)
+	}
+	slices.Sort(consumed)
+	want := slices.Sorted(slices.Values(ids))
+	if sum.Records != len(ids) || !slices.Equal(consumed, want) {
+		t.Fatalf("read %d records for %d entries; versions consumed %d ids (%v), want each of the %d once", sum.Records, len(ids), len(consumed), consumed, len(ids))
 	}
 }

@@ -189,6 +189,12 @@ func (s *StreamSource) Next(ctx context.Context) (Batch, error) {
 			return b, err
 		}
 		for _, m := range msgs {
+			if _, dup := s.held[m.ID]; dup {
+				// Our own entry, trained and waiting for its version to be
+				// published, reclaimed by XAUTOCLAIM after ClaimIdle: it is
+				// already in a batch.
+				continue
+			}
 			s.held[m.ID] = m
 			if m.Values == nil { // trimmed while pending
 				if err := s.Ack(ctx, []string{m.ID}); err != nil {
