@@ -33,8 +33,8 @@ func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
 	for k := range trs {
 		temperature := 1.0
 		t := traj.Trajectory{
-			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, k), JobID: job, PromptID: prompt,
-			GroupID: traj.GroupID(job, prompt), GroupSize: g, SampleIndex: k, PolicyVersion: 1, Seed: rng.Uint64(), Temperature: &temperature,
+			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, 0, k), JobID: job, PromptID: prompt,
+			GroupID: traj.GroupID(job, prompt, 0), GroupSize: g, SampleIndex: k, PolicyVersion: 1, Seed: rng.Uint64(), Temperature: &temperature,
 			Model: traj.ModelRef{Name: "synthetic"}, PromptLen: min(32, stepLen), FinishReason: traj.FinishStop,
 			Reward: traj.Reward{Total: float64(rng.IntN(2)), Parts: map[string]float64{"outcome": 1, "call_cost": -0.1}},
 		}

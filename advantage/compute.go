@@ -33,7 +33,8 @@ func (s *Stats) Add(o Stats) {
 // (traj.Group.Validate); Compute checks only what it needs beyond that (step
 // rewards in process modes, reference logprobs when KL is folded into the
 // reward). Records are always traj.AdvantageSchema (v2) and carry their
-// trajectory's temperature, nil for a v1 trajectory. The records share g's
+// trajectory's temperature (nil for a v1 trajectory) and iteration (0 for
+// v1). The records share g's
 // token, mask and logprob slices and temperature: do not modify g while they
 // are in use. cfg must pass Validate.
 func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
@@ -144,7 +145,7 @@ func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 		}
 		r := &records[i]
 		*r = traj.AdvantageRecord{
-			Schema: traj.AdvantageSchema, TrajectoryID: t.ID, GroupID: t.GroupID,
+			Schema: traj.AdvantageSchema, TrajectoryID: t.ID, GroupID: t.GroupID, Iteration: t.Iteration,
 			SampleIndex: t.SampleIndex, PolicyVersion: t.PolicyVersion, Temperature: t.Temperature,
 			InputIDs: t.Tokens, PromptLen: t.PromptLen, LossMask: t.LossMask,
 			OldLogprobs: t.Logprobs, RefLogprobs: t.RefLogprobs,

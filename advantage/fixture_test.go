@@ -20,7 +20,7 @@ type step struct {
 func makeTraj(index, groupSize int, total float64, steps ...step) traj.Trajectory {
 	temperature := 0.7
 	t := traj.Trajectory{
-		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID("job", "p", index), JobID: "job", PromptID: "p",
+		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID("job", "p", 0, index), JobID: "job", PromptID: "p",
 		GroupID: "job/p", GroupSize: groupSize, SampleIndex: index, PolicyVersion: 5, Temperature: &temperature,
 		Model: traj.ModelRef{Name: "test"}, Tokens: []int32{1, 2}, PromptLen: 2,
 		FinishReason: traj.FinishStop, Reward: traj.Reward{Total: total},

@@ -148,10 +148,10 @@ func streamGroup(job string, i int) *traj.Group {
 	rng := rand.New(rand.NewPCG(uint64(i), 99))
 	g := randomGroup(rng, testG)
 	prompt := fmt.Sprintf("p%05d", i)
-	g.GroupID, g.JobID, g.PromptID = traj.GroupID(job, prompt), job, prompt
+	g.GroupID, g.JobID, g.PromptID = traj.GroupID(job, prompt, 0), job, prompt
 	for k := range g.Trajectories {
 		t := &g.Trajectories[k]
-		t.JobID, t.PromptID, t.GroupID, t.ID = job, prompt, g.GroupID, traj.TrajectoryID(job, prompt, k)
+		t.JobID, t.PromptID, t.GroupID, t.ID = job, prompt, g.GroupID, traj.TrajectoryID(job, prompt, 0, k)
 		if i%7 == 0 {
 			t.Reward.Total = 1
 			for s := range t.StepRewards {
@@ -275,7 +275,7 @@ func verifyExactlyOnce(t *testing.T, client goredis.UniversalClient, job string,
 	}
 	for i := 0; i < n; i++ {
 		for k := 0; k < testG; k++ {
-			id := traj.TrajectoryID(job, fmt.Sprintf("p%05d", i), k)
+			id := traj.TrajectoryID(job, fmt.Sprintf("p%05d", i), 0, k)
 			if seen[id] != 1 {
 				t.Errorf("trajectory %s written %d times, want exactly once", id, seen[id])
 			}

@@ -148,6 +148,10 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *rawArrays) ([]byte, er
 	b = appendString(b, r.TrajectoryID)
 	b = append(b, `,"group_id":`...)
 	b = appendString(b, r.GroupID)
+	if r.Iteration != 0 {
+		b = append(b, `,"iteration":`...)
+		b = strconv.AppendInt(b, int64(r.Iteration), 10)
+	}
 	b = append(b, `,"sample_index":`...)
 	b = strconv.AppendInt(b, int64(r.SampleIndex), 10)
 	b = append(b, `,"policy_version":`...)

@@ -51,7 +51,7 @@ func TestWireStructsMirrorTraj(t *testing.T) {
 			t.Errorf("decoder's %T fields %v\n  traj's %v", c.typ, c.known, b)
 		}
 	}
-	if a := jsonNames(traj.AdvantageRecord{}); strings.Join(a, " ") != "schema trajectory_id group_id sample_index policy_version temperature,omitempty input_ids prompt_len "+
+	if a := jsonNames(traj.AdvantageRecord{}); strings.Join(a, " ") != "schema trajectory_id group_id iteration,omitempty sample_index policy_version temperature,omitempty input_ids prompt_len "+
 		"loss_mask old_logprobs ref_logprobs,omitempty advantages kl,omitempty kl_estimator,omitempty reward step_rewards,omitempty "+
 		"segments,omitempty mode estimator zero_variance,omitempty stale,omitempty" {
 		t.Errorf("traj.AdvantageRecord changed; update appendRecord: %v", a)
@@ -66,6 +66,13 @@ func TestWireCodecMatchesTraj(t *testing.T) {
 		g := randomGroup(rng, 1+rng.IntN(6))
 		if iter%6 == 3 {
 			asV1(&g) // old data: v2 records without temperature
+		} else if iter%4 == 3 {
+			// A later iteration of the closed loop (iteration 0 is omitted).
+			g.Iteration = 1 + iter%11
+			g.GroupID += "@" + strconv.Itoa(g.Iteration)
+			for i := range g.Trajectories {
+				g.Trajectories[i].Iteration, g.Trajectories[i].GroupID = g.Iteration, g.GroupID
+			}
 		}
 		for i := range g.Trajectories {
 			tr := &g.Trajectories[i]
@@ -126,6 +133,10 @@ func TestWireCodecMatchesTraj(t *testing.T) {
 				t.Fatalf("iter %d record %d: schema %s temperature %v, want %s and the trajectory's %v", iter, i,
 					recs[i].Schema, recs[i].Temperature, traj.AdvantageSchema, g.Trajectories[i].Temperature)
 			}
+			if recs[i].Iteration != g.Iteration || recs[i].GroupID != g.GroupID {
+				t.Fatalf("iter %d record %d: iteration %d of group %s, want the group's %d of %s", iter, i,
+					recs[i].Iteration, recs[i].GroupID, g.Iteration, g.GroupID)
+			}
 			want, err := traj.MarshalAdvantage(&recs[i])
 			if err != nil {
 				t.Fatal(err)
@@ -180,6 +191,11 @@ func TestWireDecodeRejects(t *testing.T) {
 		"negative temp":  strings.Replace(s, `"temperature":0.7`, `"temperature":-0.7`, 1),
 		"temp in v1":     strings.Replace(s, `"schema":"toolrl.trajectory/v2","id"`, `"schema":"toolrl.trajectory/v1","id"`, 1),
 		"v1 group of v2": strings.Replace(s, `{"schema":"toolrl.trajectory/v2"`, `{"schema":"toolrl.trajectory/v1"`, 1),
+		"string iter":    strings.Replace(s, `"policy_version"`, `"iteration":"1","policy_version"`, 1),
+		"float iter":     strings.Replace(s, `"policy_version"`, `"iteration":1.5,"policy_version"`, 1),
+		"negative iter":  strings.ReplaceAll(s, `"group_size"`, `"iteration":-1,"group_size"`),
+		"mixed iters":    strings.Replace(s, `"group_size"`, `"iteration":1,"group_size"`, 1),
+		"iter not group": strings.ReplaceAll(s, `"group_size"`, `"iteration":1,"group_size"`),
 	} {
 		if bad == s {
 			t.Fatalf("%s: replacement did not apply", name)
@@ -207,6 +223,9 @@ func TestWireDecodeRejects(t *testing.T) {
 		"temp case":  strings.Replace(s, `"temperature":0.7`, `"Temperature":1e0`, 1),
 		"v1": strings.ReplaceAll(strings.ReplaceAll(s, `"temperature":0.7,`, ""),
 			`"schema":"toolrl.trajectory/v2"`, `"schema":"toolrl.trajectory/v1"`),
+		"iteration": strings.Replace(strings.ReplaceAll(s, `"group_size"`, `"iteration":2,"group_size"`),
+			`"policy_version"`, `"Iteration":2,"policy_version"`, 1),
+		"null iteration": strings.Replace(s, `"policy_version"`, `"iteration":null,"policy_version"`, 1),
 	} {
 		if good == s {
 			t.Fatalf("%s: replacement did not apply", name)

@@ -30,8 +30,8 @@ var (
 	resultFields  = []string{"ok", "error_class", "error", "content", "latency_ms", "truncated"}
 	rewardFields  = []string{"total", "parts"}
 
-	groupFields      = []string{"schema", "group_id", "job_id", "prompt_id", "policy_version", "trajectories"}
-	trajectoryFields = []string{"schema", "id", "job_id", "prompt_id", "group_id", "group_size", "sample_index",
+	groupFields      = []string{"schema", "group_id", "job_id", "prompt_id", "iteration", "policy_version", "trajectories"}
+	trajectoryFields = []string{"schema", "id", "job_id", "prompt_id", "iteration", "group_id", "group_size", "sample_index",
 		"policy_version", "seed", "temperature", "model", "tokens", "prompt_len", "loss_mask", "logprobs", "ref_logprobs",
 		"segments", "finish_reason", "reward", "step_rewards", "answer", "meta"}
 )
@@ -60,6 +60,8 @@ func decodeWireGroup(data []byte) (*traj.Group, []rawArrays, error) {
 			g.JobID, err = s.str()
 		case "prompt_id":
 			g.PromptID, err = s.str()
+		case "iteration":
+			g.Iteration, err = s.int()
 		case "policy_version":
 			g.PolicyVersion, err = s.int64()
 		case "trajectories":
@@ -108,6 +110,8 @@ func (s *scanner) trajectory(t *traj.Trajectory, raw *rawArrays) error {
 			t.JobID, err = s.str()
 		case "prompt_id":
 			t.PromptID, err = s.str()
+		case "iteration":
+			t.Iteration, err = s.int()
 		case "group_id":
 			t.GroupID, err = s.str()
 		case "group_size":

@@ -15,8 +15,8 @@ import (
 func genTrajectory(rng *rand.Rand, job string, prompt, sample, groupSize int) traj.Trajectory {
 	promptID := fmt.Sprintf("p%04d", prompt)
 	t := traj.Trajectory{
-		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, promptID, sample), JobID: job, PromptID: promptID,
-		GroupID: traj.GroupID(job, promptID), GroupSize: groupSize, SampleIndex: sample,
+		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, promptID, 0, sample), JobID: job, PromptID: promptID,
+		GroupID: traj.GroupID(job, promptID, 0), GroupSize: groupSize, SampleIndex: sample,
 		PolicyVersion: rng.Int64N(100), Seed: rng.Uint64(), Model: traj.ModelRef{Name: "calc-tiny", Hash: "sha256:0123abcd"},
 		FinishReason: []traj.FinishReason{traj.FinishStop, traj.FinishLength, traj.FinishMaxTurns}[rng.IntN(3)],
 	}

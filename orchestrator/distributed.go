@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -14,9 +15,11 @@ import (
 )
 
 // Distributed jobs: `toolrl rollout --redis URL --job J` enqueues the prompts
-// file into the job's prompts stream; any number of `--worker` processes
-// claim prompts through the consumer group "actors", write each group once
-// to the groups stream (idempotent) and acknowledge the prompt. A worker
+// file into the job's prompts stream (each entry with its iteration: the
+// closed loop enqueues every prompt again per iteration); any number of
+// `--worker` processes claim prompts through the consumer group "actors",
+// write each group (job, prompt, iteration) once to the groups stream
+// (idempotent) and acknowledge the prompt. A worker
 // that dies leaves its prompts pending; another claims them after the idle
 // timeout. A prompt whose group is already written is acknowledged without
 // being redone, so a redelivery never duplicates a group.
@@ -24,15 +27,24 @@ import (
 // ActorsGroup is the consumer group of rollout workers on the prompts stream.
 const ActorsGroup = "actors"
 
-// FieldPrompt is the prompts-stream entry field holding one prompt's JSON.
-const FieldPrompt = "prompt"
+// Fields of a prompts-stream entry (toolrl:{job}:prompts).
+const (
+	// FieldPrompt holds one prompt's JSON (a prompts-file line).
+	FieldPrompt = "prompt"
+	// FieldIteration holds the iteration the prompt is to be sampled in
+	// (Prompt.Iteration), a decimal ≥ 0. An entry without it (written
+	// before iterations existed) is iteration 0.
+	FieldIteration = "iteration"
+)
 
-// queuedKey is the set of prompt ids already enqueued, so enqueueing twice
-// adds nothing.
+// queuedKey is the set of prompts already enqueued, by Prompt.Key (id in
+// iteration 0, id@k in iteration k), so enqueueing a prompt twice in one
+// iteration adds nothing and every iteration enqueues it anew.
 func queuedKey(k toolredis.Keys) string { return k.Prompts + ":queued" }
 
-// Enqueue adds prompts to job's prompts stream, skipping prompts already
-// enqueued (or whose group is written). It returns how many it added.
+// Enqueue adds prompts to job's prompts stream, each with its iteration,
+// skipping those already enqueued in that iteration. It returns how many it
+// added. A prompt id must not contain '@' (see Prompt.Key).
 func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, prompts []Prompt) (int, error) {
 	if err := toolredis.ValidateJob(job); err != nil {
 		return 0, err
@@ -40,25 +52,43 @@ func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, pr
 	keys := toolredis.JobKeys(job)
 	added := 0
 	for _, p := range prompts {
+		if err := p.checkIdentity(); err != nil {
+			return added, fmt.Errorf("enqueue prompt: %w", err)
+		}
 		data, err := json.Marshal(p)
 		if err != nil {
-			return added, fmt.Errorf("encode prompt %s: %w", p.ID, err)
+			return added, fmt.Errorf("encode prompt %s: %w", p.Key(), err)
 		}
-		fresh, err := client.SAdd(ctx, queuedKey(keys), p.ID).Result()
+		fresh, err := client.SAdd(ctx, queuedKey(keys), p.Key()).Result()
 		if err != nil {
-			return added, fmt.Errorf("enqueue prompt %s: %w", p.ID, err)
+			return added, fmt.Errorf("enqueue prompt %s: %w", p.Key(), err)
 		}
 		if fresh == 0 {
 			continue
 		}
-		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{FieldPrompt, data}}).Err(); err != nil {
+		values := []any{FieldPrompt, data, FieldIteration, strconv.Itoa(p.Iteration)}
+		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: values}).Err(); err != nil {
 			// Undo the mark so a retry enqueues it.
-			client.SRem(ctx, queuedKey(keys), p.ID)
-			return added, fmt.Errorf("enqueue prompt %s: %w", p.ID, err)
+			client.SRem(ctx, queuedKey(keys), p.Key())
+			return added, fmt.Errorf("enqueue prompt %s: %w", p.Key(), err)
 		}
 		added++
 	}
 	return added, nil
+}
+
+// entryIteration reads an entry's iteration field: absent is 0.
+func entryIteration(m toolredis.Message) (int, error) {
+	v, ok := m.Values[FieldIteration]
+	if !ok {
+		return 0, nil
+	}
+	s, _ := v.(string)
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 0 {
+		return 0, fmt.Errorf("field %s is %q, want a decimal ≥ 0", FieldIteration, s)
+	}
+	return k, nil
 }
 
 // RedisFeedOptions configures a worker's feed.
@@ -81,7 +111,7 @@ type RedisFeed struct {
 	keys     toolredis.Keys
 	opts     RedisFeedOptions
 	buf      []toolredis.Message
-	ids      map[string]string // prompt id -> entry id, until Done
+	ids      map[string]string // Prompt.Key -> entry id, until Done
 	lastRead time.Time
 	// DeadLetters counts prompt entries that could not be decoded.
 	DeadLetters int
@@ -158,6 +188,9 @@ func (f *RedisFeed) pop(ctx context.Context) (Prompt, bool, error) {
 		f.buf = f.buf[1:]
 		raw, _ := m.Values[FieldPrompt].(string)
 		p, err := parsePrompt([]byte(raw))
+		if err == nil {
+			p.Iteration, err = entryIteration(m)
+		}
 		if err != nil {
 			f.DeadLetters++
 			if derr := f.consumer.DeadLetter(ctx, toolredis.DeadLetter{Message: m, Reason: "decode prompt: " + err.Error()}); derr != nil {
@@ -165,9 +198,9 @@ func (f *RedisFeed) pop(ctx context.Context) (Prompt, bool, error) {
 			}
 			continue
 		}
-		written, err := f.client.SIsMember(ctx, f.keys.GroupsWritten, traj.GroupID(f.opts.Job, p.ID)).Result()
+		written, err := f.client.SIsMember(ctx, f.keys.GroupsWritten, traj.GroupID(f.opts.Job, p.ID, p.Iteration)).Result()
 		if err != nil {
-			return Prompt{}, false, fmt.Errorf("check group of prompt %s: %w", p.ID, err)
+			return Prompt{}, false, fmt.Errorf("check group of prompt %s: %w", p.Key(), err)
 		}
 		if written {
 			f.Redone++
@@ -176,12 +209,12 @@ func (f *RedisFeed) pop(ctx context.Context) (Prompt, bool, error) {
 			}
 			continue
 		}
-		if _, dup := f.ids[p.ID]; dup {
+		if _, dup := f.ids[p.Key()]; dup {
 			// Claimed back while still in flight here: the first delivery's
 			// Done acks it; drop this one.
 			continue
 		}
-		f.ids[p.ID] = m.ID
+		f.ids[p.Key()] = m.ID
 		return p, true, nil
 	}
 	return Prompt{}, false, nil
@@ -201,10 +234,10 @@ func (f *RedisFeed) drained(ctx context.Context) (bool, error) {
 
 // Done acknowledges the prompt once its group is written.
 func (f *RedisFeed) Done(ctx context.Context, p Prompt) error {
-	id, ok := f.ids[p.ID]
+	id, ok := f.ids[p.Key()]
 	if !ok {
 		return nil
 	}
-	delete(f.ids, p.ID)
+	delete(f.ids, p.Key())
 	return f.consumer.Ack(ctx, id)
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 )
 
 // Message is one chat message of a prompt (OpenAI shape).
@@ -28,8 +30,44 @@ type Prompt struct {
 	// Meta is passed through to every trajectory of the prompt.
 	Meta json.RawMessage `json:"meta,omitempty"`
 
+	// Iteration is the closed loop's iteration this sampling of the prompt
+	// belongs to (0 for a plain rollout). It is part of the group's
+	// identity, traj.GroupID(job, ID, Iteration), so the same prompt is a
+	// new group in every iteration, and it chooses the sample seeds (Key).
+	// It is not a prompts-file field: whoever feeds the prompt sets it
+	// (RunOptions.Iteration, a PromptFeed, the prompts stream's iteration
+	// field). ≥ 0.
+	Iteration int `json:"-"`
 	// Line is the 1-based line of the prompts file it came from.
 	Line int `json:"-"`
+}
+
+// Key is the prompt's part of its group id: ID in iteration 0 and
+// ID@Iteration after, so traj.GroupID(job, ID, Iteration) is job + "/" + Key.
+// Sample seeds derive from it (actor.SampleSeed(job seed, Key, i): iteration
+// 0 keeps the seeds of a plain rollout, a later iteration samples anew) and
+// the prompts stream's queued set holds it. It is unique per (ID, Iteration)
+// because an ID may not contain '@' (checkIdentity).
+func (p *Prompt) Key() string {
+	if p.Iteration == 0 {
+		return p.ID
+	}
+	return p.ID + "@" + strconv.Itoa(p.Iteration)
+}
+
+// checkIdentity checks what makes the prompt's group id: a non-empty ID
+// without '@' (the iteration separator: "p@1" in iteration 0 would be "p" in
+// iteration 1) and an iteration ≥ 0.
+func (p *Prompt) checkIdentity() error {
+	switch {
+	case p.ID == "":
+		return errors.New(`field "id": missing or empty`)
+	case strings.Contains(p.ID, "@"):
+		return fmt.Errorf(`field "id": %q contains '@', which group ids reserve for the iteration (job/prompt@k)`, p.ID)
+	case p.Iteration < 0:
+		return fmt.Errorf("prompt %s: iteration %d, want ≥ 0", p.ID, p.Iteration)
+	}
+	return nil
 }
 
 // AnswerText returns the reference answer as text: a JSON string unquoted, a
@@ -63,7 +101,7 @@ type PromptSet struct {
 }
 
 // ReadPrompts reads a JSONL prompts file. A malformed line (bad JSON, unknown
-// field, missing or duplicate id, neither or both of prompt and messages) stops
+// field, missing or duplicate id, an id with '@', neither or both of prompt and messages) stops
 // the read with a *PromptError naming the file and line, unless skipInvalid,
 // in which case it is recorded in Skipped. Blank lines are ignored. limit > 0
 // stops after that many valid prompts.
@@ -125,9 +163,10 @@ func parsePrompt(raw []byte) (Prompt, error) {
 	if dec.More() {
 		return p, errors.New("bad JSON: more than one value on the line")
 	}
+	if err := p.checkIdentity(); err != nil {
+		return p, err
+	}
 	switch {
-	case p.ID == "":
-		return p, errors.New(`field "id": missing or empty`)
 	case p.Prompt == "" && len(p.Messages) == 0:
 		return p, errors.New(`neither "prompt" nor "messages" is set`)
 	case p.Prompt != "" && len(p.Messages) > 0:

@@ -48,6 +48,10 @@ func TestReadPromptsRejects(t *testing.T) {
 		"two values":     `{"id":"a","prompt":"x"} {"id":"b","prompt":"y"}`,
 		"not an object":  `[1,2]`,
 		"truncated line": `{"id":"a","prompt":"x`,
+		// The iteration is set by whoever feeds the prompt, never by the file,
+		// and '@' separates it in group ids.
+		"iteration field": `{"id":"a","prompt":"x","iteration":1}`,
+		"@ in id":         `{"id":"a@1","prompt":"x"}`,
 	} {
 		if _, err := readPrompts(strings.NewReader(line), "f", 0, false); err == nil {
 			t.Errorf("%s: accepted %s", name, line)

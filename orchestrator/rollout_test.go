@@ -98,7 +98,7 @@ func TestRolloutWritesWholeValidGroupsAndIsReproducible(t *testing.T) {
 	groups := map[string]int{}
 	for _, tr := range ts {
 		groups[tr.GroupID]++
-		if tr.JobID != "t" || tr.ID != traj.TrajectoryID("t", tr.PromptID, tr.SampleIndex) {
+		if tr.JobID != "t" || tr.ID != traj.TrajectoryID("t", tr.PromptID, 0, tr.SampleIndex) {
 			t.Errorf("ids: %+v", tr.ID)
 		}
 		if !strings.HasPrefix(tr.Model.Hash, "sha256:") || tr.Model.Name != "tiny" {

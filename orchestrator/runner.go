@@ -34,6 +34,12 @@ type RunOptions struct {
 	// Ctrl-C). Cancelling Run's ctx only stops taking new prompts and lets
 	// in-flight groups finish.
 	Abort context.Context
+	// Iteration is set on every prompt read from job.Prompts (Prompt.Iteration):
+	// the closed loop runs the same job once per iteration, and each run
+	// samples every prompt as a new group, job/prompt@Iteration (0, the
+	// default, is a plain rollout: job/prompt). Prompts from Feed carry
+	// their own iteration. ≥ 0.
+	Iteration int
 }
 
 // PromptFeed hands prompts to the runner.
@@ -42,7 +48,8 @@ type PromptFeed interface {
 	// (ok false when none is ready); with block true it may wait. ok false
 	// with a nil error and block true means the feed is exhausted.
 	Next(ctx context.Context, block bool) (p Prompt, ok bool, err error)
-	// Done is called once the prompt's group is durably written.
+	// Done is called once the prompt's group is durably written, or found
+	// already written (resume, a prompt fed twice).
 	Done(ctx context.Context, p Prompt) error
 }
 
@@ -112,6 +119,11 @@ type runner struct {
 	summary  *Summary
 	progress Progress
 
+	// done holds the ids of groups the sink held when the run began (nil
+	// without resume); seen those this run started. A fed prompt whose group
+	// is in either is not sampled again.
+	done, seen map[string]bool
+
 	bySeq    map[*actor.Sequence]*sampleRun
 	inflight int // sequences of groups not yet written
 	correct  map[*sampleRun]bool
@@ -149,7 +161,10 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	if job.Batch < job.GroupSize {
 		return nil, fmt.Errorf("batch: %d is smaller than group_size %d; a group is decoded together", job.Batch, job.GroupSize)
 	}
-	r := &runner{job: job, opts: opts, log: opts.Logger, summary: newSummary(job.ID),
+	if opts.Iteration < 0 {
+		return nil, fmt.Errorf("iteration: %d, want ≥ 0", opts.Iteration)
+	}
+	r := &runner{job: job, opts: opts, log: opts.Logger, summary: newSummary(job.ID), seen: map[string]bool{},
 		bySeq: map[*actor.Sequence]*sampleRun{}, correct: map[*sampleRun]bool{},
 		toolDone: make(chan toolOutcome, 4*job.Batch)}
 	defer r.close()
@@ -206,7 +221,7 @@ func (r *runner) open(ctx context.Context) error {
 	}
 
 	r.feed = r.opts.Feed
-	total := 0
+	var prompts []Prompt
 	if r.feed == nil {
 		set, err := ReadPrompts(job.Prompts, job.Limit, job.SkipInvalid)
 		if err != nil {
@@ -217,29 +232,35 @@ func (r *runner) open(ctx context.Context) error {
 		}
 		r.summary.PromptsSkipped = len(set.Skipped)
 		r.summary.PromptsTotal = len(set.Prompts)
-		prompts := set.Prompts
-		if r.sink, err = r.openSink(ctx); err != nil {
-			return err
+		prompts = set.Prompts
+		for i := range prompts {
+			prompts[i].Iteration = r.opts.Iteration
 		}
-		if *job.Resume {
-			done, err := r.sink.Completed(ctx)
-			if err != nil {
-				return fmt.Errorf("resume from %s: %w", job.Out, err)
-			}
-			kept := prompts[:0:0]
-			for _, p := range prompts {
-				if done[traj.GroupID(job.ID, p.ID)] {
-					r.summary.GroupsResumed++
-					continue
-				}
-				kept = append(kept, p)
-			}
-			prompts = kept
-		}
-		r.feed = &sliceFeed{prompts: prompts}
-		total = len(prompts)
-	} else if r.sink, err = r.openSink(ctx); err != nil {
+	}
+	if r.sink, err = r.openSink(ctx); err != nil {
 		return err
+	}
+	if *job.Resume {
+		// Resume keys by the versioned group id, so a rerun of iteration k
+		// skips k's written groups only. It applies to fed prompts too (the
+		// file sinks also need Completed before appending: it cuts a
+		// half-written group, and the Parquet sink keeps the old groups).
+		if r.done, err = r.sink.Completed(ctx); err != nil {
+			return fmt.Errorf("resume from %s: %w", job.Out, err)
+		}
+	}
+	total := 0
+	if r.feed == nil {
+		kept := prompts[:0:0]
+		for _, p := range prompts {
+			if r.done[r.groupID(p)] {
+				r.summary.GroupsResumed++
+				continue
+			}
+			kept = append(kept, p)
+		}
+		r.feed = &sliceFeed{prompts: kept}
+		total = len(kept)
 	}
 	r.progress = NewProgress(r.opts.ProgressOut, total, r.log)
 	r.eng = actor.NewEngine(r.pol, actor.EngineOptions{MaxBatch: job.Batch})
@@ -396,6 +417,12 @@ func (r *runner) loop(ctx context.Context) error {
 				exhausted = block
 				break
 			}
+			if skip, err := r.alreadyDone(ctx, p); err != nil || skip {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			if err := r.startGroup(p); err != nil {
 				return err
 			}
@@ -429,15 +456,44 @@ func (r *runner) loop(ctx context.Context) error {
 	}
 }
 
+// groupID is the id of p's group in this job: (job, prompt, iteration).
+func (r *runner) groupID(p Prompt) string { return traj.GroupID(r.job.ID, p.ID, p.Iteration) }
+
+// alreadyDone reports whether p's group was written before the run (resume)
+// or was started earlier in it (a prompt fed twice), counting it and telling
+// the feed it is done; such a prompt is not sampled again.
+func (r *runner) alreadyDone(ctx context.Context, p Prompt) (bool, error) {
+	id := r.groupID(p)
+	switch {
+	case r.done[id]:
+		r.summary.GroupsResumed++
+	case r.seen[id]:
+		r.summary.GroupsDuplicate++
+	default:
+		return false, nil
+	}
+	if err := r.feed.Done(ctx, p); err != nil {
+		return true, fmt.Errorf("mark prompt %s done: %w", p.Key(), err)
+	}
+	return true, nil
+}
+
 func (r *runner) startGroup(p Prompt) error {
+	if err := p.checkIdentity(); err != nil {
+		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
+	}
 	ids, err := r.format.PromptTokens(&p)
 	if err != nil {
 		return err
 	}
-	g := &groupRun{prompt: p, id: traj.GroupID(r.job.ID, p.ID)}
+	g := &groupRun{prompt: p, id: r.groupID(p)}
+	r.seen[g.id] = true
+	// Seeds derive from the prompt's key: its id in iteration 0 (the seeds
+	// of a plain rollout), id@k in iteration k, so each iteration samples
+	// anew and none can take another prompt's seeds (ids have no '@').
 	seeds := make([]uint64, r.job.GroupSize)
 	for i := range seeds {
-		seeds[i] = actor.SampleSeed(r.job.Seed, p.ID, i)
+		seeds[i] = actor.SampleSeed(r.job.Seed, p.Key(), i)
 	}
 	seqs, err := r.eng.AddGroup(actor.GroupRequest{
 		ID: g.id, Prompt: ids, Seeds: seeds, Sampling: r.sampling,
@@ -614,7 +670,7 @@ func (r *runner) finished(ctx context.Context, sr *sampleRun) error {
 		return fmt.Errorf("write group %s to %s: %w", g.id, r.job.Out, err)
 	}
 	if err := r.feed.Done(ctx, g.prompt); err != nil {
-		return fmt.Errorf("mark prompt %s done: %w", g.prompt.ID, err)
+		return fmt.Errorf("mark prompt %s done: %w", g.prompt.Key(), err)
 	}
 	sampledBefore := r.summary.SampledTokens
 	if written {
@@ -643,8 +699,8 @@ func (r *runner) buildGroup(ctx context.Context, g *groupRun) (traj.Group, []boo
 		// greedy: a learner recomputes them at it.
 		temperature := r.sampling.Temperature
 		t := traj.Trajectory{
-			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(r.job.ID, g.prompt.ID, s.Index()),
-			JobID: r.job.ID, PromptID: g.prompt.ID, GroupID: g.id, GroupSize: len(g.samples),
+			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(r.job.ID, g.prompt.ID, g.prompt.Iteration, s.Index()),
+			JobID: r.job.ID, PromptID: g.prompt.ID, Iteration: g.prompt.Iteration, GroupID: g.id, GroupSize: len(g.samples),
 			SampleIndex: s.Index(), PolicyVersion: r.job.PolicyVersion, Seed: s.Seed(), Temperature: &temperature, Model: r.model,
 			Tokens: s.Tokens(), PromptLen: s.PromptLen(), LossMask: s.LossMask(), Logprobs: s.Logprobs(),
 			Segments: attachCalls(s.Segments(), sr.calls), FinishReason: sr.finish,

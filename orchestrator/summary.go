@@ -19,7 +19,8 @@ type Summary struct {
 	GroupsResumed  int // groups already in the output, not redone
 	GroupsWritten  int
 	// GroupsDuplicate counts groups another worker had already written (a
-	// prompt reclaimed while still in flight); they are not written again.
+	// prompt reclaimed while still in flight), or that the feed gave twice
+	// in this run; they are not written again.
 	GroupsDuplicate int
 	Trajectories    int
 	Correct         int

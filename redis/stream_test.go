@@ -30,8 +30,8 @@ func testGroup(job, prompt string, g int) *traj.Group {
 	temperature := 0.7
 	for i := range trs {
 		trs[i] = traj.Trajectory{
-			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, i), JobID: job, PromptID: prompt,
-			GroupID: traj.GroupID(job, prompt), GroupSize: g, SampleIndex: i, PolicyVersion: 3, Temperature: &temperature,
+			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, 0, i), JobID: job, PromptID: prompt,
+			GroupID: traj.GroupID(job, prompt, 0), GroupSize: g, SampleIndex: i, PolicyVersion: 3, Temperature: &temperature,
 			Model: traj.ModelRef{Name: "m"}, Tokens: []int32{1, 2, 3, 4, 5}, PromptLen: 2,
 			LossMask: traj.Mask{1, 0, 1}, Logprobs: []float32{-0.5, 0, -1.25e-7},
 			Segments: []traj.Segment{

@@ -5,10 +5,15 @@
 // field names are the wire format (schema toolrl.trajectory/v2 and
 // toolrl.advantage/v2) and change only with a new schema version.
 //
-// Schema v2 adds temperature to trajectories and advantage records: the
-// sampling temperature the logprobs were computed at, which a learner needs to
-// recompute them. Writers always write v2; v1 records (which have no
-// temperature) still decode and validate.
+// Schema v2 adds two fields to v1. temperature (trajectories and advantage
+// records): the sampling temperature the logprobs were computed at, which a
+// learner needs to recompute them. iteration (trajectories, groups and
+// advantage records): the closed loop's iteration the prompt was sampled in,
+// part of a group's identity (job, prompt, iteration), omitted when 0 (a
+// plain rollout), so ids are GroupID(job, prompt, iteration) = "job/prompt"
+// or "job/prompt@k" and TrajectoryID = GroupID + "/sample". Writers always
+// write v2; v1 records (which have neither field: no temperature, iteration
+// 0) still decode and validate.
 //
 // Token layout: Tokens holds the whole sequence exactly as fed to the model
 // (prompt, sampled tokens, injected tool tokens, turn separators). Everything

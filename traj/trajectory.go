@@ -103,11 +103,19 @@ type Reward struct {
 // needs to compute a loss on it.
 type Trajectory struct {
 	Schema string `json:"schema"`
-	// ID is deterministic: JobID/PromptID/SampleIndex.
+	// ID is deterministic: TrajectoryID(JobID, PromptID, Iteration,
+	// SampleIndex), i.e. GroupID/SampleIndex.
 	ID       string `json:"id"`
 	JobID    string `json:"job_id"`
 	PromptID string `json:"prompt_id"`
-	// GroupID is JobID/PromptID; all G samples of a prompt share it.
+	// Iteration is the closed loop's iteration the prompt was sampled in
+	// (schema v2): a job samples the same prompt again in every iteration,
+	// and each sampling is its own group. 0 for a plain rollout (and always
+	// in v1 data); ≥ 0.
+	Iteration int `json:"iteration,omitempty"`
+	// GroupID is GroupID(JobID, PromptID, Iteration): JobID/PromptID, with
+	// "@Iteration" appended when Iteration > 0. All G samples of a prompt in
+	// one iteration share it.
 	GroupID       string `json:"group_id"`
 	GroupSize     int    `json:"group_size"`
 	SampleIndex   int    `json:"sample_index"`
@@ -168,10 +176,13 @@ func (t *Trajectory) ModelSegments() int {
 // Group is the G trajectories sampled for one prompt: the unit the advantage
 // service consumes, because GRPO baselines are computed within a group.
 type Group struct {
-	Schema        string       `json:"schema"`
-	GroupID       string       `json:"group_id"`
-	JobID         string       `json:"job_id"`
-	PromptID      string       `json:"prompt_id"`
+	Schema   string `json:"schema"`
+	GroupID  string `json:"group_id"`
+	JobID    string `json:"job_id"`
+	PromptID string `json:"prompt_id"`
+	// Iteration is the iteration every trajectory of the group was sampled
+	// in (see Trajectory.Iteration).
+	Iteration     int          `json:"iteration,omitempty"`
 	PolicyVersion int64        `json:"policy_version"`
 	Trajectories  []Trajectory `json:"trajectories"`
 }
@@ -179,11 +190,14 @@ type Group struct {
 // AdvantageRecord is one trajectory with its per-token advantages, ready for a
 // trainer's policy-gradient loss. Per-token arrays are over the response.
 type AdvantageRecord struct {
-	Schema        string `json:"schema"`
-	TrajectoryID  string `json:"trajectory_id"`
-	GroupID       string `json:"group_id"`
-	SampleIndex   int    `json:"sample_index"`
-	PolicyVersion int64  `json:"policy_version"`
+	Schema       string `json:"schema"`
+	TrajectoryID string `json:"trajectory_id"`
+	GroupID      string `json:"group_id"`
+	// Iteration is the trajectory's (see Trajectory.Iteration): 0 for a
+	// plain rollout and for v1 data.
+	Iteration     int   `json:"iteration,omitempty"`
+	SampleIndex   int   `json:"sample_index"`
+	PolicyVersion int64 `json:"policy_version"`
 	// Temperature is the trajectory's: the sampling temperature OldLogprobs
 	// were computed at (0 = greedy, nil = unknown: built from v1 data); see
 	// Trajectory.Temperature.

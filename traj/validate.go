@@ -28,10 +28,12 @@ func fieldErr(record, field, format string, args ...any) error {
 // temperature ≥ 0 when set, ids, lengths of the per-response arrays, 0/1
 // mask values, finite logprobs that are ≤ 0 (and 0 where the mask is 0),
 // contiguous segments that cover the response with masks that match their kind,
-// one step reward per model segment, and a finite reward.
+// one step reward per model segment, and a finite reward. An iteration must
+// be ≥ 0, and 0 in v1. It does not check that the ids follow GroupID and
+// TrajectoryID (data from other producers may name groups otherwise).
 func (t *Trajectory) Validate() error {
 	id := t.ID
-	if err := checkSchemaTemperature(id, t.Schema, TrajectorySchema, TrajectorySchemaV1, t.Temperature); err != nil {
+	if err := checkSchemaV2Fields(id, t.Schema, TrajectorySchema, TrajectorySchemaV1, t.Temperature, t.Iteration); err != nil {
 		return err
 	}
 	for _, f := range []struct{ name, value string }{
@@ -101,10 +103,10 @@ func (t *Trajectory) Validate() error {
 	return nil
 }
 
-// checkSchemaTemperature accepts the current schema (with or without a
-// temperature, which must then be finite and ≥ 0) and v1 (without one: v1
-// has no such field).
-func checkSchemaTemperature(id, schema, current, v1 string, temperature *float64) error {
+// checkSchemaV2Fields accepts the current schema (with or without a
+// temperature, which must then be finite and ≥ 0; with an iteration ≥ 0) and
+// v1 (without temperature and with iteration 0: v1 has neither field).
+func checkSchemaV2Fields(id, schema, current, v1 string, temperature *float64, iteration int) error {
 	switch schema {
 	case current:
 		if temperature != nil {
@@ -112,9 +114,15 @@ func checkSchemaTemperature(id, schema, current, v1 string, temperature *float64
 				return fieldErr(id, "temperature", "is %g, want a finite value ≥ 0 (0 = greedy)", t)
 			}
 		}
+		if iteration < 0 {
+			return fieldErr(id, "iteration", "is %d, want ≥ 0", iteration)
+		}
 	case v1:
 		if temperature != nil {
 			return fieldErr(id, "temperature", "is set in a %s record, which has no temperature (want %s)", v1, current)
+		}
+		if iteration != 0 {
+			return fieldErr(id, "iteration", "is %d in a %s record, which has no iteration (want %s)", iteration, v1, current)
 		}
 	default:
 		return fieldErr(id, "schema", "got %q, want %q or %q", schema, current, v1)
@@ -202,12 +210,16 @@ func checkSegments(id string, segs []Segment, mask Mask) error {
 }
 
 // Validate checks every trajectory of the group and that they belong together:
-// same group_id, job and prompt, distinct sample indexes, and a group_size that
-// matches. The group's schema is v2 or v1; a v1 group holds only v1
-// trajectories (a v2 group may hold both: v1 data regrouped by a v2 writer).
+// same group_id and iteration, distinct sample indexes, and a group_size
+// that matches. The group's schema is v2 or v1; a v1 group holds only v1
+// trajectories (a v2 group may hold both: v1 data regrouped by a v2 writer)
+// and has iteration 0.
 func (g *Group) Validate() error {
 	if g.Schema != TrajectorySchema && g.Schema != TrajectorySchemaV1 {
 		return fieldErr(g.GroupID, "schema", "got %q, want %q or %q", g.Schema, TrajectorySchema, TrajectorySchemaV1)
+	}
+	if err := checkSchemaV2Fields(g.GroupID, g.Schema, TrajectorySchema, TrajectorySchemaV1, nil, g.Iteration); err != nil {
+		return err
 	}
 	if g.GroupID == "" {
 		return fieldErr("", "group_id", "is empty")
@@ -228,6 +240,9 @@ func (g *Group) Validate() error {
 		if t.GroupID != g.GroupID {
 			return fieldErr(g.GroupID, f+".group_id", "is %q, want the group's %q", t.GroupID, g.GroupID)
 		}
+		if t.Iteration != g.Iteration {
+			return fieldErr(g.GroupID, f+".iteration", "is %d, want the group's %d", t.Iteration, g.Iteration)
+		}
 		if t.GroupSize != len(g.Trajectories) {
 			return fieldErr(g.GroupID, f+".group_size", "is %d but the group holds %d trajectories", t.GroupSize, len(g.Trajectories))
 		}
@@ -240,11 +255,12 @@ func (g *Group) Validate() error {
 }
 
 // Validate checks an advantage record's invariants: schema (v2, or v1 without
-// temperature), a finite temperature ≥ 0 when set, ids, per-response
-// array lengths, 0/1 mask, finite values, and advantage 0 on injected tokens.
+// temperature and with iteration 0), a finite temperature ≥ 0 when set, an
+// iteration ≥ 0, ids, per-response array lengths, 0/1 mask, finite values,
+// and advantage 0 on injected tokens.
 func (r *AdvantageRecord) Validate() error {
 	id := r.TrajectoryID
-	if err := checkSchemaTemperature(id, r.Schema, AdvantageSchema, AdvantageSchemaV1, r.Temperature); err != nil {
+	if err := checkSchemaV2Fields(id, r.Schema, AdvantageSchema, AdvantageSchemaV1, r.Temperature, r.Iteration); err != nil {
 		return err
 	}
 	if r.TrajectoryID == "" {

@@ -36,7 +36,7 @@ func runAdvantageCmd(t *testing.T, args ...string) (string, error) {
 // model step, a 2-token tool result and a final model step, tokens below 300.
 func advTrajectory(p string, i, g int, reward float64) traj.Trajectory {
 	return traj.Trajectory{
-		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID("j", p, i), JobID: "j", PromptID: p, GroupID: traj.GroupID("j", p),
+		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID("j", p, 0, i), JobID: "j", PromptID: p, GroupID: traj.GroupID("j", p, 0),
 		GroupSize: g, SampleIndex: i, Model: traj.ModelRef{Name: "tiny"},
 		Tokens: []int32{1, 40, 41, int32(50 + i), 51, 60, 61, int32(70 + i)}, PromptLen: 3,
 		LossMask: traj.Mask{1, 1, 0, 0, 1}, Logprobs: []float32{-0.5, -1, 0, 0, -2},

@@ -38,8 +38,8 @@ func exportGroup(job string, prompt, n int) traj.Group {
 	var ts []traj.Trajectory
 	for i := range n {
 		t := traj.Trajectory{
-			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, promptID, i), JobID: job, PromptID: promptID,
-			GroupID: traj.GroupID(job, promptID), GroupSize: n, SampleIndex: i, PolicyVersion: int64(prompt), Seed: uint64(prompt*100 + i),
+			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, promptID, 0, i), JobID: job, PromptID: promptID,
+			GroupID: traj.GroupID(job, promptID, 0), GroupSize: n, SampleIndex: i, PolicyVersion: int64(prompt), Seed: uint64(prompt*100 + i),
 			Model:     traj.ModelRef{Name: "calc"},
 			Tokens:    []int32{1, 2, 3, 10, 11, 20, 21, 30},
 			PromptLen: 3,

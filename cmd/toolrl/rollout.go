@@ -18,11 +18,12 @@ import (
 
 func newRolloutCmd() *cobra.Command {
 	var (
-		jobFile string
-		flags   orchestrator.Job
-		resume  bool
-		greedy  bool
-		dist    distributedFlags
+		jobFile   string
+		flags     orchestrator.Job
+		resume    bool
+		greedy    bool
+		iteration int
+		dist      distributedFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "rollout",
@@ -110,8 +111,14 @@ and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
 			if set("policy-version") {
 				job.PolicyVersion = flags.PolicyVersion
 			}
+			if iteration < 0 {
+				return usageErrorf("--iteration %d: want ≥ 0", iteration)
+			}
 			if dist.url != "" {
-				return runDistributed(cmd, job, dist)
+				if dist.worker && set("iteration") {
+					return usageErrorf("--iteration is for enqueueing: a worker samples each prompt in the iteration its entry carries")
+				}
+				return runDistributed(cmd, job, dist, iteration)
 			}
 			if dist.worker {
 				return usageErrorf("--worker needs --redis URL and --job J")
@@ -119,12 +126,12 @@ and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
 			if err := job.Normalize(); err != nil {
 				return usageError{err}
 			}
-			return runRollout(cmd, job, nil)
+			return runRollout(cmd, job, nil, iteration)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&jobFile, "job-file", "", "YAML job file (flags override its fields)")
-	f.StringVar(&flags.ID, "job", "", "job id: trajectory ids are JOB/prompt/sample (default rollout)")
+	f.StringVar(&flags.ID, "job", "", "job id: trajectory ids are JOB/prompt/sample, JOB/prompt@N/sample in --iteration N (default rollout)")
 	f.StringVar(&flags.Model, "model", "", "model folder (config.json, tokenizer.json, onnx/model.onnx)")
 	f.StringVar(&flags.RefModel, "ref-model", "", "reference model folder: its logprobs go into ref_logprobs")
 	f.StringVar(&flags.Prompts, "prompts", "", "prompts JSONL: {id, prompt | messages, answer, meta}")
@@ -143,6 +150,7 @@ and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
 	f.BoolVar(&flags.SkipInvalid, "skip-invalid", false, "skip malformed prompt lines (counted) instead of stopping")
 	f.BoolVar(&resume, "resume", true, "skip groups already in the output")
 	f.Int64Var(&flags.PolicyVersion, "policy-version", 0, "policy version recorded in every trajectory")
+	f.IntVar(&iteration, "iteration", 0, "closed-loop iteration: every prompt is a new group JOB/prompt@N with its own seeds (0 = JOB/prompt)")
 	f.StringVar(&dist.url, "redis", "", "distributed job: enqueue the prompts into this Redis (with --job), or claim them with --worker")
 	f.BoolVar(&dist.worker, "worker", false, "run as a distributed worker: claim prompts from --redis until the job's prompts are done")
 	f.DurationVar(&dist.claimIdle, "claim-idle", 60*time.Second, "reclaim a silent worker's prompts after this long")
@@ -156,7 +164,7 @@ type distributedFlags struct {
 }
 
 // runDistributed enqueues the job's prompts, or runs a worker on them.
-func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFlags) error {
+func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFlags, iteration int) error {
 	if !cmd.Flags().Changed("job") && job.ID == "" {
 		return usageErrorf("--redis needs --job J: the job names the streams workers share")
 	}
@@ -173,6 +181,9 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 		set, err := orchestrator.ReadPrompts(job.Prompts, job.Limit, job.SkipInvalid)
 		if err != nil {
 			return usageError{err}
+		}
+		for i := range set.Prompts {
+			set.Prompts[i].Iteration = iteration
 		}
 		n, err := orchestrator.Enqueue(ctx, client, job.ID, set.Prompts)
 		if err != nil {
@@ -195,15 +206,16 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 	if err != nil {
 		return err
 	}
-	err = runRollout(cmd, job, feed)
+	err = runRollout(cmd, job, feed, 0)
 	fmt.Fprintf(cmd.OutOrStdout(), "  worker         %d corrupt prompt entries dead-lettered, %d redelivered prompts already done\n", feed.DeadLetters, feed.Redone)
 	return err
 }
 
 // runRollout runs the job with signal handling: the first SIGINT/SIGTERM
 // stops taking prompts and lets in-flight groups finish; a second abandons
-// them. Either way the summary is printed and the exit code is 130.
-func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.PromptFeed) error {
+// them. Either way the summary is printed and the exit code is 130. iteration
+// is the prompts file's (RunOptions.Iteration); a feed's prompts carry their own.
+func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.PromptFeed, iteration int) error {
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
 	abort, abortNow := context.WithCancel(context.Background())
@@ -225,7 +237,7 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 		}
 	}()
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort, Feed: feed})
+	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort, Feed: feed, Iteration: iteration})
 	if summary != nil {
 		summary.Write(cmd.OutOrStdout())
 		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", job.Out)
