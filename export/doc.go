@@ -8,8 +8,8 @@
 // with the schema version in the file's key-value metadata under MetaSchema.
 // The Parquet columns are documented in docs/export.md; the trainer-facing ones
 // are input_ids, prompt_len, loss_mask, old_logprobs, ref_logprobs, advantages,
-// kl, reward, reward_<part>, group_id, sample_index, policy_version and
-// segments.
+// kl, reward, reward_<part>, group_id, iteration, sample_index,
+// policy_version and segments.
 //
 // Both formats hold the same values: a record read back from either compares
 // equal (reflect.DeepEqual) to what traj's JSON codec decodes from its JSON
@@ -17,9 +17,11 @@
 // validate every record they return, so NaN, ±Inf and broken invariants are
 // rejected with the file and line (JSONL) or row (Parquet) named.
 //
-// Schema v2 added the nullable temperature column. Writers write v2; readers
-// also take v1 files (JSONL lines and Parquet files without the column, whose
-// records read as v1 without temperature). A v1 record written to Parquet
+// Schema v2 added the nullable temperature column and the iteration column
+// (INT64, 0 for a plain rollout). Writers write v2; readers also take v1
+// files (JSONL lines and Parquet files without those columns, whose records
+// read as v1 without temperature, iteration 0) and v2 Parquet files written
+// before the iteration column (iteration 0). A v1 record written to Parquet
 // reads back as v2 with a null temperature (the file's schema is v2).
 //
 // Readers also take Parquet files that other tools rewrote (DuckDB, pandas):

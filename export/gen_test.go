@@ -14,9 +14,12 @@ import (
 // logprobs, reward parts and step rewards, and now and then an empty response.
 func genTrajectory(rng *rand.Rand, job string, prompt, sample, groupSize int) traj.Trajectory {
 	promptID := fmt.Sprintf("p%04d", prompt)
+	// Iteration by prompt too (not from rng): plain rollouts (0, omitted in
+	// JSON) and later iterations of the closed loop.
+	iteration := []int{0, 3, 0, 1, 12}[prompt%5]
 	t := traj.Trajectory{
-		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, promptID, 0, sample), JobID: job, PromptID: promptID,
-		GroupID: traj.GroupID(job, promptID, 0), GroupSize: groupSize, SampleIndex: sample,
+		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, promptID, iteration, sample), JobID: job, PromptID: promptID,
+		Iteration: iteration, GroupID: traj.GroupID(job, promptID, iteration), GroupSize: groupSize, SampleIndex: sample,
 		PolicyVersion: rng.Int64N(100), Seed: rng.Uint64(), Model: traj.ModelRef{Name: "calc-tiny", Hash: "sha256:0123abcd"},
 		FinishReason: []traj.FinishReason{traj.FinishStop, traj.FinishLength, traj.FinishMaxTurns}[rng.IntN(3)],
 	}
@@ -111,7 +114,7 @@ func genTrajectory(rng *rand.Rand, job string, prompt, sample, groupSize int) tr
 // genAdvantage derives a valid advantage record from a trajectory.
 func genAdvantage(rng *rand.Rand, t traj.Trajectory) traj.AdvantageRecord {
 	a := traj.AdvantageRecord{
-		Schema: traj.AdvantageSchema, TrajectoryID: t.ID, GroupID: t.GroupID, SampleIndex: t.SampleIndex,
+		Schema: traj.AdvantageSchema, TrajectoryID: t.ID, GroupID: t.GroupID, Iteration: t.Iteration, SampleIndex: t.SampleIndex,
 		PolicyVersion: t.PolicyVersion, Temperature: t.Temperature, InputIDs: t.Tokens, PromptLen: t.PromptLen, LossMask: t.LossMask,
 		OldLogprobs: t.Logprobs, RefLogprobs: t.RefLogprobs, Reward: t.Reward, StepRewards: t.StepRewards,
 		Segments: t.Segments, Mode: "hybrid", Estimator: "grpo", ZeroVariance: rng.IntN(10) == 0, Stale: rng.IntN(10) == 0,

@@ -16,7 +16,9 @@ import (
 // back nil; the others keep null (nil) and [] (empty) apart.
 //
 // temperature (schema v2) is a nullable DOUBLE: null is unknown (v1 data).
-// Files written before v2 lack the column; readers take them (addedColumns).
+// iteration (schema v2) is an INT64, 0 for a plain rollout. Files written
+// before these columns existed lack them; readers take such files and read
+// temperature as null and iteration as 0 (addedColumns).
 
 // segmentRow is one element of the segments list column.
 type segmentRow struct {
@@ -52,6 +54,7 @@ type trajectoryRow struct {
 	ID            string       `parquet:"id"`
 	JobID         string       `parquet:"job_id"`
 	PromptID      string       `parquet:"prompt_id"`
+	Iteration     int64        `parquet:"iteration"`
 	GroupID       string       `parquet:"group_id"`
 	GroupSize     int64        `parquet:"group_size"`
 	SampleIndex   int64        `parquet:"sample_index"`
@@ -77,6 +80,7 @@ type trajectoryRow struct {
 type advantageRow struct {
 	TrajectoryID  string       `parquet:"trajectory_id"`
 	GroupID       string       `parquet:"group_id"`
+	Iteration     int64        `parquet:"iteration"`
 	SampleIndex   int64        `parquet:"sample_index"`
 	PolicyVersion int64        `parquet:"policy_version"`
 	Temperature   *float64     `parquet:"temperature,optional"`
@@ -110,8 +114,9 @@ type rowCodec[T, R any] struct {
 }
 
 // addedColumns are the columns of a schema version after v1, which files
-// written before it lack: a reader takes such a file and reads them as null.
-var addedColumns = map[string]bool{"temperature": true}
+// written before it lack: a reader takes such a file and reads them as null
+// (temperature) or 0 (iteration).
+var addedColumns = map[string]bool{"temperature": true, "iteration": true}
 
 var trajectoryRows = &rowCodec[traj.Trajectory, trajectoryRow]{
 	kind:     Trajectories,
@@ -120,7 +125,7 @@ var trajectoryRows = &rowCodec[traj.Trajectory, trajectoryRow]{
 	parts:    func(t *traj.Trajectory) map[string]float64 { return t.Reward.Parts },
 	toRow: func(t *traj.Trajectory, r *trajectoryRow) (err error) {
 		*r = trajectoryRow{
-			ID: t.ID, JobID: t.JobID, PromptID: t.PromptID, GroupID: t.GroupID,
+			ID: t.ID, JobID: t.JobID, PromptID: t.PromptID, Iteration: int64(t.Iteration), GroupID: t.GroupID,
 			GroupSize: int64(t.GroupSize), SampleIndex: int64(t.SampleIndex), PolicyVersion: t.PolicyVersion,
 			Seed: t.Seed, Temperature: t.Temperature, ModelName: t.Model.Name, ModelHash: t.Model.Hash,
 			PromptLen: int64(t.PromptLen), InputIDs: t.Tokens, LossMask: []uint8(t.LossMask),
@@ -132,7 +137,7 @@ var trajectoryRows = &rowCodec[traj.Trajectory, trajectoryRow]{
 	},
 	fromRow: func(r *trajectoryRow, parts map[string]float64, schema string) traj.Trajectory {
 		return traj.Trajectory{
-			Schema: schema, ID: r.ID, JobID: r.JobID, PromptID: r.PromptID, GroupID: r.GroupID,
+			Schema: schema, ID: r.ID, JobID: r.JobID, PromptID: r.PromptID, Iteration: int(r.Iteration), GroupID: r.GroupID,
 			GroupSize: int(r.GroupSize), SampleIndex: int(r.SampleIndex), PolicyVersion: r.PolicyVersion,
 			Seed: r.Seed, Temperature: r.Temperature, Model: traj.ModelRef{Name: r.ModelName, Hash: r.ModelHash},
 			Tokens: r.InputIDs, PromptLen: int(r.PromptLen), LossMask: traj.Mask(r.LossMask),
@@ -151,7 +156,7 @@ var advantageRows = &rowCodec[traj.AdvantageRecord, advantageRow]{
 	parts:    func(a *traj.AdvantageRecord) map[string]float64 { return a.Reward.Parts },
 	toRow: func(a *traj.AdvantageRecord, r *advantageRow) (err error) {
 		*r = advantageRow{
-			TrajectoryID: a.TrajectoryID, GroupID: a.GroupID, SampleIndex: int64(a.SampleIndex),
+			TrajectoryID: a.TrajectoryID, GroupID: a.GroupID, Iteration: int64(a.Iteration), SampleIndex: int64(a.SampleIndex),
 			PolicyVersion: a.PolicyVersion, Temperature: a.Temperature, PromptLen: int64(a.PromptLen), InputIDs: a.InputIDs,
 			LossMask: []uint8(a.LossMask), OldLogprobs: a.OldLogprobs, RefLogprobs: omitEmpty(a.RefLogprobs),
 			Advantages: a.Advantages, KL: omitEmpty(a.KL), KLEstimator: a.KLEstimator,
@@ -163,7 +168,7 @@ var advantageRows = &rowCodec[traj.AdvantageRecord, advantageRow]{
 	},
 	fromRow: func(r *advantageRow, parts map[string]float64, schema string) traj.AdvantageRecord {
 		return traj.AdvantageRecord{
-			Schema: schema, TrajectoryID: r.TrajectoryID, GroupID: r.GroupID,
+			Schema: schema, TrajectoryID: r.TrajectoryID, GroupID: r.GroupID, Iteration: int(r.Iteration),
 			SampleIndex: int(r.SampleIndex), PolicyVersion: r.PolicyVersion, Temperature: r.Temperature,
 			InputIDs: r.InputIDs, PromptLen: int(r.PromptLen), LossMask: traj.Mask(r.LossMask),
 			OldLogprobs: r.OldLogprobs, RefLogprobs: omitEmpty(r.RefLogprobs), Advantages: r.Advantages,

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/toolrl/toolrl/traj"
@@ -160,6 +161,82 @@ func TestTemperatureColumn(t *testing.T) {
 	for i := range in {
 		if !reflect.DeepEqual(got[i].Temperature, in[i].Temperature) {
 			t.Fatalf("record %d: temperature %v, wrote %v", i, got[i].Temperature, in[i].Temperature)
+		}
+	}
+}
+
+// The testdata/v2-pre-iteration-* files were written by toolrl at commit
+// df2fda6 (schema v2 with temperature, before the iteration column):
+// `toolrl rollout --model models/calc --limit 2 --group-size 4 --seed 3
+// --job pre`, `toolrl advantage` on it, and `toolrl export` of both to
+// Parquet.
+
+// TestFilesWithoutIterationRead: Parquet files written before the iteration
+// column read as iteration 0, exactly as their JSONL twins decode.
+func TestFilesWithoutIterationRead(t *testing.T) {
+	ts, tlines := readV1Lines(t, "testdata/v2-pre-iteration-trajectories.jsonl", traj.UnmarshalTrajectory)
+	as, alines := readV1Lines(t, "testdata/v2-pre-iteration-advantages.jsonl", traj.UnmarshalAdvantage)
+	for _, path := range []string{"testdata/v2-pre-iteration-trajectories.parquet", "testdata/v2-pre-iteration-advantages.parquet"} {
+		info, err := Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range info.Columns {
+			if c.Name == "iteration" {
+				t.Fatalf("%s has an iteration column: not a fixture from before it", path)
+			}
+		}
+	}
+	tr, err := OpenTrajectories("testdata/v2-pre-iteration-trajectories.parquet")
+	got := readAll(t, tr, err)
+	compareRecords(t, got, ts, traj.MarshalTrajectory, tlines)
+	ar, err := OpenAdvantages("testdata/v2-pre-iteration-advantages.parquet")
+	gotA := readAll(t, ar, err)
+	compareRecords(t, gotA, as, traj.MarshalAdvantage, alines)
+	for i := range got {
+		if got[i].Iteration != 0 || got[i].Temperature == nil {
+			t.Fatalf("trajectory %s: iteration %d temperature %v, want 0 and set", got[i].ID, got[i].Iteration, got[i].Temperature)
+		}
+	}
+	for i := range gotA {
+		if gotA[i].Iteration != 0 {
+			t.Fatalf("record %s: iteration %d, want 0", gotA[i].TrajectoryID, gotA[i].Iteration)
+		}
+	}
+}
+
+// TestIterationColumn: both kinds have an int64 iteration column, and the
+// fixtures' iterations (0 and later ones) come back as written.
+func TestIterationColumn(t *testing.T) {
+	for _, kind := range []Kind{Trajectories, Advantages} {
+		cols, err := ParquetColumns(kind, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(cols, func(c Column) bool { return c.Name == "iteration" })
+		if i < 0 || cols[i].Type != "int64" {
+			t.Errorf("%s: iteration column %v, want int64 (columns %v)", kind, i, cols)
+		}
+	}
+	in := allTrajectories()
+	seen := map[int]bool{}
+	for _, tr := range in {
+		seen[tr.Iteration] = true
+	}
+	if len(seen) < 3 {
+		t.Fatalf("fixtures hold iterations %v, want 0 and later ones", seen)
+	}
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	w, err := CreateTrajectories(path, WriterOptions{RewardParts: testParts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAll(t, w, in)
+	r, err := OpenTrajectories(path)
+	got := readAll(t, r, err)
+	for i := range in {
+		if got[i].Iteration != in[i].Iteration || got[i].GroupID != in[i].GroupID {
+			t.Fatalf("record %d: iteration %d of %s, wrote %d of %s", i, got[i].Iteration, got[i].GroupID, in[i].Iteration, in[i].GroupID)
 		}
 	}
 }
