@@ -1,0 +1,123 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/trainer/curves"
+)
+
+func newPlotCmd() *cobra.Command {
+	var to string
+	var labels []string
+	var opts curves.Options
+	cmd := &cobra.Command{
+		Use:   "plot OUT [OUT...]",
+		Short: "Draw a training run's learning curves as PNG charts",
+		Long: `plot reads the metrics.jsonl and eval.jsonl that toolrl train writes into
+its output folder OUT and draws one PNG chart per quantity against the
+iteration:
+
+  reward.png                 rollout (and eval) mean reward
+  accuracy.png               rollout and eval accuracy, % of trajectories
+  call_rate.png              rollout and eval share of trajectories with a tool call
+  calls_per_trajectory.png   rollout and eval tool calls per trajectory
+  kl.png                     learner KL to the reference (k3, nats per token)
+  clip_fraction.png          learner clip fraction, low+high and dual
+  entropy.png                learner entropy (nats per token)
+  eval_accuracy_by_F.png     eval accuracy by each value of split field F
+
+Eval series are drawn with markers, at the iteration after which the version
+was evaluated (0: before the first update). Iterations whose learner took no
+optimizer step have no learner points. Several OUT folders are overlaid in
+each chart, one color and dash pattern per run, named in the legend by folder
+name or --label. The charts go to OUT/plots for one run and to
+FIRST/plots/overlay for several (FIRST: the first OUT), unless --to says
+where; files are replaced.`,
+		Example: `  toolrl plot out/calc-smoke
+  toolrl plot out/run1 out/run2 --label sync,async --to out/compare`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("plot: name at least one OUT folder (the output folder of toolrl train)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Validate(); err != nil {
+				return usageErrorf("plot: %v", err)
+			}
+			if len(labels) > 0 && len(labels) != len(args) {
+				return usageErrorf("plot: --label names %d runs, want one label per OUT (%d)", len(labels), len(args))
+			}
+			runs, err := readPlotRuns(args, labels)
+			if err != nil {
+				return err
+			}
+			dir := to
+			switch {
+			case dir != "":
+			case len(runs) == 1:
+				dir = filepath.Join(args[0], "plots")
+			default:
+				dir = filepath.Join(args[0], "plots", "overlay")
+			}
+			charts, err := curves.Write(dir, runs, opts)
+			if err != nil {
+				return fmt.Errorf("plot: %w", err)
+			}
+			w := cmd.OutOrStdout()
+			var names []string
+			for _, r := range runs {
+				names = append(names, fmt.Sprintf("%s (%d iterations, %d evals)", r.Label, len(r.Iterations), len(r.Evals)))
+			}
+			fmt.Fprintf(w, "plot: %s\n", strings.Join(names, ", "))
+			for _, c := range charts {
+				if c.Path == "" {
+					fmt.Fprintf(w, "  %-28s skipped: no points\n", c.Name)
+					continue
+				}
+				fmt.Fprintf(w, "  %s\n", c.Path)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&to, "to", "", "folder for the charts (default OUT/plots for one run, FIRST/plots/overlay for several)")
+	fs.StringSliceVar(&labels, "label", nil, "legend names of the runs, one per OUT, comma-separated (default: the folders' names)")
+	fs.IntVar(&opts.Width, "width", 1000, "chart width in pixels (200–8000)")
+	fs.IntVar(&opts.Height, "height", 600, "chart height in pixels (200–8000)")
+	return cmd
+}
+
+// readPlotRuns reads each OUT folder and labels its run: by labels when
+// given, else by the folder's name, or by the path as given when two
+// folders share a name.
+func readPlotRuns(dirs, labels []string) ([]curves.Run, error) {
+	byBase := map[string]int{}
+	for _, d := range dirs {
+		byBase[filepath.Base(filepath.Clean(d))]++
+	}
+	var runs []curves.Run
+	for i, d := range dirs {
+		run, err := curves.ReadRun(d)
+		switch {
+		case errors.Is(err, curves.ErrNoMetrics) || errors.Is(err, fs.ErrNotExist):
+			return nil, usageError{fmt.Errorf("plot: %w", err)}
+		case err != nil:
+			return nil, fmt.Errorf("plot: %w", err)
+		}
+		switch {
+		case len(labels) > 0:
+			run.Label = labels[i]
+		case byBase[run.Label] > 1:
+			run.Label = filepath.Clean(d)
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
+}
