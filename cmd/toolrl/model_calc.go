@@ -24,17 +24,47 @@ func newModelCalcCmds() []*cobra.Command {
 }
 
 func newModelDataCmd() *cobra.Command {
-	var out string
+	var out, splitName string
 	var n int
 	cmd := &cobra.Command{
 		Use:   "data",
-		Short: "Write the held-out calc prompts (JSONL: id, prompt, answer)",
+		Short: "Write a calc prompt set: the held-out test prompts or the RL prompts (JSONL: id, prompt, answer, meta.difficulty)",
+		Long: fmt.Sprintf(`data writes one of the two shipped calc prompt sets, one JSON object a line:
+{"id","prompt","answer","meta":{"difficulty":"easy"|"hard"}}.
+
+  --split test  the held-out evaluation prompts (seed %d, ids calc-NNNN),
+                %d by default, %s
+  --split rl    the RL training prompts (seed %d, ids calc-rl-NNNN), %d by
+                default, %s; none is one of the %d held-out
+                prompts or a prompt the shipped model was trained on, and the
+                held-out set's share of easy prompts is kept
+
+difficulty is "easy" for a problem drawn easy (one operation on operands 1-5),
+"hard" otherwise. Only the first %d test prompts are kept out of training and
+of the RL set: a larger --n for test adds prompts that may overlap them.`,
+			calcdata.TestSeed, calcdata.HeldOut, calcdata.SplitTest.Path(),
+			calcdata.RLSeed, calcdata.RLPrompts, calcdata.SplitRL.Path(), calcdata.HeldOut, calcdata.HeldOut),
 		Example: `  toolrl model data --out data/calc/prompts.jsonl
-  toolrl model data --n 1000 --out /tmp/more.jsonl`,
+  toolrl model data --split rl --out data/calc/rl.jsonl
+  toolrl model data --split rl --n 4096 --out /tmp/rl-4k.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			split, err := calcdata.ParseSplit(splitName)
+			if err != nil {
+				return usageErrorf("--split: %v", err)
+			}
+			if !cmd.Flags().Changed("n") {
+				n = split.Size()
+			}
 			if n <= 0 {
 				return usageErrorf("--n must be positive, got %d", n)
+			}
+			if out == "" {
+				out = split.Path()
+			}
+			problems, err := split.Problems(n)
+			if err != nil {
+				return fmt.Errorf("model data: %w", err)
 			}
 			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 				return fmt.Errorf("model data: %w", err)
@@ -43,19 +73,26 @@ func newModelDataCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("model data: %w", err)
 			}
-			if err := calcdata.WritePrompts(f, calcdata.TestProblems(n)); err != nil {
+			if err := calcdata.WritePrompts(f, split, problems); err != nil {
 				f.Close()
 				return fmt.Errorf("model data %s: %w", out, err)
 			}
 			if err := f.Close(); err != nil {
 				return fmt.Errorf("model data %s: %w", out, err)
 			}
-			slog.Info("wrote held-out prompts", "path", out, "n", n)
+			easy := 0
+			for _, p := range problems {
+				if p.Difficulty() == calcdata.DifficultyEasy {
+					easy++
+				}
+			}
+			slog.Info("wrote calc prompts", "split", split, "path", out, "n", n, "easy", easy, "hard", n-easy)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "data/calc/prompts.jsonl", "output JSONL path")
-	cmd.Flags().IntVar(&n, "n", calcdata.HeldOut, "number of held-out prompts")
+	cmd.Flags().StringVar(&splitName, "split", string(calcdata.SplitTest), "prompt set: test (held-out evaluation) or rl (RL training)")
+	cmd.Flags().StringVar(&out, "out", "", fmt.Sprintf("output JSONL path (default: %s for test, %s for rl)", calcdata.SplitTest.Path(), calcdata.SplitRL.Path()))
+	cmd.Flags().IntVar(&n, "n", 0, fmt.Sprintf("number of prompts (default: %d for test, %d for rl)", calcdata.HeldOut, calcdata.RLPrompts))
 	return cmd
 }
 

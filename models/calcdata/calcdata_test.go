@@ -146,7 +146,7 @@ func TestCompletionLayout(t *testing.T) {
 func TestPromptsRoundTrip(t *testing.T) {
 	ps := TestProblems(10)
 	var buf bytes.Buffer
-	if err := WritePrompts(&buf, ps); err != nil {
+	if err := WritePrompts(&buf, SplitTest, ps); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := ReadPrompts(&buf)

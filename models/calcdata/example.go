@@ -28,7 +28,8 @@ type Example struct {
 
 // Mix sets the data mix. The zero value is not useful; use DefaultMix.
 type Mix struct {
-	// EasyRate is the fraction of problems drawn easy (operands 1–10, one operation).
+	// EasyRate is the fraction of problems drawn easy (one operation on operands
+	// 1–5; see Problem.Easy).
 	EasyRate float64
 	// DirectEasy is the fraction of easy problems answered directly (always correctly).
 	DirectEasy float64

@@ -13,6 +13,7 @@ import (
 // Pipeline defaults: `make model` uses exactly these.
 const (
 	HeldOut     = 256   // held-out prompts shipped in data/calc/prompts.jsonl
+	RLPrompts   = 1024  // RL training prompts shipped in data/calc/rl.jsonl
 	VocabSize   = 640   // tokenizer vocabulary (bytes + merges + 1 special)
 	TokExamples = 20000 // examples the tokenizer is trained on
 )

@@ -23,10 +23,24 @@ type Problem struct {
 	Answer int64
 	// Ops is the number of arithmetic operations (1–3).
 	Ops int
-	// Easy marks problems whose operands are small enough to answer without a tool.
+	// Easy marks problems drawn easy: small enough to answer without a tool.
+	// Only one-operation templates can be drawn easy, so Easy implies Ops == 1;
+	// the operands are 1–5, except an easy division's dividend, which is the
+	// product of a divisor 2–5 and a quotient 1–5 (at most 25).
 	Easy bool
 	// Template names the template the problem came from.
 	Template string
+}
+
+// Difficulty is the prompt's meta.difficulty: DifficultyEasy when the problem
+// was drawn easy (Easy, which implies one operation), DifficultyHard otherwise.
+// It labels the draw, not the numbers: a hard draw of a one-operation template
+// can still come out small ("What is 3 plus 4?" from 1-digit operands 2–9).
+func (p Problem) Difficulty() string {
+	if p.Easy {
+		return DifficultyEasy
+	}
+	return DifficultyHard
 }
 
 // AnswerText is the answer as the calculator prints it and the policy writes it.
