@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -111,7 +112,9 @@ type RedisFeed struct {
 	keys     toolredis.Keys
 	opts     RedisFeedOptions
 	buf      []toolredis.Message
-	ids      map[string]string // Prompt.Key -> entry id, until Done
+	// ids maps Prompt.Key to the entries delivered for it (the one being
+	// rolled out first), until Done acknowledges them all.
+	ids      map[string][]string
 	lastRead time.Time
 	// DeadLetters counts prompt entries that could not be decoded.
 	DeadLetters int
@@ -142,7 +145,7 @@ func NewRedisFeed(ctx context.Context, client goredis.UniversalClient, opts Redi
 	if err := c.EnsureGroup(ctx); err != nil {
 		return nil, err
 	}
-	return &RedisFeed{client: client, consumer: c, keys: keys, opts: opts, ids: map[string]string{}}, nil
+	return &RedisFeed{client: client, consumer: c, keys: keys, opts: opts, ids: map[string][]string{}}, nil
 }
 
 // Next returns the next prompt. With block it waits until one comes or the
@@ -209,12 +212,16 @@ func (f *RedisFeed) pop(ctx context.Context) (Prompt, bool, error) {
 			}
 			continue
 		}
-		if _, dup := f.ids[p.Key()]; dup {
-			// Claimed back while still in flight here: the first delivery's
-			// Done acks it; drop this one.
+		if entries, dup := f.ids[p.Key()]; dup {
+			// Claimed back while still in flight here, or another entry of
+			// the same prompt and iteration (one enqueued around the queued
+			// set): the first delivery's Done acks it too; drop it here.
+			if !slices.Contains(entries, m.ID) {
+				f.ids[p.Key()] = append(entries, m.ID)
+			}
 			continue
 		}
-		f.ids[p.Key()] = m.ID
+		f.ids[p.Key()] = []string{m.ID}
 		return p, true, nil
 	}
 	return Prompt{}, false, nil
@@ -234,10 +241,10 @@ func (f *RedisFeed) drained(ctx context.Context) (bool, error) {
 
 // Done acknowledges the prompt once its group is written.
 func (f *RedisFeed) Done(ctx context.Context, p Prompt) error {
-	id, ok := f.ids[p.Key()]
+	entries, ok := f.ids[p.Key()]
 	if !ok {
 		return nil
 	}
 	delete(f.ids, p.Key())
-	return f.consumer.Ack(ctx, id)
+	return f.consumer.Ack(ctx, entries...)
 }
