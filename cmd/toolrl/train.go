@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/trainer"
+)
+
+func newTrainCmd() *cobra.Command {
+	var configPath, out string
+	var resume, async bool
+	cmd := &cobra.Command{
+		Use:   "train --config FILE",
+		Short: "Run the closed loop: rollout, advantages, learner update, publish, reload — iteration after iteration",
+		Long: `train runs toolrl's RL loop in one process, no services to start. Each
+iteration samples a group for prompts_per_iteration prompts of the RL prompt
+set with the current policy version (the orchestrator, as toolrl rollout),
+computes GRPO advantages (as toolrl advantage), takes one learner update (as
+toolrl learn) and publishes the next version into OUT/policy, which the next
+iteration samples with. Every eval.every iterations (and before the first)
+the current version is evaluated on the held-out eval.prompts at a fixed
+seed, split by the meta fields in eval.split_by.
+
+The config (YAML, strict keys; docs/train.md) holds the rollout job, the
+advantage math, the learner's knobs, iterations, prompts_per_iteration, the
+evaluation and out. With async: true (or --async) each iteration's rollout
+overlaps the previous update: rollouts are one version behind the learner,
+which the ratio corrects; otherwise the loop is strictly on-policy and, for a
+seed, deterministic (the same metrics, timings aside, and the same weights).
+
+OUT gets metrics.jsonl (one line per iteration: rollout, advantage and
+learner figures, seconds per phase), eval.jsonl, trajectories.jsonl (the
+groups trained on) and policy/ (the versions). toolrl plot OUT draws them.
+SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
+130; --resume continues from the last published version and iteration.`,
+		Example: `  toolrl train --config experiments/calc-smoke.yaml
+  toolrl train --config experiments/calc-smoke.yaml --out out/run2 --async
+  toolrl train --config experiments/calc-smoke.yaml --resume`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if configPath == "" {
+				return usageErrorf("train: --config is required")
+			}
+			cfg, err := trainer.LoadConfig(configPath)
+			if err != nil {
+				return usageErrorf("train: %v", err)
+			}
+			if out != "" {
+				cfg.Out = out
+			}
+			if cmd.Flags().Changed("async") {
+				cfg.Async = async
+			}
+			if err := cfg.Normalize(); err != nil {
+				return usageErrorf("train: %s: %v", configPath, err)
+			}
+			return runTrain(cmd, cfg, resume)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&configPath, "config", "", "training config (YAML; docs/train.md)")
+	fs.StringVar(&out, "out", "", "output folder (overrides the config's out)")
+	fs.BoolVar(&resume, "resume", false, "continue from the last published version and iteration in OUT")
+	fs.BoolVar(&async, "async", false, "overlap each rollout with the previous update (one version of staleness)")
+	return cmd
+}
+
+func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool) error {
+	stderr := cmd.ErrOrStderr()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, stop := signalContext(cmd)
+	defer stop()
+	progress := newTrainProgress(stderr, cfg.Iterations)
+	opts := trainer.Options{Resume: resume, Logger: logger, OnIteration: progress.iteration, OnEval: progress.evalDone}
+	mode := "on-policy"
+	if cfg.Async {
+		mode = "async (one version of staleness)"
+	}
+	fmt.Fprintf(stderr, "train: %d iterations × %d prompts × G=%d, %s, out %s\n",
+		cfg.Iterations, cfg.PromptsPerIteration, cfg.Rollout.GroupSize, mode, cfg.Out)
+	res, err := trainer.Train(ctx, cfg, opts)
+	progress.finish()
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	w := cmd.OutOrStdout()
+	status := "done"
+	if res.Interrupted {
+		status = "interrupted (the iteration in progress was finished and published)"
+	}
+	fmt.Fprintf(w, "train: %s: iterations %d-%d in %s; latest policy version %d\n", status, res.FirstIteration, res.LastIteration,
+		res.Elapsed.Round(time.Second), res.Version)
+	if res.LastIteration >= res.FirstIteration {
+		m := res.Last
+		fmt.Fprintf(w, "  last iteration  reward %.3f, accuracy %.1f%%, call rate %.1f%%, calls/trajectory %.2f; learner loss %.4f, kl %.4f, clip %.3f\n",
+			m.Rollout.RewardMean, 100*m.Rollout.Accuracy, 100*m.Rollout.CallRate, m.Rollout.CallsPerTrajectory,
+			m.Learner.Loss, m.Learner.KL, m.Learner.ClipFracLow+m.Learner.ClipFracHigh)
+	}
+	if ev := res.LastEval; ev != nil {
+		fmt.Fprintf(w, "  eval (v%d)      accuracy %.1f%%, call rate %.1f%%, calls/trajectory %.2f on %d held-out prompts\n",
+			ev.PolicyVersion, 100*ev.Overall.Accuracy, 100*ev.Overall.CallRate, ev.Overall.CallsPerTrajectory, ev.Prompts)
+	}
+	fmt.Fprintf(w, "  metrics         %s, %s\n", filepath.Join(res.Out, trainer.MetricsFile), filepath.Join(res.Out, trainer.EvalFile))
+	fmt.Fprintf(w, "  policy          %s\n", res.VersionDir)
+	fmt.Fprintf(w, "  plots           toolrl plot %s\n", res.Out)
+	if res.Interrupted {
+		return exitError{code: exitInterrupted, err: fmt.Errorf("training stopped by signal after iteration %d (version %d); continue with --resume", res.LastIteration, res.Version)}
+	}
+	return nil
+}
+
+// trainProgress shows iterations on a bar on a terminal, else one line each.
+type trainProgress struct {
+	out   io.Writer
+	bar   *progressbar.ProgressBar
+	total int
+}
+
+func newTrainProgress(out io.Writer, total int) *trainProgress {
+	p := &trainProgress{out: out, total: total}
+	if f, ok := out.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(out), progressbar.OptionShowCount(),
+				progressbar.OptionSetDescription("train"), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(20))
+		}
+	}
+	return p
+}
+
+func (p *trainProgress) iteration(m trainer.IterationMetrics) {
+	desc := fmt.Sprintf("iter %d v%d→v%d reward %.3f acc %.1f%% calls %.1f%% kl %.4f", m.Iteration, m.RolloutVersion, m.PublishedVersion,
+		m.Rollout.RewardMean, 100*m.Rollout.Accuracy, 100*m.Rollout.CallRate, m.Learner.KL)
+	if p.bar != nil {
+		p.bar.Describe(desc)
+		_ = p.bar.Add(1)
+		return
+	}
+	fmt.Fprintf(p.out, "train: %s (%d/%d) rollout %.1fs learn %.1fs eval %.1fs\n", desc, m.Iteration, p.total,
+		m.Seconds.Rollout, m.Seconds.Learn, m.Seconds.Eval)
+}
+
+func (p *trainProgress) println(line string) {
+	if p.bar != nil {
+		_ = p.bar.Clear()
+	}
+	fmt.Fprintln(p.out, "train: "+line)
+}
+
+func (p *trainProgress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		fmt.Fprintln(p.out)
+	}
+}
+
+func (p *trainProgress) evalDone(ev trainer.EvalMetrics) {
+	line := fmt.Sprintf("eval after iteration %d (v%d): accuracy %.1f%%, call rate %.1f%%, calls/trajectory %.2f, invalid calls %.1f%%",
+		ev.Iteration, ev.PolicyVersion, 100*ev.Overall.Accuracy, 100*ev.Overall.CallRate, ev.Overall.CallsPerTrajectory, 100*ev.Overall.InvalidCallRate)
+	for _, field := range slices.Sorted(maps.Keys(ev.Split)) {
+		values := ev.Split[field]
+		for _, v := range slices.Sorted(maps.Keys(values)) {
+			st := values[v]
+			line += fmt.Sprintf("; %s=%s accuracy %.1f%% call rate %.1f%%", field, v, 100*st.Accuracy, 100*st.CallRate)
+		}
+	}
+	p.println(line)
+}

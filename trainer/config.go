@@ -1,0 +1,275 @@
+// Package trainer runs toolrl's closed loop in one process: roll out the
+// current policy version on a slice of the prompt set (the orchestrator),
+// compute GRPO advantages (advantage), take a learner update (learner),
+// publish the next version (policystore), evaluate it on held-out prompts
+// every few iterations, and go on with the new version. It writes
+// metrics.jsonl, eval.jsonl and the published versions into one folder.
+package trainer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolrl/toolrl/advantage"
+	"github.com/toolrl/toolrl/learner"
+	"github.com/toolrl/toolrl/orchestrator"
+)
+
+// Config is a training run, as read from a YAML file with strict keys.
+type Config struct {
+	// Rollout is the rollout job of every iteration, with the keys of a
+	// `toolrl rollout --job` file: model (version 0), prompts (the RL prompt
+	// set), group_size, seed, sampling, tools, limits, rewards, batch,
+	// threads. Its out and resume keys must be unset: the trainer writes
+	// OUT/trajectories.jsonl itself.
+	Rollout orchestrator.Job `yaml:"rollout"`
+	// Advantage chooses the advantage math.
+	Advantage AdvantageConfig `yaml:"advantage"`
+	// Learner holds the learner's knobs (defaults: learner.DefaultOptions).
+	Learner LearnerConfig `yaml:"learner"`
+	// Iterations is how many rollout → update → publish rounds to run.
+	Iterations int `yaml:"iterations"`
+	// PromptsPerIteration is how many prompts each iteration samples a group
+	// for: consecutive slices of the prompt set, reshuffled (seeded) each
+	// time the set is used up.
+	PromptsPerIteration int `yaml:"prompts_per_iteration"`
+	// Eval configures the held-out evaluation.
+	Eval EvalConfig `yaml:"eval"`
+	// Out is the output folder (metrics.jsonl, eval.jsonl,
+	// trajectories.jsonl, policy/ with the versions). Relative to the file.
+	Out string `yaml:"out"`
+	// Async overlaps each iteration's rollout with the previous iteration's
+	// update: rollouts run one version behind the learner (staleness 1,
+	// corrected by the ratio). Off: strictly on-policy.
+	Async bool `yaml:"async"`
+
+	normalized bool
+}
+
+// AdvantageConfig is the YAML form of advantage.Config.
+type AdvantageConfig struct {
+	Mode             string   `yaml:"mode"`      // outcome (default) | process | hybrid
+	Estimator        string   `yaml:"estimator"` // grpo (default) | drgrpo | rloo
+	KL               string   `yaml:"kl"`        // "" | k1 | k2 | k3
+	KLCoef           float64  `yaml:"kl_coef"`
+	ProcessWeight    *float64 `yaml:"process_weight"` // default 1
+	Gamma            *float64 `yaml:"gamma"`          // default 1
+	DropZeroVariance bool     `yaml:"drop_zero_variance"`
+}
+
+// LearnerConfig is the YAML form of learner.Options; an unset key keeps
+// learner.DefaultOptions' value (pointers, because 0 is meaningful).
+type LearnerConfig struct {
+	LR               *float64 `yaml:"lr"`
+	Warmup           *int     `yaml:"warmup"`
+	WeightDecay      *float64 `yaml:"weight_decay"`
+	ClipGrad         *float64 `yaml:"clip_grad"`
+	Minibatches      *int     `yaml:"minibatches"`
+	Epochs           *int     `yaml:"epochs"`
+	ClipLow          *float64 `yaml:"clip_low"`
+	ClipHigh         *float64 `yaml:"clip_high"`
+	DualClip         *float64 `yaml:"dual_clip"`
+	TISCap           *float64 `yaml:"tis_cap"`
+	KLBeta           *float64 `yaml:"kl_beta"`
+	LossAgg          string   `yaml:"loss_agg"`
+	LossNormLength   *int     `yaml:"loss_norm_length"`
+	MaxStaleness     *int64   `yaml:"max_staleness"`
+	MicroBatchTokens *int     `yaml:"micro_batch_tokens"`
+	Seed             *uint64  `yaml:"seed"`
+	// RefModel is the reference of the KL term (default: the rollout model,
+	// version 0). Relative to the file.
+	RefModel string `yaml:"ref_model"`
+}
+
+// EvalConfig is the held-out evaluation.
+type EvalConfig struct {
+	// Prompts is a JSONL prompts file disjoint from the RL prompts (empty:
+	// no evaluation). Relative to the file.
+	Prompts string `yaml:"prompts"`
+	// Limit caps the prompts read (0: all).
+	Limit int `yaml:"limit"`
+	// Every evaluates after every Every-th iteration, and before the first
+	// (version 0) and after the last. Default 1.
+	Every int `yaml:"every"`
+	// GroupSize is the samples per prompt (default the rollout's).
+	GroupSize int `yaml:"group_size"`
+	// Seed fixes the evaluation's sampling, the same for every version
+	// (default the rollout's seed).
+	Seed *uint64 `yaml:"seed"`
+	// SplitBy names prompt meta fields whose values split the figures
+	// (e.g. difficulty: easy / hard).
+	SplitBy []string `yaml:"split_by"`
+}
+
+// LoadConfig reads a config file strictly: an unknown key is an error
+// naming the file and line. Relative paths are relative to the file.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read train config: %w", err)
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("train config %s: %w", path, err)
+	}
+	base := filepath.Dir(path)
+	for _, p := range []*string{&c.Rollout.Model, &c.Rollout.RefModel, &c.Rollout.Prompts, &c.Rollout.Tools, &c.Eval.Prompts, &c.Out, &c.Learner.RefModel} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
+	return c, nil
+}
+
+// Normalize fills defaults and checks every field, naming the one at fault.
+// A second call does nothing.
+func (c *Config) Normalize() error {
+	if c.normalized {
+		return nil
+	}
+	if err := c.normalize(); err != nil {
+		return err
+	}
+	c.normalized = true
+	return nil
+}
+
+func (c *Config) normalize() error {
+	if c.Rollout.Out != "" {
+		return fmt.Errorf("rollout.out: the trainer writes OUT/trajectories.jsonl itself; remove the key")
+	}
+	if c.Rollout.Resume != nil {
+		return fmt.Errorf("rollout.resume: use toolrl train --resume; remove the key")
+	}
+	if c.Rollout.Model == "" || c.Rollout.Prompts == "" {
+		return fmt.Errorf("rollout.model and rollout.prompts are required")
+	}
+	if c.Rollout.ID == "" {
+		c.Rollout.ID = "train"
+	}
+	c.Rollout.Out = filepath.Join(c.Out, "trajectories.jsonl")
+	if err := c.Rollout.Normalize(); err != nil {
+		return fmt.Errorf("rollout: %w", err)
+	}
+	c.Rollout.Resume = nil
+	if c.Rollout.Sampling.Greedy || c.Rollout.Sampling.Temperature == 0 {
+		return fmt.Errorf("rollout.sampling: greedy samples cannot be trained with a ratio; set a temperature > 0")
+	}
+	if c.Iterations < 1 {
+		return fmt.Errorf("iterations: %d, want ≥ 1", c.Iterations)
+	}
+	if c.PromptsPerIteration < 1 {
+		return fmt.Errorf("prompts_per_iteration: %d, want ≥ 1", c.PromptsPerIteration)
+	}
+	if c.Out == "" {
+		return fmt.Errorf("out: the output folder is required")
+	}
+	if c.Eval.Every == 0 {
+		c.Eval.Every = 1
+	}
+	if c.Eval.Every < 0 {
+		return fmt.Errorf("eval.every: %d, want ≥ 1", c.Eval.Every)
+	}
+	if c.Eval.GroupSize == 0 {
+		c.Eval.GroupSize = c.Rollout.GroupSize
+	}
+	if c.Eval.GroupSize < 1 {
+		return fmt.Errorf("eval.group_size: %d, want ≥ 1", c.Eval.GroupSize)
+	}
+	if c.Eval.Limit < 0 {
+		return fmt.Errorf("eval.limit: %d, want ≥ 0", c.Eval.Limit)
+	}
+	if _, err := c.AdvantageConfig(); err != nil {
+		return err
+	}
+	if _, err := c.LearnerOptions(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// AdvantageConfig is the advantage math the config chooses.
+func (c *Config) AdvantageConfig() (advantage.Config, error) {
+	a := advantage.DefaultConfig()
+	if c.Advantage.Mode != "" {
+		a.Mode = advantage.Mode(c.Advantage.Mode)
+	}
+	if c.Advantage.Estimator != "" {
+		a.Estimator = advantage.Estimator(c.Advantage.Estimator)
+	}
+	a.KL = advantage.KLEstimator(c.Advantage.KL)
+	a.KLCoef = c.Advantage.KLCoef
+	if c.Advantage.ProcessWeight != nil {
+		a.ProcessWeight = *c.Advantage.ProcessWeight
+	}
+	if c.Advantage.Gamma != nil {
+		a.Gamma = *c.Advantage.Gamma
+	}
+	a.DropZeroVariance = c.Advantage.DropZeroVariance
+	if err := a.Validate(); err != nil {
+		return a, fmt.Errorf("advantage: %w", err)
+	}
+	return a, nil
+}
+
+// LearnerOptions are the learner's options: learner.DefaultOptions with the
+// config's keys applied.
+func (c *Config) LearnerOptions() (learner.Options, error) {
+	o := learner.DefaultOptions()
+	l := c.Learner
+	setF := func(dst *float64, src *float64) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	setI := func(dst *int, src *int) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	setF(&o.LR, l.LR)
+	setI(&o.WarmupSteps, l.Warmup)
+	setF(&o.WeightDecay, l.WeightDecay)
+	setF(&o.ClipNorm, l.ClipGrad)
+	setI(&o.Minibatches, l.Minibatches)
+	setI(&o.Epochs, l.Epochs)
+	setF(&o.Loss.ClipLow, l.ClipLow)
+	setF(&o.Loss.ClipHigh, l.ClipHigh)
+	setF(&o.Loss.DualClip, l.DualClip)
+	setF(&o.Loss.TISCap, l.TISCap)
+	setF(&o.Loss.KLBeta, l.KLBeta)
+	setI(&o.Loss.NormLength, l.LossNormLength)
+	setI(&o.MicroBatchTokens, l.MicroBatchTokens)
+	if l.LossAgg != "" {
+		agg, err := learner.ParseAggregation(l.LossAgg)
+		if err != nil {
+			return o, fmt.Errorf("learner.loss_agg: %w", err)
+		}
+		o.Loss.Agg = agg
+	}
+	if l.MaxStaleness != nil {
+		o.MaxStaleness = *l.MaxStaleness
+	} else if c.Async {
+		o.MaxStaleness = max(o.MaxStaleness, 1)
+	}
+	if l.Seed != nil {
+		o.Seed = *l.Seed
+	} else {
+		o.Seed = c.Rollout.Seed
+	}
+	if c.Async && o.MaxStaleness >= 0 && o.MaxStaleness < 1 {
+		return o, fmt.Errorf("learner.max_staleness: %d with async: true drops every record (async rollouts are one version behind)", o.MaxStaleness)
+	}
+	if err := o.Validate(); err != nil {
+		return o, fmt.Errorf("learner: %w", err)
+	}
+	return o, nil
+}

@@ -1,0 +1,426 @@
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/toolrl/toolrl/advantage"
+	"github.com/toolrl/toolrl/learner"
+	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/traj"
+)
+
+// Options are the parts of a run that are not the config.
+type Options struct {
+	// Resume continues from the store's latest version and its iteration;
+	// without it an output folder that already holds versions is an error.
+	Resume bool
+	Logger *slog.Logger
+	// OnIteration and OnEval observe progress (a progress bar).
+	OnIteration func(IterationMetrics)
+	OnEval      func(EvalMetrics)
+}
+
+// Result is what a run did.
+type Result struct {
+	// FirstIteration is the first iteration this run trained (1, or the one
+	// after a resumed version's); LastIteration the last it finished.
+	FirstIteration, LastIteration int
+	Version                       int64 // the latest published version
+	VersionDir                    string
+	Interrupted                   bool
+	Elapsed                       time.Duration
+	Out                           string
+	Last                          IterationMetrics
+	LastEval                      *EvalMetrics
+}
+
+// Paths of a run's output folder.
+const (
+	MetricsFile      = "metrics.jsonl"
+	EvalFile         = "eval.jsonl"
+	TrajectoriesFile = "trajectories.jsonl"
+	PolicyDir        = "policy"
+)
+
+// run is one training run's state.
+type run struct {
+	cfg      Config
+	opts     Options
+	log      *slog.Logger
+	acfg     advantage.Config
+	learner  *learner.Learner
+	base     learner.Base
+	store    *policystore.Store
+	prompts  []orchestrator.Prompt
+	eval     []orchestrator.Prompt
+	metrics  *os.File
+	evals    *os.File
+	trajOut  orchestrator.Sink
+	modelDir string // the latest version's folder (version 0: the config's model)
+}
+
+// Train runs cfg's closed loop. Cancelling ctx finishes the iteration in
+// progress (its update is published) and returns with Interrupted set.
+func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error) {
+	start := time.Now()
+	if err := cfg.Normalize(); err != nil {
+		return Result{}, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	r := &run{cfg: cfg, opts: opts, log: opts.Logger, modelDir: cfg.Rollout.Model}
+	defer r.close()
+	first, err := r.open(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	res = Result{FirstIteration: first, LastIteration: first - 1, Version: r.learner.Version(), VersionDir: r.modelDir, Out: cfg.Out}
+	defer func() { res.Elapsed = time.Since(start) }()
+	// work outlives ctx: an iteration that began is finished and published.
+	work := context.WithoutCancel(ctx)
+	if first == 1 && cfg.Eval.Prompts != "" {
+		ev, err := r.evaluate(work, 0)
+		if err != nil {
+			return res, err
+		}
+		res.LastEval = &ev
+	}
+	// next is the rollout of the coming iteration: started ahead, during
+	// the previous update, in async mode.
+	type rollout struct {
+		groups  []traj.Group
+		summary *orchestrator.Summary
+		version int64
+		err     error
+	}
+	startRollout := func(k int) chan rollout {
+		ch := make(chan rollout, 1)
+		dir, version := r.modelDir, r.learner.Version()
+		go func() {
+			groups, sum, err := r.rollout(work, k, dir, version)
+			ch <- rollout{groups, sum, version, err}
+		}()
+		return ch
+	}
+	var ahead chan rollout
+	for k := first; k <= cfg.Iterations; k++ {
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			break
+		}
+		itStart := time.Now()
+		if ahead == nil {
+			ahead = startRollout(k)
+		}
+		ro := <-ahead
+		ahead = nil
+		if ro.err != nil {
+			return res, fmt.Errorf("iteration %d: rollout: %w", k, ro.err)
+		}
+		if cfg.Async && k < cfg.Iterations && ctx.Err() == nil {
+			ahead = startRollout(k + 1) // on the version this update starts from
+		}
+		m, err := r.iterate(work, k, ro.groups, ro.summary, ro.version)
+		if err != nil {
+			if ahead != nil {
+				<-ahead
+			}
+			return res, fmt.Errorf("iteration %d: %w", k, err)
+		}
+		if cfg.Eval.Prompts != "" && (k%cfg.Eval.Every == 0 || k == cfg.Iterations) {
+			t := time.Now()
+			ev, err := r.evaluate(work, k)
+			if err != nil {
+				if ahead != nil {
+					<-ahead
+				}
+				return res, err
+			}
+			res.LastEval = &ev
+			m.Seconds.Eval = time.Since(t).Seconds()
+		}
+		m.Seconds.Total = time.Since(itStart).Seconds()
+		if err := writeLine(r.metrics, m); err != nil {
+			return res, fmt.Errorf("write %s: %w", MetricsFile, err)
+		}
+		if r.opts.OnIteration != nil {
+			r.opts.OnIteration(m)
+		}
+		res.LastIteration, res.Version, res.VersionDir, res.Last = k, r.learner.Version(), r.modelDir, m
+	}
+	if ahead != nil {
+		<-ahead // an interrupted run's rollout ahead: finished, not trained on
+	}
+	if ctx.Err() != nil && res.LastIteration < cfg.Iterations {
+		res.Interrupted = true
+	}
+	return res, nil
+}
+
+// open prepares the output folder, the learner and the prompt sets, and
+// returns the first iteration to run.
+func (r *run) open(ctx context.Context) (int, error) {
+	cfg := r.cfg
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return 0, fmt.Errorf("out: %w", err)
+	}
+	var err error
+	if r.acfg, err = cfg.AdvantageConfig(); err != nil {
+		return 0, err
+	}
+	lopts, err := cfg.LearnerOptions()
+	if err != nil {
+		return 0, err
+	}
+	model, mcfg, err := learner.LoadModel(cfg.Rollout.Model)
+	if err != nil {
+		return 0, fmt.Errorf("rollout.model: %w", err)
+	}
+	if r.base, err = learner.ReadBase(cfg.Rollout.Model, mcfg); err != nil {
+		return 0, err
+	}
+	var ref *train.Model
+	if lopts.Loss.KLBeta > 0 {
+		refDir := cfg.Learner.RefModel
+		if refDir == "" {
+			refDir = cfg.Rollout.Model
+		}
+		if ref, _, err = learner.LoadModel(refDir); err != nil {
+			return 0, fmt.Errorf("learner.ref_model: %w", err)
+		}
+	}
+	if r.learner, err = learner.New(model, ref, cfg.Rollout.PolicyVersion, lopts); err != nil {
+		return 0, err
+	}
+	if r.store, err = policystore.Open(filepath.Join(cfg.Out, PolicyDir)); err != nil {
+		return 0, err
+	}
+	first := 1
+	v, err := r.store.Latest()
+	switch {
+	case errors.Is(err, policystore.ErrNoVersion):
+		if r.opts.Resume {
+			r.log.Info("train: nothing to resume; starting at iteration 1", "store", r.store.Dir())
+		}
+	case err != nil:
+		return 0, err
+	case !r.opts.Resume:
+		return 0, fmt.Errorf("out %s already holds policy version %d: pass --resume to continue it, or choose another out", cfg.Out, v.Number)
+	default:
+		if err := policystore.Verify(ctx, v); err != nil {
+			return 0, fmt.Errorf("resume: %w", err)
+		}
+		st, err := r.learner.Resume(v)
+		if err != nil {
+			return 0, fmt.Errorf("resume: %w", err)
+		}
+		first = st.Iteration + 1
+		r.modelDir = v.Dir
+		r.log.Info("train: resumed", "version", v.Number, "iteration", st.Iteration, "dir", v.Dir)
+	}
+	set, err := orchestrator.ReadPrompts(cfg.Rollout.Prompts, cfg.Rollout.Limit, cfg.Rollout.SkipInvalid)
+	if err != nil {
+		return 0, fmt.Errorf("rollout.prompts: %w", err)
+	}
+	if len(set.Prompts) == 0 {
+		return 0, fmt.Errorf("rollout.prompts %s: no prompts", cfg.Rollout.Prompts)
+	}
+	r.prompts = set.Prompts
+	if cfg.Eval.Prompts != "" {
+		eset, err := orchestrator.ReadPrompts(cfg.Eval.Prompts, cfg.Eval.Limit, false)
+		if err != nil {
+			return 0, fmt.Errorf("eval.prompts: %w", err)
+		}
+		r.eval = eset.Prompts
+		if err := disjoint(r.prompts, r.eval); err != nil {
+			return 0, err
+		}
+	}
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if first == 1 {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	}
+	if r.metrics, err = os.OpenFile(filepath.Join(cfg.Out, MetricsFile), flags, 0o644); err != nil {
+		return 0, err
+	}
+	if r.evals, err = os.OpenFile(filepath.Join(cfg.Out, EvalFile), flags, 0o644); err != nil {
+		return 0, err
+	}
+	if r.trajOut, err = orchestrator.OpenSink(ctx, filepath.Join(cfg.Out, TrajectoriesFile), cfg.Rollout.ID, first == 1); err != nil {
+		return 0, err
+	}
+	return first, nil
+}
+
+// disjoint refuses an evaluation set that shares a prompt with the RL set
+// (by id or by text): held-out figures would not be held out.
+func disjoint(train, eval []orchestrator.Prompt) error {
+	ids := map[string]bool{}
+	texts := map[string]string{}
+	for _, p := range train {
+		ids[p.ID] = true
+		if p.Prompt != "" {
+			texts[p.Prompt] = p.ID
+		}
+	}
+	for _, p := range eval {
+		if ids[p.ID] {
+			return fmt.Errorf("eval.prompts: prompt %s is also in rollout.prompts; the evaluation set must be held out", p.ID)
+		}
+		if id, ok := texts[p.Prompt]; ok && p.Prompt != "" {
+			return fmt.Errorf("eval.prompts: prompt %s has the text of rollout prompt %s; the evaluation set must be held out", p.ID, id)
+		}
+	}
+	return nil
+}
+
+func (r *run) close() {
+	if r.trajOut != nil {
+		_ = r.trajOut.Close()
+	}
+	for _, f := range []*os.File{r.metrics, r.evals} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	if r.store != nil {
+		_ = r.store.Close()
+	}
+}
+
+// promptsFor returns iteration k's prompts: the slice [(k−1)·P, k·P) of an
+// endless stream that walks the prompt set in a seeded order, reshuffled at
+// every pass, each prompt tagged with iteration k.
+func (r *run) promptsFor(k int) []orchestrator.Prompt {
+	n, per := len(r.prompts), r.cfg.PromptsPerIteration
+	out := make([]orchestrator.Prompt, 0, per)
+	var perm []int
+	pass := -1
+	for i := (k - 1) * per; i < k*per; i++ {
+		if i/n != pass {
+			pass = i / n
+			perm = rand.New(rand.NewPCG(r.cfg.Rollout.Seed, uint64(pass)+0x9e3779b97f4a7c15)).Perm(n)
+		}
+		p := r.prompts[perm[i%n]]
+		p.Iteration = k
+		out = append(out, p)
+	}
+	return out
+}
+
+// rollout samples iteration k's groups with the version in dir.
+func (r *run) rollout(ctx context.Context, k int, dir string, version int64) ([]traj.Group, *orchestrator.Summary, error) {
+	job := r.cfg.Rollout
+	job.Model, job.PolicyVersion = dir, version
+	sink := &memorySink{}
+	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
+		Logger: r.log, ProgressOut: io.Discard, Feed: &promptList{prompts: r.promptsFor(k)}, Sink: sink,
+	})
+	if err != nil {
+		return nil, sum, err
+	}
+	return sink.groups, sum, nil
+}
+
+// iterate computes the advantages of one iteration's groups, takes the
+// learner update, publishes the next version and keeps the trained groups.
+func (r *run) iterate(ctx context.Context, k int, groups []traj.Group, sum *orchestrator.Summary, version int64) (IterationMetrics, error) {
+	m := IterationMetrics{Iteration: k, RolloutVersion: version, Rollout: statsOf(sum)}
+	m.Seconds.Rollout = sum.Wall.Seconds()
+	t := time.Now()
+	var records []traj.AdvantageRecord
+	var stats advantage.Stats
+	var advSum float64
+	var advN int
+	for i := range groups {
+		recs, st, err := advantage.Compute(&groups[i], r.acfg)
+		if err != nil {
+			return m, fmt.Errorf("advantages of group %s: %w", groups[i].GroupID, err)
+		}
+		stats.Add(st)
+		for _, rec := range recs {
+			for j, a := range rec.Advantages {
+				if rec.LossMask[j] != 0 {
+					advSum += math.Abs(float64(a))
+					advN++
+				}
+			}
+		}
+		records = append(records, recs...)
+	}
+	m.Advantage = AdvantageStats{Groups: len(groups), Records: len(records), ZeroVariance: int(stats.ZeroVariance),
+		Dropped: int(stats.DroppedZero + stats.DroppedStale), Seconds: time.Since(t).Seconds()}
+	if advN > 0 {
+		m.Advantage.AdvAbsMean = advSum / float64(advN)
+	}
+	t = time.Now()
+	met, err := r.learner.Update(ctx, records)
+	if err != nil {
+		return m, fmt.Errorf("learner update: %w", err)
+	}
+	m.Learner = met
+	m.Seconds.Learn = time.Since(t).Seconds()
+	t = time.Now()
+	r.learner.SetIteration(k)
+	v, err := r.learner.Publish(ctx, r.store, r.base, nil, len(records))
+	if err != nil {
+		return m, err
+	}
+	r.modelDir = v.Dir
+	m.PublishedVersion = v.Number
+	m.Seconds.Publish = time.Since(t).Seconds()
+	for i := range groups {
+		if _, err := r.trajOut.WriteGroup(ctx, &groups[i]); err != nil {
+			return m, fmt.Errorf("write %s: %w", TrajectoriesFile, err)
+		}
+	}
+	return m, nil
+}
+
+func writeLine(f *os.File, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	return err
+}
+
+// memorySink keeps the groups a rollout writes.
+type memorySink struct{ groups []traj.Group }
+
+func (s *memorySink) Completed(context.Context) (map[string]bool, error) { return nil, nil }
+func (s *memorySink) WriteGroup(_ context.Context, g *traj.Group) (bool, error) {
+	s.groups = append(s.groups, *g)
+	return true, nil
+}
+func (s *memorySink) Close() error { return nil }
+
+// promptList feeds a fixed list of prompts.
+type promptList struct {
+	prompts []orchestrator.Prompt
+	next    int
+}
+
+func (f *promptList) Next(context.Context, bool) (orchestrator.Prompt, bool, error) {
+	if f.next >= len(f.prompts) {
+		return orchestrator.Prompt{}, false, nil
+	}
+	f.next++
+	return f.prompts[f.next-1], true, nil
+}
+
+func (f *promptList) Done(context.Context, orchestrator.Prompt) error { return nil }

@@ -1,0 +1,117 @@
+package trainer
+
+import (
+	"strings"
+
+	"github.com/toolrl/toolrl/learner"
+	"github.com/toolrl/toolrl/orchestrator"
+)
+
+// RolloutStats are a set of trajectories' figures (one iteration's rollout,
+// or one evaluation and each of its splits). Rates are over trajectories
+// unless said otherwise.
+type RolloutStats struct {
+	Groups       int `json:"groups"`
+	Trajectories int `json:"trajectories"`
+	// RewardMean is the mean total reward; Accuracy the share of
+	// trajectories whose final answer is right.
+	RewardMean float64 `json:"reward_mean"`
+	Accuracy   float64 `json:"accuracy"`
+	// CallRate is the share of trajectories with at least one tool call;
+	// CallsPerTrajectory the mean number of calls.
+	CallRate           float64 `json:"call_rate"`
+	CallsPerTrajectory float64 `json:"calls_per_trajectory"`
+	// InvalidCallRate and TimeoutRate are over calls: calls that did not
+	// parse or validate, or that the tool rejected (invalid_args), and calls
+	// that timed out.
+	InvalidCallRate float64 `json:"invalid_call_rate"`
+	TimeoutRate     float64 `json:"timeout_rate"`
+	// ResponseTokens is the mean response length (sampled + injected).
+	ResponseTokens float64 `json:"response_tokens_mean"`
+	// GroupsWithSignal is the share of groups whose rewards are not all equal.
+	GroupsWithSignal float64 `json:"groups_with_signal"`
+	Seconds          float64 `json:"seconds"`
+}
+
+// invalidCallClasses are the call outcomes that count as invalid calls: the
+// parse errors of traj.ToolCall.ParseError and the tool's argument refusal.
+var invalidCallClasses = map[string]bool{
+	"unterminated": true, "bad_json": true, "unknown_tool": true, "schema": true, "too_long": true,
+	"invalid_args": true,
+}
+
+// statsOf turns an orchestrator summary into RolloutStats.
+func statsOf(s *orchestrator.Summary) RolloutStats {
+	st := RolloutStats{Groups: s.GroupsWritten, Trajectories: s.Trajectories, Seconds: s.Wall.Seconds()}
+	if s.Trajectories == 0 {
+		return st
+	}
+	n := float64(s.Trajectories)
+	st.RewardMean = s.RewardSum / n
+	st.Accuracy = float64(s.Correct) / n
+	st.CallRate = float64(s.TrajectoriesWithCall) / n
+	calls, invalid := 0, 0
+	for class, c := range s.Calls {
+		calls += c
+		if invalidCallClasses[strings.TrimSpace(class)] {
+			invalid += c
+		}
+	}
+	st.CallsPerTrajectory = float64(calls) / n
+	if calls > 0 {
+		st.InvalidCallRate = float64(invalid) / float64(calls)
+		st.TimeoutRate = float64(s.Calls["timeout"]) / float64(calls)
+	}
+	st.ResponseTokens = float64(s.SampledTokens+s.InjectedTokens) / n
+	if s.GroupsWritten > 0 {
+		st.GroupsWithSignal = float64(s.GroupsWithSignal) / float64(s.GroupsWritten)
+	}
+	return st
+}
+
+// AdvantageStats are one iteration's advantage figures.
+type AdvantageStats struct {
+	Groups       int     `json:"groups"`
+	Records      int     `json:"records"`
+	ZeroVariance int     `json:"zero_variance_groups"`
+	Dropped      int     `json:"dropped_groups"`
+	AdvAbsMean   float64 `json:"adv_abs_mean"`
+	Seconds      float64 `json:"seconds"`
+}
+
+// PhaseSeconds is where an iteration's time went.
+type PhaseSeconds struct {
+	Rollout   float64 `json:"rollout"`
+	Advantage float64 `json:"advantage"`
+	Learn     float64 `json:"learn"`
+	Publish   float64 `json:"publish"`
+	Eval      float64 `json:"eval"`
+	Total     float64 `json:"total"`
+}
+
+// IterationMetrics is one line of metrics.jsonl.
+type IterationMetrics struct {
+	Iteration int `json:"iteration"`
+	// RolloutVersion is the policy version that sampled this iteration's
+	// groups; PublishedVersion the version this iteration's update published.
+	RolloutVersion   int64           `json:"rollout_version"`
+	PublishedVersion int64           `json:"published_version"`
+	Rollout          RolloutStats    `json:"rollout"`
+	Advantage        AdvantageStats  `json:"advantage"`
+	Learner          learner.Metrics `json:"learner"`
+	Seconds          PhaseSeconds    `json:"seconds"`
+}
+
+// EvalMetrics is one line of eval.jsonl: a version's figures on the
+// held-out prompts, overall and split by each configured meta field.
+type EvalMetrics struct {
+	// Iteration is the iteration after which the version was evaluated (0:
+	// before the first update).
+	Iteration     int          `json:"iteration"`
+	PolicyVersion int64        `json:"policy_version"`
+	Prompts       int          `json:"prompts"`
+	Overall       RolloutStats `json:"overall"`
+	// Split maps a meta field to its values' figures, e.g.
+	// split["difficulty"]["easy"].
+	Split map[string]map[string]RolloutStats `json:"split,omitempty"`
+}
