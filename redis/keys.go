@@ -39,10 +39,13 @@ type Keys struct {
 	// AnnouncePolicy sets it together with PolicyVersion.
 	Policy string
 	// GroupsWritten (toolrl:{job}:groups:written) is the set of group ids
-	// already added to Groups: it makes Producer.AddGroup idempotent.
+	// already added to Groups: it makes Producer.AddGroup idempotent. A
+	// group id is traj.GroupID(job, prompt, iteration), so each iteration
+	// of a prompt is written once.
 	GroupsWritten string
 	// GroupsDone (toolrl:{job}:groups:done) is the set of group ids whose
-	// advantage records were written: it makes the service exactly-once.
+	// advantage records were written: it makes the service exactly-once, per
+	// (job, prompt, iteration).
 	GroupsDone string
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,55 @@ func TestAddGroupIsIdempotent(t *testing.T) {
 	msgs, _ = client.XRange(ctx, keys.Groups, "-", "+").Result()
 	if len(msgs) != 2 || msgs[1].Values[FieldSchema] != traj.TrajectorySchemaV1 {
 		t.Errorf("v1 group entry: %v", msgs)
+	}
+}
+
+// iterationGroup is testGroup sampled in iteration k of the closed loop.
+func iterationGroup(job, prompt string, g, k int) *traj.Group {
+	gr := testGroup(job, prompt, g)
+	gr.Iteration, gr.GroupID = k, traj.GroupID(job, prompt, k)
+	for i := range gr.Trajectories {
+		t := &gr.Trajectories[i]
+		t.Iteration, t.GroupID, t.ID = k, gr.GroupID, traj.TrajectoryID(job, prompt, k, i)
+	}
+	return gr
+}
+
+// TestAddGroupKeysByVersionedGroupID: one prompt's groups of iterations 0, 1
+// and 2 are three groups for the producer's written set (job/p, job/p@1,
+// job/p@2), each added once; iteration 1 again is refused.
+func TestAddGroupKeysByVersionedGroupID(t *testing.T) {
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connect(t, r.URL())
+	ctx := context.Background()
+	p := NewProducer(client, ProducerOptions{})
+	for _, c := range []struct {
+		iteration int
+		want      bool
+	}{{0, true}, {1, true}, {2, true}, {1, false}, {0, false}} {
+		written, err := p.AddGroup(ctx, "j", iterationGroup("j", "p", 2, c.iteration))
+		if err != nil || written != c.want {
+			t.Fatalf("AddGroup of iteration %d = %v, %v; want %v", c.iteration, written, err, c.want)
+		}
+	}
+	keys := JobKeys("j")
+	members, err := client.SMembers(ctx, keys.GroupsWritten).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(members)
+	if want := []string{"j/p", "j/p@1", "j/p@2"}; !slices.Equal(members, want) {
+		t.Errorf("written set %v, want %v", members, want)
+	}
+	msgs, err := client.XRange(ctx, keys.Groups, "-", "+").Result()
+	if err != nil || len(msgs) != 3 {
+		t.Fatalf("groups stream holds %d entries (%v), want 3", len(msgs), err)
+	}
+	for k, m := range msgs {
+		back, err := DecodeGroupEntry(Message{ID: m.ID, Values: m.Values})
+		if err != nil || !reflect.DeepEqual(back, iterationGroup("j", "p", 2, k)) {
+			t.Fatalf("entry %d does not decode to iteration %d's group: %v", k, k, err)
+		}
 	}
 }
 
