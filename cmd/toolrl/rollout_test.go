@@ -5,16 +5,20 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/traj"
 )
 
 func TestRolloutUsageErrorsExit2(t *testing.T) {
@@ -24,6 +28,9 @@ func TestRolloutUsageErrorsExit2(t *testing.T) {
 		{"rollout", "--model", "m", "--prompts", "p", "--group-size", "-1"},
 		{"rollout", "--worker"},                        // worker without --redis
 		{"rollout", "--job-file", "/nonexistent.yaml"}, // unreadable job file
+		{"rollout", "--model", "m", "--prompts", "p", "--iteration", "-1"},
+		// a worker takes each entry's iteration; --iteration is for enqueueing
+		{"rollout", "--redis", "redis://127.0.0.1:1/0", "--job", "j", "--worker", "--iteration", "1"},
 	} {
 		root := newRootCmd()
 		root.SetArgs(args)
@@ -123,5 +130,75 @@ func TestRolloutInterruptExits130(t *testing.T) {
 		if n != 4 {
 			t.Errorf("group %s has %d of 4 trajectories", g, n)
 		}
+	}
+}
+
+// TestRolloutIterationFlag: the default policy's prompts in iterations 0 and
+// 2 of one job land in one file as separate groups (calc-0000, calc-0000@2)
+// with the iteration recorded, their advantage records carry it, and
+// iteration 2 again writes nothing.
+func TestRolloutIterationFlag(t *testing.T) {
+	testsupport.RequireORT(t)
+	root := testsupport.RepoRoot(t)
+	dir := t.TempDir()
+	roll, adv := filepath.Join(dir, "roll.jsonl"), filepath.Join(dir, "adv.parquet")
+	rollout := func(iteration string) string {
+		stdout, stderr, err := runToolrl(t, "rollout", "--model", filepath.Join(root, "models", "calc"),
+			"--prompts", filepath.Join(root, "data", "calc", "prompts.jsonl"), "--out", roll,
+			"--limit", "2", "--group-size", "2", "--seed", "1", "--job", "it", "--iteration", iteration)
+		if err != nil {
+			t.Fatalf("rollout --iteration %s: %v\n%s", iteration, err, stderr)
+		}
+		return stdout
+	}
+	rollout("0")
+	rollout("2")
+	if out := rollout("2"); !strings.Contains(out, "2 groups already done") {
+		t.Errorf("iteration 2 again: summary does not say both groups were done:\n%s", out)
+	}
+	data, err := os.ReadFile(roll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		tr, err := traj.UnmarshalTrajectory([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(groups) == 0 || groups[len(groups)-1] != tr.GroupID {
+			groups = append(groups, tr.GroupID)
+		}
+		if want := traj.TrajectoryID("it", tr.PromptID, tr.Iteration, tr.SampleIndex); tr.ID != want {
+			t.Errorf("id %s, want %s", tr.ID, want)
+		}
+	}
+	if want := []string{"it/calc-0000", "it/calc-0001", "it/calc-0000@2", "it/calc-0001@2"}; !slices.Equal(groups, want) {
+		t.Fatalf("groups %v, want %v", groups, want)
+	}
+	if _, stderr, err := runToolrl(t, "advantage", "--in", roll, "--out", adv); err != nil {
+		t.Fatalf("advantage: %v\n%s", err, stderr)
+	}
+	r, err := export.OpenAdvantages(adv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if want := 2 * strings.Count(rec.GroupID, "@2"); rec.Iteration != want {
+			t.Errorf("record %s: iteration %d, want %d", rec.TrajectoryID, rec.Iteration, want)
+		}
+	}
+	if n != 8 {
+		t.Errorf("%d advantage records, want 8", n)
 	}
 }
