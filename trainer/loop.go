@@ -235,8 +235,8 @@ func (r *run) open(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rollout.prompts: %w", err)
 	}
-	if len(set.Prompts) == 0 {
-		return 0, fmt.Errorf("rollout.prompts %s: no prompts", cfg.Rollout.Prompts)
+	if len(set.Prompts) < cfg.PromptsPerIteration {
+		return 0, fmt.Errorf("rollout.prompts %s: %d prompts, fewer than prompts_per_iteration %d", cfg.Rollout.Prompts, len(set.Prompts), cfg.PromptsPerIteration)
 	}
 	r.prompts = set.Prompts
 	if cfg.Eval.Prompts != "" {
@@ -301,22 +301,41 @@ func (r *run) close() {
 	}
 }
 
-// promptsFor returns iteration k's prompts: the slice [(k−1)·P, k·P) of an
-// endless stream that walks the prompt set in a seeded order, reshuffled at
-// every pass, each prompt tagged with iteration k.
+// promptsFor returns iteration k's prompts: the next P distinct prompts of
+// an endless stream that walks the prompt set in a seeded order, reshuffled
+// at every pass, each prompt tagged with iteration k. A prompt that comes up
+// twice in one iteration (at the seam of two passes) is skipped for the
+// next one, so a group is never sampled twice in an iteration. The stream is
+// replayed from the start, so iteration k's prompts depend only on the seed.
 func (r *run) promptsFor(k int) []orchestrator.Prompt {
 	n, per := len(r.prompts), r.cfg.PromptsPerIteration
-	out := make([]orchestrator.Prompt, 0, per)
 	var perm []int
-	pass := -1
-	for i := (k - 1) * per; i < k*per; i++ {
-		if i/n != pass {
-			pass = i / n
+	pass, pos := -1, 0
+	next := func() int {
+		if pos/n != pass {
+			pass = pos / n
 			perm = rand.New(rand.NewPCG(r.cfg.Rollout.Seed, uint64(pass)+0x9e3779b97f4a7c15)).Perm(n)
 		}
-		p := r.prompts[perm[i%n]]
-		p.Iteration = k
-		out = append(out, p)
+		i := perm[pos%n]
+		pos++
+		return i
+	}
+	var out []orchestrator.Prompt
+	for it := 1; it <= k; it++ {
+		seen := make(map[int]bool, per)
+		out = out[:0]
+		for len(seen) < per {
+			i := next()
+			if seen[i] {
+				continue
+			}
+			seen[i] = true
+			if it == k {
+				p := r.prompts[i]
+				p.Iteration = k
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -254,5 +255,34 @@ func TestLoadConfigStrict(t *testing.T) {
 	}
 	if !filepath.IsAbs(c.Rollout.Model) || !strings.HasSuffix(c.Rollout.Model, filepath.Join("models", "calc")) {
 		t.Errorf("rollout.model %q not resolved against the file", c.Rollout.Model)
+	}
+}
+
+// TestPromptsForNeverRepeatsWithinAnIteration: at the seam of two passes
+// over the prompt set an iteration still gets distinct prompts, and each
+// pass covers the set.
+func TestPromptsForNeverRepeatsWithinAnIteration(t *testing.T) {
+	r := &run{cfg: Config{PromptsPerIteration: 3}}
+	r.cfg.Rollout.Seed = 5
+	for i := range 7 {
+		r.prompts = append(r.prompts, orchestrator.Prompt{ID: string(rune('a' + i))})
+	}
+	seen := map[string]int{}
+	for k := 1; k <= 14; k++ {
+		ps := r.promptsFor(k)
+		ids := map[string]bool{}
+		for _, p := range ps {
+			if ids[p.ID] || p.Iteration != k {
+				t.Fatalf("iteration %d: %v", k, ps)
+			}
+			ids[p.ID] = true
+			seen[p.ID]++
+		}
+		if len(ps) != 3 {
+			t.Fatalf("iteration %d: %d prompts", k, len(ps))
+		}
+	}
+	if len(seen) != 7 {
+		t.Errorf("14 iterations of 3 saw %d of 7 prompts", len(seen))
 	}
 }
