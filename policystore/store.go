@@ -133,6 +133,37 @@ func (s *Store) Get(n int64) (Version, error) {
 	return Version{Number: n, Dir: dir, Manifest: m}, nil
 }
 
+// OpenVersion returns the version whose directory is dir (any path ending in
+// a version directory name, vNNNNNN, e.g. the dir of a Redis policy
+// pointer), with its manifest, for a reader that knows the folder but not
+// the store. It checks the name and that the manifest is valid and names the
+// same version; like Get it does not re-hash the files (see Verify).
+func OpenVersion(dir string) (Version, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Version{}, fmt.Errorf("policystore: %w", err)
+	}
+	n, ok := parseVersionName(filepath.Base(abs))
+	if !ok {
+		return Version{}, fmt.Errorf("policystore: %s is not a version directory (want a name like v000001)", abs)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Version{}, fmt.Errorf("policystore: version %d: %s is missing", n, abs)
+		}
+		return Version{}, fmt.Errorf("policystore: version %d: %w", n, err)
+	}
+	if !st.IsDir() {
+		return Version{}, fmt.Errorf("policystore: version %d: %s is not a directory", n, abs)
+	}
+	m, err := readManifest(abs, n)
+	if err != nil {
+		return Version{}, err
+	}
+	return Version{Number: n, Dir: abs, Manifest: m}, nil
+}
+
 // latestNumber reads `latest`: ErrNoVersion when it is absent.
 func (s *Store) latestNumber() (int64, error) {
 	path := filepath.Join(s.dir, LatestFile)
