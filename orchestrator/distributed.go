@@ -36,6 +36,10 @@ const (
 	// (Prompt.Iteration), a decimal ≥ 0. An entry without it (written
 	// before iterations existed) is iteration 0.
 	FieldIteration = "iteration"
+	// FieldMinPolicyVersion holds the least policy version the prompt may
+	// be sampled with (Prompt.MinPolicyVersion), a decimal ≥ 0; absent is 0.
+	// Enqueue writes it only when it is above 0.
+	FieldMinPolicyVersion = "min_policy_version"
 )
 
 // queuedKey is the set of prompts already enqueued, by Prompt.Key (id in
@@ -43,9 +47,10 @@ const (
 // iteration adds nothing and every iteration enqueues it anew.
 func queuedKey(k toolredis.Keys) string { return k.Prompts + ":queued" }
 
-// Enqueue adds prompts to job's prompts stream, each with its iteration,
-// skipping those already enqueued in that iteration. It returns how many it
-// added. A prompt id must not contain '@' (see Prompt.Key).
+// Enqueue adds prompts to job's prompts stream, each with its iteration and,
+// when above 0, its MinPolicyVersion, skipping those already enqueued in that
+// iteration. It returns how many it added. A prompt id must not contain '@'
+// (see Prompt.Key).
 func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, prompts []Prompt) (int, error) {
 	if err := toolredis.ValidateJob(job); err != nil {
 		return 0, err
@@ -55,6 +60,9 @@ func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, pr
 	for _, p := range prompts {
 		if err := p.checkIdentity(); err != nil {
 			return added, fmt.Errorf("enqueue prompt: %w", err)
+		}
+		if p.MinPolicyVersion < 0 {
+			return added, fmt.Errorf("enqueue prompt %s: min policy version %d, want ≥ 0", p.Key(), p.MinPolicyVersion)
 		}
 		data, err := json.Marshal(p)
 		if err != nil {
@@ -68,6 +76,9 @@ func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, pr
 			continue
 		}
 		values := []any{FieldPrompt, data, FieldIteration, strconv.Itoa(p.Iteration)}
+		if p.MinPolicyVersion > 0 {
+			values = append(values, FieldMinPolicyVersion, strconv.FormatInt(p.MinPolicyVersion, 10))
+		}
 		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: values}).Err(); err != nil {
 			// Undo the mark so a retry enqueues it.
 			client.SRem(ctx, queuedKey(keys), p.Key())
@@ -92,6 +103,20 @@ func entryIteration(m toolredis.Message) (int, error) {
 	return k, nil
 }
 
+// entryMinPolicyVersion reads an entry's min_policy_version field: absent is 0.
+func entryMinPolicyVersion(m toolredis.Message) (int64, error) {
+	v, ok := m.Values[FieldMinPolicyVersion]
+	if !ok {
+		return 0, nil
+	}
+	s, _ := v.(string)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("field %s is %q, want a decimal ≥ 0", FieldMinPolicyVersion, s)
+	}
+	return n, nil
+}
+
 // RedisFeedOptions configures a worker's feed.
 type RedisFeedOptions struct {
 	Job string
@@ -101,8 +126,12 @@ type RedisFeedOptions struct {
 	// another claims it (default 60 s); it must exceed a group's rollout time.
 	ClaimIdle time.Duration
 	// Poll is the least time between non-blocking reads while groups are in
-	// flight (default 200 ms).
+	// flight, and between reads of an idle Follow worker (default 200 ms).
 	Poll time.Duration
+	// Follow keeps the feed open when the stream is drained: Next waits for
+	// new entries (the next iterations of a training run) until its ctx is
+	// cancelled, instead of reporting the feed exhausted.
+	Follow bool
 }
 
 // RedisFeed is the PromptFeed of a distributed worker.
@@ -149,7 +178,8 @@ func NewRedisFeed(ctx context.Context, client goredis.UniversalClient, opts Redi
 }
 
 // Next returns the next prompt. With block it waits until one comes or the
-// stream is drained: nothing undelivered and nothing pending anywhere.
+// stream is drained: nothing undelivered and nothing pending anywhere (with
+// Follow, until one comes or ctx is done).
 func (f *RedisFeed) Next(ctx context.Context, block bool) (Prompt, bool, error) {
 	for {
 		if p, ok, err := f.pop(ctx); err != nil || ok {
@@ -169,6 +199,18 @@ func (f *RedisFeed) Next(ctx context.Context, block bool) (Prompt, bool, error) 
 		}
 		if !block {
 			return Prompt{}, false, nil
+		}
+		if f.opts.Follow {
+			// Idle: read again after Poll (Read itself blocks only briefly,
+			// so that non-blocking reads never stall decoding).
+			t := time.NewTimer(f.opts.Poll)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return Prompt{}, false, ctx.Err()
+			case <-t.C:
+			}
+			continue
 		}
 		drained, err := f.drained(ctx)
 		if err != nil {
@@ -193,6 +235,9 @@ func (f *RedisFeed) pop(ctx context.Context) (Prompt, bool, error) {
 		p, err := parsePrompt([]byte(raw))
 		if err == nil {
 			p.Iteration, err = entryIteration(m)
+		}
+		if err == nil {
+			p.MinPolicyVersion, err = entryMinPolicyVersion(m)
 		}
 		if err != nil {
 			f.DeadLetters++

@@ -38,6 +38,15 @@ type Prompt struct {
 	// (RunOptions.Iteration, a PromptFeed, the prompts stream's iteration
 	// field). ≥ 0.
 	Iteration int `json:"-"`
+	// MinPolicyVersion is the least policy version the prompt may be
+	// sampled with (bounded staleness, as AReaL's: a trainer at version v
+	// that accepts records at most s versions stale enqueues an iteration
+	// with v - s). A runner whose loaded version is older drains its groups
+	// in flight and loads a version ≥ it from its policy source before
+	// starting the group (RunOptions.Policy). Like Iteration it is not a
+	// prompts-file field: the prompts stream's min_policy_version field
+	// carries it. 0: any version.
+	MinPolicyVersion int64 `json:"-"`
 	// Line is the 1-based line of the prompts file it came from.
 	Line int `json:"-"`
 }

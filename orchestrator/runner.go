@@ -40,6 +40,17 @@ type RunOptions struct {
 	// default, is a plain rollout: job/prompt). Prompts from Feed carry
 	// their own iteration. ≥ 0.
 	Iteration int
+	// Policy, when set, is polled between groups for a newer policy version
+	// than the loaded one (hot reload): the runner stops admitting groups,
+	// lets those in flight finish on the old version, verifies and loads the
+	// new one and stamps its number on every later trajectory. It also opens
+	// the gate of prompts that need a newer version (Prompt.MinPolicyVersion).
+	// nil: the job's model is used for the whole run, and a prompt that needs
+	// a newer version than job.PolicyVersion is an error.
+	Policy PolicySource
+	// PolicyPoll is the least time between two polls of Policy (default
+	// 200 ms); a prompt that needs a newer version polls at once.
+	PolicyPoll time.Duration
 }
 
 // PromptFeed hands prompts to the runner.
@@ -71,8 +82,12 @@ func (f *sliceFeed) Done(context.Context, Prompt) error { return nil }
 
 // groupRun is one prompt's group in flight.
 type groupRun struct {
-	prompt   Prompt
-	id       string
+	prompt Prompt
+	id     string
+	// version and model are the policy the group is sampled with, fixed
+	// when it starts (a reload waits for in-flight groups).
+	version  int64
+	model    traj.ModelRef
 	seqs     []*actor.Sequence
 	samples  []*sampleRun
 	finished int
@@ -132,6 +147,22 @@ type runner struct {
 	// back on toolDone; pendingTools counts those not yet injected.
 	toolDone     chan toolOutcome
 	pendingTools int
+
+	// Hot reload (reload.go). version is the loaded policy version, next a
+	// newer one the source offered, loaded once nothing is in flight; held
+	// is a prompt taken from the feed that waits for that (or, gated, for a
+	// version ≥ its MinPolicyVersion) and starts first.
+	version     int64
+	next        *PolicyRef
+	held        *Prompt
+	refused     map[int64]bool
+	lastPoll    time.Time
+	lastPollErr string
+	// tokenizerHash is the SHA-256 of the running tokenizer.json: a version
+	// must keep the tokenizer the format and tool markup were built with.
+	tokenizerHash string
+	// decodeWall is the actor time of the engines closed by reloads.
+	decodeWall time.Duration
 }
 
 // toolOutcome is an executed call on its way back to its sequence.
@@ -164,9 +195,15 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	if opts.Iteration < 0 {
 		return nil, fmt.Errorf("iteration: %d, want ≥ 0", opts.Iteration)
 	}
+	if opts.PolicyPoll <= 0 {
+		opts.PolicyPoll = defaultPolicyPoll
+	}
 	r := &runner{job: job, opts: opts, log: opts.Logger, summary: newSummary(job.ID), seen: map[string]bool{},
 		bySeq: map[*actor.Sequence]*sampleRun{}, correct: map[*sampleRun]bool{},
-		toolDone: make(chan toolOutcome, 4*job.Batch)}
+		toolDone: make(chan toolOutcome, 4*job.Batch),
+		version:  job.PolicyVersion, refused: map[int64]bool{}}
+	r.summary.PolicyVersion = job.PolicyVersion
+	r.summary.Watching = opts.Policy != nil
 	defer r.close()
 	if err := r.open(ctx); err != nil {
 		return nil, err
@@ -174,7 +211,7 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	err := r.loop(ctx)
 	r.progress.Finish()
 	r.summary.Wall = time.Since(start)
-	r.summary.DecodeWall = r.eng.Stats().StepTime
+	r.summary.DecodeWall = r.decodeWall + r.eng.Stats().StepTime
 	if ctx.Err() != nil {
 		r.summary.Interrupted = true
 	}
@@ -201,6 +238,11 @@ func (r *runner) open(ctx context.Context) error {
 	r.model, err = modelRef(job.Model, r.pol.ModelPath())
 	if err != nil {
 		return err
+	}
+	if r.opts.Policy != nil {
+		if r.tokenizerHash, err = fileSHA256(filepath.Join(job.Model, "tokenizer.json")); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
 	}
 	if err := r.openTools(ctx); err != nil {
 		return err
@@ -403,33 +445,65 @@ func (r *runner) loop(ctx context.Context) error {
 	exhausted := false
 	for {
 		stopping := ctx.Err() != nil
-		for !stopping && !exhausted && r.inflight+r.job.GroupSize <= maxInflight {
-			// Block only when nothing is in flight: otherwise decoding goes on.
-			block := r.inflight == 0
-			p, ok, err := r.feed.Next(ctx, block)
-			if err != nil {
-				if ctx.Err() != nil {
+		if !stopping && r.opts.Policy != nil {
+			// Between groups: a newer version is loaded once the groups in
+			// flight have finished on the old one (a group is never sampled
+			// across two versions).
+			r.pollPolicy(ctx, false)
+			if r.next != nil && r.inflight == 0 {
+				r.reload(ctx)
+			}
+		}
+		for !stopping && r.next == nil && r.inflight+r.job.GroupSize <= maxInflight {
+			var p Prompt
+			fresh := r.held == nil
+			if !fresh {
+				p, r.held = *r.held, nil
+			} else {
+				if exhausted {
 					break
 				}
-				return fmt.Errorf("read next prompt: %w", err)
-			}
-			if !ok {
-				exhausted = block
-				break
-			}
-			if skip, err := r.alreadyDone(ctx, p); err != nil || skip {
+				// Block only when nothing is in flight: otherwise decoding goes on.
+				block := r.inflight == 0
+				var ok bool
+				var err error
+				p, ok, err = r.feed.Next(ctx, block)
 				if err != nil {
-					return err
+					if ctx.Err() != nil {
+						break
+					}
+					return fmt.Errorf("read next prompt: %w", err)
 				}
-				continue
+				if !ok {
+					exhausted = block
+					break
+				}
+				if skip, err := r.alreadyDone(ctx, p); err != nil || skip {
+					if err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			wait, err := r.mustWait(ctx, p, fresh)
+			if err != nil {
+				return err
+			}
+			if wait {
+				r.held = &p
+				break
 			}
 			if err := r.startGroup(p); err != nil {
 				return err
 			}
 		}
 		if r.inflight == 0 {
-			if stopping || exhausted {
+			if stopping || exhausted && r.held == nil {
 				return nil
+			}
+			if r.held != nil && r.next == nil {
+				// Gated with nothing in flight: wait for the next poll.
+				r.waitPoll(ctx)
 			}
 			continue
 		}
@@ -486,7 +560,7 @@ func (r *runner) startGroup(p Prompt) error {
 	if err != nil {
 		return err
 	}
-	g := &groupRun{prompt: p, id: r.groupID(p)}
+	g := &groupRun{prompt: p, id: r.groupID(p), version: r.version, model: r.model}
 	r.seen[g.id] = true
 	// Seeds derive from the prompt's key: its id in iteration 0 (the seeds
 	// of a plain rollout), id@k in iteration k, so each iteration samples
@@ -701,7 +775,7 @@ func (r *runner) buildGroup(ctx context.Context, g *groupRun) (traj.Group, []boo
 		t := traj.Trajectory{
 			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(r.job.ID, g.prompt.ID, g.prompt.Iteration, s.Index()),
 			JobID: r.job.ID, PromptID: g.prompt.ID, Iteration: g.prompt.Iteration, GroupID: g.id, GroupSize: len(g.samples),
-			SampleIndex: s.Index(), PolicyVersion: r.job.PolicyVersion, Seed: s.Seed(), Temperature: &temperature, Model: r.model,
+			SampleIndex: s.Index(), PolicyVersion: g.version, Seed: s.Seed(), Temperature: &temperature, Model: g.model,
 			Tokens: s.Tokens(), PromptLen: s.PromptLen(), LossMask: s.LossMask(), Logprobs: s.Logprobs(),
 			Segments: attachCalls(s.Segments(), sr.calls), FinishReason: sr.finish,
 			Answer: answer, Meta: g.prompt.Meta,

@@ -40,10 +40,38 @@ type Summary struct {
 	// DecodeWall is the time spent in the actor (prefill + decode steps).
 	DecodeWall  time.Duration
 	Interrupted bool
+
+	// PolicyVersion is the policy version the run sampled with last: the
+	// job's policy_version, or the last version a reload loaded.
+	PolicyVersion int64
+	// Watching is set when the run followed a policy source
+	// (RunOptions.Policy).
+	Watching bool
+	// Reloads counts the policy versions loaded during the run (hot
+	// reload); ReloadTime is their total time and ReloadMax the longest,
+	// each from the start of the manifest check to the new engine (verify +
+	// load + engine).
+	Reloads               int
+	ReloadTime, ReloadMax time.Duration
+	// VersionsLoaded lists the versions the reloads loaded, in order (they
+	// only increase).
+	VersionsLoaded []int64
+	// VersionsRefused lists the versions refused (the manifest check,
+	// Verify or the load failed; the log names the file); none is retried.
+	VersionsRefused []int64
 }
 
 func newSummary(job string) *Summary {
 	return &Summary{Job: job, Calls: map[string]int{}, Finish: map[traj.FinishReason]int{}}
+}
+
+// addReload records a hot reload to version that took d.
+func (s *Summary) addReload(version int64, d time.Duration) {
+	s.Reloads++
+	s.ReloadTime += d
+	s.ReloadMax = max(s.ReloadMax, d)
+	s.VersionsLoaded = append(s.VersionsLoaded, version)
+	s.PolicyVersion = version
 }
 
 // addGroup folds a written group into the summary.
@@ -151,4 +179,24 @@ func (s *Summary) Write(w io.Writer) {
 		mean = s.RewardSum / float64(s.Trajectories)
 	}
 	fmt.Fprintf(w, "  reward         mean %.3f; accuracy %s (%d/%d)\n", mean, pct(s.Correct, s.Trajectories), s.Correct, s.Trajectories)
+	if s.Watching || s.Reloads > 0 || len(s.VersionsRefused) > 0 {
+		reloads := "no reload"
+		if s.Reloads > 0 {
+			reloads = fmt.Sprintf("%d reloads (to %s) in %.3f s, the longest %.3f s",
+				s.Reloads, joinVersions(s.VersionsLoaded), s.ReloadTime.Seconds(), s.ReloadMax.Seconds())
+		}
+		refused := ""
+		if len(s.VersionsRefused) > 0 {
+			refused = fmt.Sprintf("; refused %s (see the log)", joinVersions(s.VersionsRefused))
+		}
+		fmt.Fprintf(w, "  policy         version %d at the end; %s%s\n", s.PolicyVersion, reloads, refused)
+	}
+}
+
+func joinVersions(vs []int64) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ", ")
 }
