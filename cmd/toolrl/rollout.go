@@ -34,7 +34,15 @@ success, result used, call cost) and writes whole groups to JSONL, Parquet or a
 Redis stream. Settings come from a YAML job file (--job-file); flags override
 its common fields. Rerunning the same job skips the groups already written.
 Ctrl-C stops taking prompts, finishes the groups in flight, prints the summary
-and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
+and exits 130; a second Ctrl-C abandons them (nothing partial is written).
+
+--watch follows a training run's policy: between groups it loads each newer
+version of a policy store folder (--watch STORE) or of the job's Redis pointer
+(--watch redis), verified against its manifest, after the groups in flight
+finish on the old one; every trajectory records the version it was sampled
+with. --worker --follow keeps a worker waiting for new prompts (the next
+iterations) instead of exiting when the job's stream is drained: with --watch
+it is the rollout worker of a training run.`,
 		Example: `  # the default policy on the shipped calc prompts (what make run does)
   toolrl rollout --model models/calc --prompts data/calc/prompts.jsonl --limit 64 --group-size 8 --out out/rollout.jsonl
 
@@ -43,7 +51,13 @@ and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
 
   # a distributed job: enqueue the prompts once, then start workers anywhere
   toolrl rollout --prompts data/calc/prompts.jsonl --redis redis://10.0.0.5:6379/0 --job calc1
-  toolrl rollout --model models/calc --redis redis://10.0.0.5:6379/0 --job calc1 --worker`,
+  toolrl rollout --model models/calc --redis redis://10.0.0.5:6379/0 --job calc1 --worker
+
+  # the worker of a training run: follows the job's prompts and policy until Ctrl-C
+  toolrl rollout --model models/calc --redis redis://10.0.0.5:6379/0 --job calc1 --worker --follow --watch redis
+
+  # a file rollout that picks up each version a learner publishes into a store
+  toolrl rollout --model models/calc --prompts data/calc/rl.jsonl --watch /shared/store --out out/rl.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job := orchestrator.Job{}
@@ -114,19 +128,45 @@ and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
 			if iteration < 0 {
 				return usageErrorf("--iteration %d: want ≥ 0", iteration)
 			}
+			if dist.follow && !dist.worker {
+				return usageErrorf("--follow is for workers (--worker): it keeps one waiting for new prompts")
+			}
+			if dist.minPolicyVersion < 0 {
+				return usageErrorf("--min-policy-version %d: want ≥ 0", dist.minPolicyVersion)
+			}
 			if dist.url != "" {
 				if dist.worker && set("iteration") {
 					return usageErrorf("--iteration is for enqueueing: a worker samples each prompt in the iteration its entry carries")
+				}
+				if dist.worker && set("min-policy-version") {
+					return usageErrorf("--min-policy-version is for enqueueing: a worker takes each entry's minimum from the entry")
+				}
+				if !dist.worker && dist.watch != "" {
+					return usageErrorf("--watch is for sampling; with --redis and without --worker the prompts are only enqueued")
 				}
 				return runDistributed(cmd, job, dist, iteration)
 			}
 			if dist.worker {
 				return usageErrorf("--worker needs --redis URL and --job J")
 			}
+			if dist.watch == watchRedis {
+				return usageErrorf("--watch redis needs --redis URL, --job J and --worker (it follows the job's policy pointer)")
+			}
+			if set("min-policy-version") {
+				return usageErrorf("--min-policy-version is for enqueueing into --redis")
+			}
 			if err := job.Normalize(); err != nil {
 				return usageError{err}
 			}
-			return runRollout(cmd, job, nil, iteration)
+			var policy orchestrator.PolicySource
+			if dist.watch != "" {
+				src, err := orchestrator.NewStorePolicySource(dist.watch)
+				if err != nil {
+					return usageErrorf("--watch %s: %v", dist.watch, err)
+				}
+				policy = src
+			}
+			return runRollout(cmd, job, nil, iteration, policy)
 		},
 	}
 	f := cmd.Flags()
@@ -152,15 +192,24 @@ and exits 130; a second Ctrl-C abandons them (nothing partial is written).`,
 	f.Int64Var(&flags.PolicyVersion, "policy-version", 0, "policy version recorded in every trajectory")
 	f.IntVar(&iteration, "iteration", 0, "closed-loop iteration: every prompt is a new group JOB/prompt@N with its own seeds (0 = JOB/prompt)")
 	f.StringVar(&dist.url, "redis", "", "distributed job: enqueue the prompts into this Redis (with --job), or claim them with --worker")
-	f.BoolVar(&dist.worker, "worker", false, "run as a distributed worker: claim prompts from --redis until the job's prompts are done")
+	f.BoolVar(&dist.worker, "worker", false, "run as a distributed worker: claim prompts from --redis until the job's prompts are done (with --follow: until Ctrl-C)")
 	f.DurationVar(&dist.claimIdle, "claim-idle", 60*time.Second, "reclaim a silent worker's prompts after this long")
+	f.BoolVar(&dist.follow, "follow", false, "with --worker: keep waiting for new prompts when the stream is drained, until Ctrl-C")
+	f.StringVar(&dist.watch, "watch", "", "hot-reload newer policy versions from a policy store folder, or from the job's Redis pointer (redis)")
+	f.Int64Var(&dist.minPolicyVersion, "min-policy-version", 0, "when enqueueing: the least policy version the prompts may be sampled with (workers with --watch wait for it)")
 	return cmd
 }
 
+// watchRedis is the --watch value that follows the job's Redis policy pointer.
+const watchRedis = "redis"
+
 type distributedFlags struct {
-	url       string
-	worker    bool
-	claimIdle time.Duration
+	url              string
+	worker           bool
+	claimIdle        time.Duration
+	follow           bool
+	watch            string
+	minPolicyVersion int64
 }
 
 // runDistributed enqueues the job's prompts, or runs a worker on them.
@@ -184,6 +233,7 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 		}
 		for i := range set.Prompts {
 			set.Prompts[i].Iteration = iteration
+			set.Prompts[i].MinPolicyVersion = dist.minPolicyVersion
 		}
 		n, err := orchestrator.Enqueue(ctx, client, job.ID, set.Prompts)
 		if err != nil {
@@ -202,11 +252,23 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 	if err := job.Normalize(); err != nil {
 		return usageError{err}
 	}
-	feed, err := orchestrator.NewRedisFeed(ctx, client, orchestrator.RedisFeedOptions{Job: job.ID, ClaimIdle: dist.claimIdle})
+	var policy orchestrator.PolicySource
+	switch dist.watch {
+	case "":
+	case watchRedis:
+		if policy, err = orchestrator.NewRedisPolicySource(client, job.ID); err != nil {
+			return usageError{err}
+		}
+	default:
+		if policy, err = orchestrator.NewStorePolicySource(dist.watch); err != nil {
+			return usageErrorf("--watch %s: %v", dist.watch, err)
+		}
+	}
+	feed, err := orchestrator.NewRedisFeed(ctx, client, orchestrator.RedisFeedOptions{Job: job.ID, ClaimIdle: dist.claimIdle, Follow: dist.follow})
 	if err != nil {
 		return err
 	}
-	err = runRollout(cmd, job, feed, 0)
+	err = runRollout(cmd, job, feed, 0, policy)
 	fmt.Fprintf(cmd.OutOrStdout(), "  worker         %d corrupt prompt entries dead-lettered, %d redelivered prompts already done\n", feed.DeadLetters, feed.Redone)
 	return err
 }
@@ -214,8 +276,9 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 // runRollout runs the job with signal handling: the first SIGINT/SIGTERM
 // stops taking prompts and lets in-flight groups finish; a second abandons
 // them. Either way the summary is printed and the exit code is 130. iteration
-// is the prompts file's (RunOptions.Iteration); a feed's prompts carry their own.
-func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.PromptFeed, iteration int) error {
+// is the prompts file's (RunOptions.Iteration); a feed's prompts carry their
+// own. policy, when not nil, is the source of hot reloads (--watch).
+func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.PromptFeed, iteration int, policy orchestrator.PolicySource) error {
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
 	abort, abortNow := context.WithCancel(context.Background())
@@ -237,7 +300,7 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 		}
 	}()
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort, Feed: feed, Iteration: iteration})
+	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort, Feed: feed, Iteration: iteration, Policy: policy})
 	if summary != nil {
 		summary.Write(cmd.OutOrStdout())
 		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", job.Out)

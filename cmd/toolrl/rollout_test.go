@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,9 +16,14 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/policystore"
+	toolrlredis "github.com/toolrl/toolrl/redis"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -31,6 +37,13 @@ func TestRolloutUsageErrorsExit2(t *testing.T) {
 		{"rollout", "--model", "m", "--prompts", "p", "--iteration", "-1"},
 		// a worker takes each entry's iteration; --iteration is for enqueueing
 		{"rollout", "--redis", "redis://127.0.0.1:1/0", "--job", "j", "--worker", "--iteration", "1"},
+		// --follow keeps a worker waiting; --watch redis follows the job's pointer
+		{"rollout", "--model", "m", "--prompts", "p", "--follow"},
+		{"rollout", "--model", "m", "--prompts", "p", "--watch", "redis"},
+		{"rollout", "--redis", "redis://127.0.0.1:1/0", "--job", "j", "--prompts", "p", "--watch", "redis"},
+		{"rollout", "--model", "m", "--prompts", "p", "--watch", "/nonexistent/store"},
+		{"rollout", "--redis", "redis://127.0.0.1:1/0", "--job", "j", "--worker", "--min-policy-version", "1"},
+		{"rollout", "--redis", "redis://127.0.0.1:1/0", "--job", "j", "--prompts", "p", "--min-policy-version", "-1"},
 	} {
 		root := newRootCmd()
 		root.SetArgs(args)
@@ -200,5 +213,150 @@ func TestRolloutIterationFlag(t *testing.T) {
 	}
 	if n != 8 {
 		t.Errorf("%d advantage records, want 8", n)
+	}
+}
+
+// TestRolloutWorkerFollowsAndWatches runs `toolrl rollout --worker --follow
+// --watch STORE` as a subprocess against a real redis-server: it samples the
+// first iteration with the store's version 1, keeps running once the stream
+// is drained, samples a later iteration with version 2 (published before it
+// was enqueued), and exits 130 on SIGINT with the reloads in its summary.
+func TestRolloutWorkerFollowsAndWatches(t *testing.T) {
+	testsupport.RequireORT(t)
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "toolrl")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cfg, err := llama.ShapeConfig("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := func(seed uint64) func(string) error {
+		w, err := llama.RandomWeights(cfg, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(dir string) error {
+			_, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, ExtraFiles: map[string][]byte{
+				"prompt_format.json": []byte(`{"kind":"plain","template":"Q: {prompt}\nA:","tool_call_format":"bracket"}`),
+			}})
+			return err
+		}
+	}
+	base := filepath.Join(dir, "base")
+	if err := folder(1)(base); err != nil {
+		t.Fatal(err)
+	}
+	storeDir := filepath.Join(dir, "store")
+	store, err := policystore.Open(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	if _, err := store.Publish(ctx, 1, nil, folder(2)); err != nil {
+		t.Fatal(err)
+	}
+	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	defer client.Close()
+	const job = "follow"
+	keys := toolrlredis.JobKeys(job)
+	enqueue := func(iteration int) {
+		t.Helper()
+		var ps []orchestrator.Prompt
+		for i := range 2 {
+			ps = append(ps, orchestrator.Prompt{ID: fmt.Sprintf("p%d", i), Prompt: fmt.Sprintf("%d + 1", i), Iteration: iteration})
+		}
+		if n, err := orchestrator.Enqueue(ctx, client, job, ps); err != nil || n != 2 {
+			t.Fatalf("enqueue iteration %d: %d, %v", iteration, n, err)
+		}
+	}
+	enqueue(0)
+
+	cmd := exec.Command(bin, "rollout", "--model", base, "--redis", srv.URL(), "--job", job, "--worker", "--follow",
+		"--watch", storeDir, "--group-size", "4", "--batch", "8", "--threads", "1", "--max-new-tokens", "16")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf(format+"\nstdout:\n%s\nstderr:\n%s", append(args, stdout.String(), stderr.String())...)
+	}
+	waitGroups := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if got, _ := client.XLen(ctx, keys.Groups).Result(); got >= n {
+				return
+			}
+			select {
+			case err := <-exited:
+				t.Fatalf("worker exited (%v) before %d groups\nstdout:\n%s\nstderr:\n%s", err, n, stdout.String(), stderr.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				fail("fewer than %d groups after 60 s", n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitGroups(2)
+	// The stream is drained now; a worker without --follow exits here.
+	select {
+	case err := <-exited:
+		t.Fatalf("worker exited (%v) once the stream was drained\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	case <-time.After(700 * time.Millisecond):
+	}
+	if _, err := store.Publish(ctx, 2, nil, folder(3)); err != nil {
+		fail("publish version 2: %v", err)
+	}
+	enqueue(1)
+	waitGroups(4)
+	cmd.Process.Signal(syscall.SIGINT)
+	var exit *exec.ExitError
+	select {
+	case err := <-exited:
+		if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
+			t.Fatalf("exit: %v, want code %d\nstdout:\n%s\nstderr:\n%s", err, exitInterrupted, stdout.String(), stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		fail("still running 30 s after SIGINT")
+	}
+	if want := "policy         version 2 at the end; 2 reloads (to 1, 2)"; !strings.Contains(stdout.String(), "interrupted") || !strings.Contains(stdout.String(), want) {
+		t.Errorf("summary does not say interrupted and %q:\n%s", want, stdout.String())
+	}
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if strings.Contains(line, "policy ") {
+			t.Log(strings.TrimSpace(line))
+		}
+	}
+	msgs, err := client.XRange(ctx, keys.Groups, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := map[string]int64{}
+	for _, m := range msgs {
+		g, err := toolrlredis.DecodeGroupEntry(toolrlredis.Message{ID: m.ID, Values: m.Values})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range g.Trajectories {
+			versions[tr.GroupID] = tr.PolicyVersion
+		}
+	}
+	want := map[string]int64{"follow/p0": 1, "follow/p1": 1, "follow/p0@1": 2, "follow/p1@1": 2}
+	if fmt.Sprint(versions) != fmt.Sprint(want) {
+		t.Errorf("group versions %v, want %v", versions, want)
 	}
 }
