@@ -23,7 +23,9 @@ import (
 // (idempotent) and acknowledge the prompt. A worker
 // that dies leaves its prompts pending; another claims them after the idle
 // timeout. A prompt whose group is already written is acknowledged without
-// being redone, so a redelivery never duplicates a group.
+// being redone, so a redelivery never duplicates a group. A worker exits
+// when the stream is drained, unless it follows (RedisFeedOptions.Follow):
+// the workers of a training run wait for the next iterations' entries.
 
 // ActorsGroup is the consumer group of rollout workers on the prompts stream.
 const ActorsGroup = "actors"

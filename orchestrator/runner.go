@@ -449,8 +449,9 @@ func (r *runner) loop(ctx context.Context) error {
 			// Between groups: a newer version is loaded once the groups in
 			// flight have finished on the old one (a group is never sampled
 			// across two versions).
+			// (Not when the feed is exhausted and nothing waits: the run is over.)
 			r.pollPolicy(ctx, false)
-			if r.next != nil && r.inflight == 0 {
+			if r.next != nil && r.inflight == 0 && (!exhausted || r.held != nil) {
 				r.reload(ctx)
 			}
 		}
