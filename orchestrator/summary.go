@@ -182,8 +182,12 @@ func (s *Summary) Write(w io.Writer) {
 	if s.Watching || s.Reloads > 0 || len(s.VersionsRefused) > 0 {
 		reloads := "no reload"
 		if s.Reloads > 0 {
-			reloads = fmt.Sprintf("%d reloads (to %s) in %.3f s, the longest %.3f s",
-				s.Reloads, joinVersions(s.VersionsLoaded), s.ReloadTime.Seconds(), s.ReloadMax.Seconds())
+			noun := "reloads"
+			if s.Reloads == 1 {
+				noun = "reload"
+			}
+			reloads = fmt.Sprintf("%d %s (to %s) in %.3f s, the longest %.3f s",
+				s.Reloads, noun, joinVersions(s.VersionsLoaded), s.ReloadTime.Seconds(), s.ReloadMax.Seconds())
 		}
 		refused := ""
 		if len(s.VersionsRefused) > 0 {
