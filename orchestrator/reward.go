@@ -15,22 +15,40 @@ import (
 const (
 	PartOutcome = "outcome"
 	PartFormat  = "format"
+	// PartPenaltyClip gives back what the tool parts of a trajectory with
+	// the right answer take beyond MaxToolPenalty (≥ 0; 0 otherwise).
+	PartPenaltyClip = "penalty_clip"
 )
 
 // RewardConfig weights the reward parts and says how answers are extracted.
 // An unset weight takes its default; write 0 to turn a part off.
+//
+// The defaults make a call pay only through a right answer: no part rewards
+// calling as such, every call costs 0.1, a call that fails or is invalid
+// 0.3, and a right answer always scores above a wrong one (AdaTIR's "sign
+// reversal", where tool penalties outweigh correctness, cannot happen).
 type RewardConfig struct {
 	// Outcome is paid when the extracted answer equals the reference. Default 1.
 	Outcome *float64 `yaml:"outcome"`
 	// Format is paid when the response ends cleanly (EOS) with an explicitly
-	// marked answer ("The answer is N", \boxed{N} or the regex). Default 0.1.
+	// marked answer ("The answer is N", \boxed{N} or the regex) and has no
+	// invalid call. Default 0.1.
 	Format *float64 `yaml:"format"`
-	// The tool parts (defaults from tools.DefaultRewardWeights).
+	// The tool parts, per call (defaults from tools.DefaultRewardWeights:
+	// tool_success 0, tool_use 0, call_cost -0.1, tool_failure -0.2,
+	// invalid_call -0.2, over_cap -0.3).
 	ToolSuccess *float64 `yaml:"tool_success"`
 	ToolUse     *float64 `yaml:"tool_use"`
 	CallCost    *float64 `yaml:"call_cost"`
+	ToolFailure *float64 `yaml:"tool_failure"`
 	InvalidCall *float64 `yaml:"invalid_call"`
 	OverCap     *float64 `yaml:"over_cap"`
+	// MaxToolPenalty is the most the tool parts together may take from a
+	// trajectory whose answer is right (≥ 0; default 0.8); the excess comes
+	// back as the part penalty_clip. With the defaults a right answer then
+	// scores at least 1 - 0.8 = 0.2, above the best wrong one (0.1, format
+	// alone), whatever its calls. Set it large (e.g. 1e9) for no clip.
+	MaxToolPenalty *float64 `yaml:"max_tool_penalty"`
 
 	// Extract lists the answer extractors tried in order: boxed, answer_is,
 	// regex, last_number. Default [boxed, answer_is, last_number], with regex
@@ -45,6 +63,13 @@ type RewardConfig struct {
 	regex *regexp.Regexp
 }
 
+// DefaultMaxToolPenalty is RewardConfig.MaxToolPenalty's default: above the
+// 0.7 that three calls (the default max_tool_calls) take at worst while one
+// of them succeeds, so that within that cap a failed call still scores below
+// a successful one; below outcome − format (0.9), so that a right answer
+// still scores above every wrong one.
+const DefaultMaxToolPenalty = 0.8
+
 func ptr(v float64) *float64 { return &v }
 
 func (c *RewardConfig) normalize() error {
@@ -54,11 +79,15 @@ func (c *RewardConfig) normalize() error {
 		def float64
 	}{
 		{&c.Outcome, 1}, {&c.Format, 0.1}, {&c.ToolSuccess, d.ToolSuccess}, {&c.ToolUse, d.ToolUse},
-		{&c.CallCost, d.CallCost}, {&c.InvalidCall, d.InvalidCall}, {&c.OverCap, d.OverCap},
+		{&c.CallCost, d.CallCost}, {&c.ToolFailure, d.ToolFailure}, {&c.InvalidCall, d.InvalidCall},
+		{&c.OverCap, d.OverCap}, {&c.MaxToolPenalty, DefaultMaxToolPenalty},
 	} {
 		if *f.p == nil {
 			*f.p = ptr(f.def)
 		}
+	}
+	if *c.MaxToolPenalty < 0 || math.IsNaN(*c.MaxToolPenalty) {
+		return fmt.Errorf("rewards.max_tool_penalty: %g, want ≥ 0", *c.MaxToolPenalty)
 	}
 	if c.Tolerance == 0 {
 		c.Tolerance = 1e-6
@@ -95,7 +124,7 @@ func (c *RewardConfig) normalize() error {
 
 func (c *RewardConfig) toolWeights() tools.RewardWeights {
 	return tools.RewardWeights{ToolSuccess: *c.ToolSuccess, ToolUse: *c.ToolUse, CallCost: *c.CallCost,
-		InvalidCall: *c.InvalidCall, OverCap: *c.OverCap}
+		ToolFailure: *c.ToolFailure, InvalidCall: *c.InvalidCall, OverCap: *c.OverCap}
 }
 
 var (
@@ -181,12 +210,13 @@ func parseNumber(s string) (*big.Rat, bool) {
 }
 
 // Score fills t.Reward and t.StepRewards from the trajectory's segments and
-// the reference answer. Tool parts come from tools.ComputeRewards; outcome and
-// format are paid to the last model segment, so the step rewards sum to the
-// total. It returns whether the outcome was correct.
+// the reference answer. Tool parts come from tools.ComputeRewards, each on the
+// step (model segment) that wrote the call; outcome, format and penalty_clip
+// are paid to the last model segment, which ends the answer. The total is the
+// sum of the step rewards. It returns whether the outcome was correct.
 func (c *RewardConfig) Score(t *traj.Trajectory, answer string) bool {
 	tr := tools.ComputeRewards(t.Segments, c.toolWeights())
-	parts := make(map[string]float64, len(tr.Parts)+2)
+	parts := make(map[string]float64, len(tr.Parts)+3)
 	for k, v := range tr.Parts {
 		parts[k] = v
 	}
@@ -207,10 +237,22 @@ func (c *RewardConfig) Score(t *traj.Trajectory, answer string) bool {
 		parts[PartFormat] = *c.Format
 	}
 	steps := tr.Steps
-	if len(steps) == 0 {
-		steps = []float64{0}
+	toolSum := 0.0
+	for _, v := range steps { // in order, so that the sum is the same every run
+		toolSum += v
 	}
-	steps[len(steps)-1] += parts[PartOutcome] + parts[PartFormat]
+	if len(steps) == 0 {
+		toolSum = tr.Total()
+		steps = []float64{toolSum}
+	}
+	// Correctness first (AdaTIR's clipped shaping, applied to the reward): the
+	// tool parts of a right answer take at most MaxToolPenalty. The 1e-9 keeps
+	// float noise from producing a clip of 1e-17.
+	parts[PartPenaltyClip] = 0
+	if limit := *c.MaxToolPenalty; correct && toolSum < -limit-1e-9 {
+		parts[PartPenaltyClip] = roundTo(-limit-toolSum, 12)
+	}
+	steps[len(steps)-1] += parts[PartOutcome] + parts[PartFormat] + parts[PartPenaltyClip]
 	total := 0.0
 	for _, v := range steps {
 		total += v

@@ -93,7 +93,11 @@ func TestScoreSplitsRewardIntoSteps(t *testing.T) {
 	w := tools.DefaultRewardWeights()
 	want := map[string]float64{
 		PartOutcome: 1, PartFormat: 0.1, tools.PartToolSuccess: w.ToolSuccess, tools.PartToolUse: w.ToolUse,
-		tools.PartCallCost: w.CallCost, tools.PartInvalidCall: 0, tools.PartOverCap: 0,
+		tools.PartCallCost: w.CallCost, tools.PartToolFailure: 0, tools.PartInvalidCall: 0, tools.PartOverCap: 0,
+		PartPenaltyClip: 0,
+	}
+	if len(tr.Reward.Parts) != len(want) {
+		t.Errorf("parts %v, want the %d of %v", tr.Reward.Parts, len(want), want)
 	}
 	total := 0.0
 	for k, v := range want {

@@ -44,9 +44,9 @@ func Example() {
 	}
 	segs = append(segs, traj.Segment{Kind: traj.SegmentModel, Turn: turn, Text: text.String()})
 	rw := tools.ComputeRewards(segs, tools.DefaultRewardWeights())
-	fmt.Printf("tool_success %.1f tool_use %.1f call_cost %.1f steps %.1f\n",
-		rw.Parts[tools.PartToolSuccess], rw.Parts[tools.PartToolUse], rw.Parts[tools.PartCallCost], rw.Steps)
+	fmt.Printf("calls %d, ok %d, result used %d; call_cost %.1f steps %.1f\n",
+		rw.Calls, rw.Succeeded, rw.Used, rw.Parts[tools.PartCallCost], rw.Steps)
 	// Output:
 	// call calculator {"expression":"12 * 34"} -> inject " = 408"
-	// tool_success 0.1 tool_use 0.2 call_cost -0.1 steps [0.2 0.0]
+	// calls 1, ok 1, result used 1; call_cost -0.1 steps [-0.1 0.0]
 }

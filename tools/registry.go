@@ -18,7 +18,8 @@ import (
 // Settings are the execution settings of one registered tool. Zero values
 // mean the executor's defaults.
 type Settings struct {
-	// Timeout bounds one call (0: ExecutorOptions.DefaultTimeout).
+	// Timeout bounds one call (0: the tool's own default, see Register, else
+	// ExecutorOptions.DefaultTimeout).
 	Timeout time.Duration
 	// Concurrency bounds the calls of this tool in flight (0: only the
 	// executor's global limit applies).
@@ -72,7 +73,9 @@ func NewRegistry() *Registry {
 	return &Registry{entries: map[string]*entry{}, brackets: map[string]string{}, printer: message.NewPrinter(language.English)}
 }
 
-// Register adds a tool. It fails when the name is empty or taken, when the
+// Register adds a tool. A tool with a default timeout of its own (a method
+// DefaultTimeout() time.Duration, as the calculator has) gets it when s sets
+// none. It fails when the name is empty or taken, when the
 // schema does not compile, or when the bracket name is taken or its argument
 // cannot be determined.
 func (r *Registry) Register(t Tool, s Settings) error {
@@ -85,6 +88,9 @@ func (r *Registry) Register(t Tool, s Settings) error {
 	}
 	if s.Timeout < 0 || s.Concurrency < 0 || s.MaxOutput < 0 {
 		return fmt.Errorf("register tool %q: negative timeout, concurrency or max_output", name)
+	}
+	if s.Timeout == 0 {
+		s.Timeout = toolDefaultTimeout(t)
 	}
 	sch, err := compileSchema(name, t.Schema())
 	if err != nil {
@@ -276,4 +282,16 @@ func (r *Registry) Close() error {
 		r.closeErr = errors.Join(errs...)
 	})
 	return r.closeErr
+}
+
+// toolDefaultTimeout is the tool's own default timeout (0: none), looking
+// through a registry file's function override.
+func toolDefaultTimeout(t Tool) time.Duration {
+	if o, ok := t.(*overridden); ok {
+		t = o.Tool
+	}
+	if d, ok := t.(interface{ DefaultTimeout() time.Duration }); ok {
+		return d.DefaultTimeout()
+	}
+	return 0
 }

@@ -26,7 +26,7 @@ func TestLoadRegistryCalc(t *testing.T) {
 	if !ok || tool == nil {
 		t.Fatal("Lookup(calculator) failed")
 	}
-	if s.Timeout.String() != "2s" || s.Concurrency != 32 || s.MaxOutput != 64 || s.Bracket != "CALC" || s.BracketArg != "expression" {
+	if s.Timeout.String() != "3s" || s.Concurrency != 32 || s.MaxOutput != 64 || s.Bracket != "CALC" || s.BracketArg != "expression" {
 		t.Errorf("settings = %+v", s)
 	}
 	name, arg, ok := reg.Bracket("CALC")

@@ -11,29 +11,42 @@ const (
 	PartToolSuccess = "tool_success"
 	PartToolUse     = "tool_use"
 	PartCallCost    = "call_cost"
+	PartToolFailure = "tool_failure"
 	PartInvalidCall = "invalid_call"
 	PartOverCap     = "over_cap"
 )
+
+// partOrder is the order in which ToolRewards.Total sums the parts, so that
+// the sum does not depend on map iteration.
+var partOrder = []string{PartToolSuccess, PartToolUse, PartCallCost, PartToolFailure, PartInvalidCall, PartOverCap}
 
 // RewardWeights weight the tool reward parts; each part is weight × count.
 // The zero value turns every part off; DefaultRewardWeights gives the defaults.
 type RewardWeights struct {
 	// ToolSuccess per call that parsed and executed ok.
 	ToolSuccess float64 `yaml:"tool_success" json:"tool_success"`
-	// ToolUse per successful call whose result appears in later model text.
+	// ToolUse per successful call whose result the model's later text uses
+	// (see ResultUsed).
 	ToolUse float64 `yaml:"tool_use" json:"tool_use"`
 	// CallCost per call the model wrote, whatever became of it (negative).
 	CallCost float64 `yaml:"call_cost" json:"call_cost"`
-	// InvalidCall per call that failed to parse or validate (negative).
+	// ToolFailure per call that was run and did not succeed: timeout,
+	// tool_error, panic, canceled (negative).
+	ToolFailure float64 `yaml:"tool_failure" json:"tool_failure"`
+	// InvalidCall per call that failed to parse or validate, or whose
+	// arguments the tool rejected (invalid_args) (negative).
 	InvalidCall float64 `yaml:"invalid_call" json:"invalid_call"`
 	// OverCap per call past the per-turn or per-trajectory cap (negative).
 	OverCap float64 `yaml:"over_cap" json:"over_cap"`
 }
 
-// DefaultRewardWeights are tool_success 0.1, tool_use 0.2, call_cost -0.1,
-// invalid_call -0.2, over_cap -0.3.
+// DefaultRewardWeights are tool_success 0, tool_use 0, call_cost -0.1,
+// tool_failure -0.2, invalid_call -0.2, over_cap -0.3: a call never pays for
+// itself, a call that succeeds costs 0.1, one that fails or is invalid 0.3,
+// one past a cap 0.4. A call earns reward only through the final answer it
+// helps to get right (the outcome part of the orchestrator's RewardConfig).
 func DefaultRewardWeights() RewardWeights {
-	return RewardWeights{ToolSuccess: 0.1, ToolUse: 0.2, CallCost: -0.1, InvalidCall: -0.2, OverCap: -0.3}
+	return RewardWeights{ToolSuccess: 0, ToolUse: 0, CallCost: -0.1, ToolFailure: -0.2, InvalidCall: -0.2, OverCap: -0.3}
 }
 
 // ToolRewards are the tool reward parts of one trajectory.
@@ -41,17 +54,20 @@ type ToolRewards struct {
 	// Parts holds every part name, weighted and summed over the calls.
 	Parts map[string]float64
 	// Steps has one entry per model segment, in order: the weighted parts of
-	// the call that segment ended in (0 for a segment without a call).
+	// the call that segment ended in (0 for a segment without a call). The
+	// parts of a tool segment before any model segment go to the first model
+	// segment.
 	Steps []float64
-	// Counts per outcome, unweighted.
-	Calls, Succeeded, Used, Invalid, OverCap int
+	// Counts per outcome, unweighted. A call recorded but not run (no result,
+	// no error class, e.g. in the last allowed turn) counts only in Calls.
+	Calls, Succeeded, Used, Failed, Invalid, OverCap int
 }
 
-// Total is the sum of the parts.
+// Total is the sum of the parts, in a fixed order.
 func (r ToolRewards) Total() float64 {
 	t := 0.0
-	for _, v := range r.Parts {
-		t += v
+	for _, k := range partOrder {
+		t += r.Parts[k]
 	}
 	return t
 }
@@ -60,22 +76,33 @@ func (r ToolRewards) Total() float64 {
 // from a model segment that ended in one (Segment.Call) and its result from
 // the tool segment right after it (Segment.Result); a call with no result
 // (e.g. unterminated at the end of the text) still counts. Classes come from
-// ParseError (its class prefix) and Result.ErrorClass. A result is "used"
-// when it appears in the Text of a later model segment: a numeric result
-// (digits, sign, point, thousands separators) as a whole number, not inside
-// a longer one, with separators ignored on both sides; other content of at
-// most 80 bytes verbatim; longer content when any number of two or more
-// digits in it appears. It is a pure function of its inputs.
+// ParseError (its class prefix) and Result.ErrorClass:
+//
+//   - over_cap: call_cost + over_cap;
+//   - a parse class (unterminated, bad_json, unknown_tool, schema, too_long)
+//     or invalid_args (the tool rejected the arguments, e.g. a calculator
+//     argument that is not an arithmetic expression): call_cost + invalid_call;
+//   - ok: call_cost + tool_success, + tool_use when ResultUsed says the
+//     model segments after the tool segment use the result;
+//   - any other failure (timeout, tool_error, panic, canceled): call_cost +
+//     tool_failure;
+//   - no result and no class (recorded, not run): call_cost.
+//
+// Each call's parts go to the step of the model segment that wrote it. It is
+// a pure function of its inputs.
 func ComputeRewards(segs []traj.Segment, w RewardWeights) ToolRewards {
-	out := ToolRewards{Parts: map[string]float64{
-		PartToolSuccess: 0, PartToolUse: 0, PartCallCost: 0, PartInvalidCall: 0, PartOverCap: 0,
-	}}
+	out := ToolRewards{Parts: make(map[string]float64, len(partOrder))}
+	for _, k := range partOrder {
+		out.Parts[k] = 0
+	}
 	step := -1
+	pending := 0.0 // parts of tool segments before the first model segment
 	for i := 0; i < len(segs); i++ {
 		s := segs[i]
 		if s.Kind == traj.SegmentModel {
 			step++
-			out.Steps = append(out.Steps, 0)
+			out.Steps = append(out.Steps, pending)
+			pending = 0
 		}
 		var call *traj.ToolCall
 		var result *traj.ToolResult
@@ -98,30 +125,34 @@ func ComputeRewards(segs []traj.Segment, w RewardWeights) ToolRewards {
 			continue
 		}
 		r := 0.0
+		add := func(part string, v float64) {
+			r += v
+			out.Parts[part] += v
+		}
 		out.Calls++
-		r += w.CallCost
-		out.Parts[PartCallCost] += w.CallCost
-		class := callClass(call, result)
-		switch {
+		add(PartCallCost, w.CallCost)
+		switch class := callClass(call, result); {
 		case class == ClassOverCap:
 			out.OverCap++
-			r += w.OverCap
-			out.Parts[PartOverCap] += w.OverCap
-		case IsParseClass(class):
+			add(PartOverCap, w.OverCap)
+		case IsParseClass(class) || class == ClassInvalidArgs:
 			out.Invalid++
-			r += w.InvalidCall
-			out.Parts[PartInvalidCall] += w.InvalidCall
-		case result != nil && result.OK:
+			add(PartInvalidCall, w.InvalidCall)
+		case result == nil:
+			// Recorded but not run: only the cost.
+		case result.OK:
 			out.Succeeded++
-			r += w.ToolSuccess
-			out.Parts[PartToolSuccess] += w.ToolSuccess
-			if resultUsed(result.Content, laterText(segs[next:])) {
+			add(PartToolSuccess, w.ToolSuccess)
+			if ResultUsed(result.Content, segs[next:]) {
 				out.Used++
-				r += w.ToolUse
-				out.Parts[PartToolUse] += w.ToolUse
+				add(PartToolUse, w.ToolUse)
 			}
+		default:
+			out.Failed++
+			add(PartToolFailure, w.ToolFailure)
 		}
-		if step < 0 { // a tool segment before any model segment
+		if step < 0 {
+			pending += r
 			continue
 		}
 		out.Steps[step] += r
@@ -139,86 +170,3 @@ func callClass(c *traj.ToolCall, r *traj.ToolResult) string {
 	}
 	return ""
 }
-
-func laterText(segs []traj.Segment) string {
-	var b strings.Builder
-	for _, s := range segs {
-		if s.Kind == traj.SegmentModel {
-			b.WriteString(s.Text)
-			b.WriteByte('\n')
-		}
-	}
-	return b.String()
-}
-
-func resultUsed(content, later string) bool {
-	content = strings.TrimSpace(content)
-	if content == "" || later == "" {
-		return false
-	}
-	plain := strings.ReplaceAll(later, ",", "")
-	if isNumberish(content) {
-		return containsNumber(plain, strings.ReplaceAll(content, ",", ""))
-	}
-	if len(content) <= 80 {
-		return strings.Contains(later, content)
-	}
-	for _, num := range numbersIn(content) {
-		if len(strings.TrimLeft(num, "-")) >= 2 && containsNumber(plain, num) {
-			return true
-		}
-	}
-	return false
-}
-
-func isNumberish(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c == '.' || c == '-' || c == ',') {
-			return false
-		}
-	}
-	return true
-}
-
-// numbersIn returns the decimal numbers in s, thousands separators removed.
-func numbersIn(s string) []string {
-	var nums []string
-	s = strings.ReplaceAll(s, ",", "")
-	for i := 0; i < len(s); {
-		if s[i] >= '0' && s[i] <= '9' {
-			j := i
-			for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == '.' && j+1 < len(s) && s[j+1] >= '0' && s[j+1] <= '9') {
-				j++
-			}
-			start := i
-			if start > 0 && s[start-1] == '-' {
-				start--
-			}
-			nums = append(nums, s[start:j])
-			i = j
-			continue
-		}
-		i++
-	}
-	return nums
-}
-
-// containsNumber reports whether num occurs in text not as part of a longer
-// number (so "40" is not found in "408").
-func containsNumber(text, num string) bool {
-	for off := 0; ; {
-		k := strings.Index(text[off:], num)
-		if k < 0 {
-			return false
-		}
-		start, end := off+k, off+k+len(num)
-		before := start == 0 || !isDigit(text[start-1])
-		after := end == len(text) || !(isDigit(text[end]) || text[end] == '.' && end+1 < len(text) && isDigit(text[end+1]))
-		if before && after {
-			return true
-		}
-		off = start + 1
-	}
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -1,16 +1,22 @@
 package tools
 
 import (
+	"context"
+	"encoding/json"
 	"math"
 	"testing"
 
+	"github.com/toolrl/toolrl/tools/calculator"
 	"github.com/toolrl/toolrl/traj"
 )
 
+// Every class of call with weights that make each part visible: the parts,
+// the counts and the step each call's parts land on.
 func TestComputeRewards(t *testing.T) {
 	ok := &traj.ToolCall{Name: "calculator", Raw: "[CALC: 12 * 34]"}
 	bad := &traj.ToolCall{Name: "calculator", Raw: "[CALC: 1", ParseError: "unterminated: ended"}
 	capped := &traj.ToolCall{Name: "calculator", Raw: "[CALC: 2]", ParseError: "over_cap: past"}
+	five := &traj.ToolCall{Name: "calculator", Raw: "[CALC: five]"}
 	segs := []traj.Segment{
 		{Kind: traj.SegmentModel, Turn: 0, Text: "12 times 34 is [CALC: 12 * 34]", Call: ok},
 		{Kind: traj.SegmentTool, Turn: 0, Call: ok, Result: &traj.ToolResult{OK: true, Content: "408"}},
@@ -18,58 +24,248 @@ func TestComputeRewards(t *testing.T) {
 		{Kind: traj.SegmentTool, Turn: 1, Call: capped, Result: &traj.ToolResult{ErrorClass: "over_cap", Content: "error: over_cap: past"}},
 		{Kind: traj.SegmentModel, Turn: 2, Text: "and [CALC: 9 / 1]", Call: &traj.ToolCall{Name: "calculator"}},
 		{Kind: traj.SegmentTool, Turn: 2, Result: &traj.ToolResult{ErrorClass: "timeout", Content: "error: timeout"}},
-		{Kind: traj.SegmentModel, Turn: 3, Text: "The answer is 408. [CALC: 1", Call: bad},
+		{Kind: traj.SegmentModel, Turn: 3, Text: "or [CALC: five]", Call: five},
+		{Kind: traj.SegmentTool, Turn: 3, Call: five, Result: &traj.ToolResult{ErrorClass: "invalid_args", Content: "error: invalid_args: syntax error"}},
+		{Kind: traj.SegmentModel, Turn: 4, Text: "The answer is 408. [CALC: 1", Call: bad},
 	}
-	w := DefaultRewardWeights()
+	w := RewardWeights{ToolSuccess: 0.1, ToolUse: 0.2, CallCost: -0.1, ToolFailure: -0.25, InvalidCall: -0.2, OverCap: -0.3}
 	r := ComputeRewards(segs, w)
-	if r.Calls != 4 || r.Succeeded != 1 || r.Used != 1 || r.Invalid != 1 || r.OverCap != 1 {
+	if r.Calls != 5 || r.Succeeded != 1 || r.Used != 1 || r.Failed != 1 || r.Invalid != 2 || r.OverCap != 1 {
 		t.Fatalf("counts = %+v", r)
 	}
 	want := map[string]float64{
-		PartToolSuccess: 0.1, PartToolUse: 0.2, PartCallCost: -0.4, PartInvalidCall: -0.2, PartOverCap: -0.3,
+		PartToolSuccess: 0.1, PartToolUse: 0.2, PartCallCost: -0.5, PartToolFailure: -0.25, PartInvalidCall: -0.4, PartOverCap: -0.3,
+	}
+	if len(r.Parts) != len(want) {
+		t.Errorf("parts %v, want the %d names of %v", r.Parts, len(want), want)
 	}
 	for k, v := range want {
 		if math.Abs(r.Parts[k]-v) > 1e-9 {
 			t.Errorf("part %s = %v, want %v", k, r.Parts[k], v)
 		}
 	}
-	wantSteps := []float64{-0.1 + 0.1 + 0.2, -0.1 - 0.3, -0.1, -0.1 - 0.2}
+	wantSteps := []float64{-0.1 + 0.1 + 0.2, -0.1 - 0.3, -0.1 - 0.25, -0.1 - 0.2, -0.1 - 0.2}
 	if len(r.Steps) != len(wantSteps) {
 		t.Fatalf("steps = %v", r.Steps)
 	}
+	sum := 0.0
 	for i := range wantSteps {
 		if math.Abs(r.Steps[i]-wantSteps[i]) > 1e-9 {
 			t.Errorf("step %d = %v, want %v", i, r.Steps[i], wantSteps[i])
 		}
+		sum += r.Steps[i]
 	}
-	if math.Abs(r.Total()-(-0.6)) > 1e-9 {
-		t.Errorf("total = %v", r.Total())
+	if math.Abs(r.Total()-(-1.15)) > 1e-9 || math.Abs(sum-r.Total()) > 1e-9 {
+		t.Errorf("total = %v, steps sum to %v", r.Total(), sum)
 	}
 	if z := ComputeRewards(segs, RewardWeights{}); z.Total() != 0 {
 		t.Errorf("zero weights total %v", z.Total())
 	}
+
+	// A call recorded but not run (the last allowed turn) costs only the call.
+	notRun := ComputeRewards([]traj.Segment{{Kind: traj.SegmentModel, Text: "[CALC: 1+1]", Call: &traj.ToolCall{Name: "calculator"}}}, w)
+	if notRun.Calls != 1 || notRun.Failed+notRun.Invalid+notRun.Succeeded != 0 || math.Abs(notRun.Total()+0.1) > 1e-12 {
+		t.Errorf("call without result: %+v", notRun)
+	}
+	// A tool segment before any model segment: its parts go to the first step.
+	orphan := ComputeRewards([]traj.Segment{
+		{Kind: traj.SegmentTool, Result: &traj.ToolResult{ErrorClass: "timeout"}},
+		{Kind: traj.SegmentModel, Text: "so 3"},
+	}, w)
+	if len(orphan.Steps) != 1 || math.Abs(orphan.Steps[0]-orphan.Total()) > 1e-12 || math.Abs(orphan.Total()+0.35) > 1e-12 {
+		t.Errorf("orphan tool segment: steps %v, total %v", orphan.Steps, orphan.Total())
+	}
 }
 
+// The default weights: nothing is paid for calling; a call costs 0.1, and
+// 0.2 more when it fails, times out, is invalid (parse or invalid_args).
+func TestDefaultRewardWeights(t *testing.T) {
+	w := DefaultRewardWeights()
+	if w != (RewardWeights{ToolSuccess: 0, ToolUse: 0, CallCost: -0.1, ToolFailure: -0.2, InvalidCall: -0.2, OverCap: -0.3}) {
+		t.Fatalf("defaults %+v", w)
+	}
+	one := func(res *traj.ToolResult, parseErr string) float64 {
+		call := &traj.ToolCall{Name: "calculator", ParseError: parseErr}
+		segs := []traj.Segment{{Kind: traj.SegmentModel, Text: "[CALC: x]", Call: call}}
+		if res != nil {
+			segs = append(segs, traj.Segment{Kind: traj.SegmentTool, Call: call, Result: res})
+		}
+		segs = append(segs, traj.Segment{Kind: traj.SegmentModel, Text: " so the answer is 408."})
+		return ComputeRewards(segs, w).Total()
+	}
+	okUsed := one(&traj.ToolResult{OK: true, Content: "408"}, "")
+	okUnused := one(&traj.ToolResult{OK: true, Content: "407"}, "")
+	if math.Abs(okUsed+0.1) > 1e-12 || okUnused != okUsed {
+		t.Errorf("ok call: used %v, unused %v, want -0.1 both", okUsed, okUnused)
+	}
+	for _, c := range []struct {
+		name     string
+		res      *traj.ToolResult
+		parseErr string
+		want     float64
+	}{
+		{"timeout", &traj.ToolResult{ErrorClass: ClassTimeout}, "", -0.3},
+		{"tool_error", &traj.ToolResult{ErrorClass: ClassToolError}, "", -0.3},
+		{"panic", &traj.ToolResult{ErrorClass: ClassPanic}, "", -0.3},
+		{"invalid_args", &traj.ToolResult{ErrorClass: ClassInvalidArgs}, "", -0.3},
+		{"schema", &traj.ToolResult{ErrorClass: ClassSchema}, "schema: x", -0.3},
+		{"unterminated", nil, "unterminated: x", -0.3},
+		{"over_cap", &traj.ToolResult{ErrorClass: ClassOverCap}, "over_cap: x", -0.4},
+	} {
+		got := one(c.res, c.parseErr)
+		if math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+		if got >= okUsed {
+			t.Errorf("%s: %v, not below an ok call's %v", c.name, got, okUsed)
+		}
+	}
+}
+
+// A calculator argument that is not an arithmetic expression is rejected as
+// invalid_args, and ComputeRewards counts it as an invalid call; arithmetic
+// without a result is a tool_error, a failed call.
+func TestCalculatorRejectionIsInvalidCall(t *testing.T) {
+	reg := loadCalc(t)
+	ex := NewExecutor(reg, ExecutorOptions{})
+	for _, c := range []struct {
+		expr, class string
+		invalid     bool
+	}{
+		{"five", ClassInvalidArgs, true},
+		{"12 apples * 3", ClassInvalidArgs, true},
+		{"", ClassInvalidArgs, true},
+		{"2 ^ 100000", ClassInvalidArgs, true}, // past a limit: the argument is still the model's
+		{"1 / 0", ClassToolError, false},
+		{"2 ^ 0.5", ClassToolError, false},
+	} {
+		args, _ := json.Marshal(map[string]string{"expression": c.expr})
+		p := NewBracketParser(reg, ParserOptions{})
+		r := p.Add("[CALC: "+c.expr+"]", true)
+		if len(r.Calls) != 1 {
+			t.Fatalf("%q: no call parsed", c.expr)
+		}
+		res := ex.Execute(context.Background(), r.Calls[0])
+		if res.OK || res.ErrorClass != c.class {
+			t.Errorf("%s: result %+v, want class %s", args, res, c.class)
+			continue
+		}
+		call := traj.ToolCall{Name: "calculator", Arguments: args, Raw: "[CALC: " + c.expr + "]"}
+		rw := ComputeRewards([]traj.Segment{
+			{Kind: traj.SegmentModel, Text: call.Raw, Call: &call},
+			{Kind: traj.SegmentTool, Call: &call, Result: &res},
+		}, DefaultRewardWeights())
+		if got := rw.Invalid == 1; got != c.invalid || rw.Failed == 1 == c.invalid {
+			t.Errorf("%q: invalid %d, failed %d", c.expr, rw.Invalid, rw.Failed)
+		}
+	}
+}
+
+// The calculator's timeout is the design's 3 s: from the shipped registry
+// files, and by default when neither the entry nor the file sets one.
+func TestCalculatorTimeout(t *testing.T) {
+	if CalculatorTimeout.String() != "3s" {
+		t.Fatalf("CalculatorTimeout %v", CalculatorTimeout)
+	}
+	for _, path := range []string{"testdata/calc.yaml", "../models/calc/tools.yaml"} {
+		reg, err := LoadRegistry(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, s, _ := reg.Lookup("calculator")
+		reg.Close()
+		if s.Timeout != CalculatorTimeout {
+			t.Errorf("%s: calculator timeout %v, want %v", path, s.Timeout, CalculatorTimeout)
+		}
+	}
+	bare, err := ParseRegistry(context.Background(), []byte("tools:\n  - type: calculator\n    function: {name: calc}\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	if _, s, _ := bare.Lookup("calc"); s.Timeout != CalculatorTimeout {
+		t.Errorf("entry without timeout: %v, want %v", s.Timeout, CalculatorTimeout)
+	}
+	withDefaults, err := ParseRegistry(context.Background(), []byte("defaults: {timeout: 5s}\ntools:\n  - type: calculator\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withDefaults.Close()
+	if _, s, _ := withDefaults.Lookup("calculator"); s.Timeout.String() != "5s" {
+		t.Errorf("file default 5s: %v", s.Timeout)
+	}
+	reg := NewRegistry()
+	if err := reg.Register(NewCalculator(calculator.Limits{}), Settings{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, s, _ := reg.Lookup("calculator"); s.Timeout != CalculatorTimeout {
+		t.Errorf("Register with zero Settings: %v", s.Timeout)
+	}
+}
+
+// "Result used": the result's value as a number token of the model's later
+// text; the rule's edges.
 func TestResultUsed(t *testing.T) {
+	long := "The population was 2,148,000 in 2020 according to the census of that year, which..."
 	cases := []struct {
 		content, later string
 		want           bool
 	}{
 		{"408", "The answer is 408.", true},
 		{"408", "The answer is 4080.", false},
+		{"408", "The answer is 1408.", false},
+		{"408", "The answer is 408.5.", false},
+		{"408", "so 408.0 it is", true},
+		{"408", "[CALC: 408 / 2]", true}, // chained into the next call
 		{"56088", "The answer is 56,088.", true},
+		{"56,088", "The answer is 56088.", true},
+		{"45", "the answers are 4,5", false}, // a list, not a thousands separator
 		{"0.25", "so 0.25 it is", true},
+		{"0.25", "so .25 it is", true},
 		{"0.25", "so 10.25 it is", false},
+		{"25", "so 0.25 it is", false},
+		{"0.5", "so 0.50", true},
+		{"-5", "The answer is -5.", true},
+		{"-5", "(-5)", true},
+		{"5", "The answer is -5.", false},
+		{"-5", "10-5 = 5", false},
+		{"5", "10-5 = 6", true},
 		{"7", "The answer is 7.", true},
+		{"0.333333", "about 1/3", false}, // another form of the value
 		{"Paris", "It is Paris.", true},
+		{"Paris", "it is PARIS", true},
+		{"Paris", "It is Parisian.", false},
 		{"Paris", "It is Rome.", false},
-		{"The population was 2,148,000 in 2020 according to the census of that year, which...", "about 2148000 people", true},
-		{"The population was 2,148,000 in 2020 according to the census of that year, which...", "many people", false},
+		{"New  York", "in new york,", true},
+		{long, "about 2148000 people", true},
+		{long, "many people", false},
 		{"408", "", false},
+		{"", "408", false},
 	}
 	for _, c := range cases {
 		if got := resultUsed(c.content, c.later); got != c.want {
 			t.Errorf("resultUsed(%q, %q) = %v", c.content, c.later, got)
 		}
+	}
+}
+
+// ResultUsed reads only the model segments it is given (those after the
+// call's tool segment): not the injected result, not the call itself.
+func TestResultUsedReadsOnlyLaterModelText(t *testing.T) {
+	call := &traj.ToolCall{Name: "calculator", Raw: "[CALC: 5]"}
+	res := &traj.ToolResult{OK: true, Content: "5"}
+	score := func(segs ...traj.Segment) int { return ComputeRewards(segs, DefaultRewardWeights()).Used }
+	callSeg := traj.Segment{Kind: traj.SegmentModel, Text: "5 is [CALC: 5]", Call: call}
+	toolSeg := traj.Segment{Kind: traj.SegmentTool, Text: " = 5", Call: call, Result: res}
+	if n := score(callSeg, toolSeg, traj.Segment{Kind: traj.SegmentModel, Text: ". Done."}); n != 0 {
+		t.Errorf("the call's own text and the injection counted as use (%d)", n)
+	}
+	if n := score(callSeg, toolSeg, traj.Segment{Kind: traj.SegmentModel, Text: ". The answer is 5."}); n != 1 {
+		t.Errorf("later use not counted (%d)", n)
+	}
+	tool2 := traj.Segment{Kind: traj.SegmentTool, Text: " = 5", Result: &traj.ToolResult{OK: true, Content: "5"}}
+	second := traj.Segment{Kind: traj.SegmentModel, Text: " and [CALC: 2+3]", Call: &traj.ToolCall{Name: "calculator"}}
+	if n := score(callSeg, toolSeg, second, tool2, traj.Segment{Kind: traj.SegmentModel, Text: " so 4."}); n != 0 {
+		t.Errorf("another call's injected result counted as use (%d)", n)
 	}
 }

@@ -19,7 +19,7 @@ type PromptFormat struct {
 const ToolsYAML = `# The calc policy's tools: it writes [CALC: <expression>] and the
 # environment appends " = <result>" (tools.BracketInjection, loss mask 0).
 defaults:
-  timeout: 2s
+  timeout: 3s      # per call; the design's 3 s (also the calculator's own default)
   max_output: 64
 tools:
   - type: calculator
