@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -48,6 +49,10 @@ type Config struct {
 	// update: rollouts run one version behind the learner (staleness 1,
 	// corrected by the ratio). Off: strictly on-policy.
 	Async bool `yaml:"async"`
+	// IterationTimeout bounds how long the Redis driver waits for an
+	// iteration's groups (workers or the advantage service gone, a prompt
+	// dead-lettered) before it trains on what arrived (default 10m).
+	IterationTimeout time.Duration `yaml:"iteration_timeout"`
 
 	normalized bool
 }
@@ -171,6 +176,12 @@ func (c *Config) normalize() error {
 	}
 	if c.Out == "" {
 		return fmt.Errorf("out: the output folder is required")
+	}
+	if c.IterationTimeout == 0 {
+		c.IterationTimeout = 10 * time.Minute
+	}
+	if c.IterationTimeout < 0 {
+		return fmt.Errorf("iteration_timeout: %v, want > 0", c.IterationTimeout)
 	}
 	if c.Eval.Every == 0 {
 		c.Eval.Every = 1

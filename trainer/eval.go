@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"slices"
 
@@ -12,8 +13,7 @@ import (
 	"github.com/toolrl/toolrl/traj"
 )
 
-// evaluate samples the held-out prompts with the latest version through the
-// orchestrator (the rollout's own loop, scoring and accounting) at the
+// evaluate samples the held-out prompts with the latest version at the
 // evaluation's fixed seed, writes one line to eval.jsonl and returns it.
 func (r *run) evaluate(ctx context.Context, k int) (EvalMetrics, error) {
 	job := r.cfg.Rollout
@@ -23,25 +23,11 @@ func (r *run) evaluate(ctx context.Context, k int) (EvalMetrics, error) {
 	if r.cfg.Eval.Seed != nil {
 		job.Seed = *r.cfg.Eval.Seed
 	}
-	job.Batch = max(job.Batch, job.GroupSize)
-	sink := &memorySink{}
-	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
-		Logger: r.log, ProgressOut: io.Discard, Feed: &promptList{prompts: r.eval}, Sink: sink,
-	})
+	ev, _, err := Evaluate(ctx, job, r.eval, r.cfg.Eval.SplitBy, r.log)
 	if err != nil {
-		return EvalMetrics{}, fmt.Errorf("evaluate version %d: %w", job.PolicyVersion, err)
+		return ev, err
 	}
-	ev := EvalMetrics{Iteration: k, PolicyVersion: job.PolicyVersion, Prompts: len(r.eval), Overall: statsOf(sum)}
-	if len(r.cfg.Eval.SplitBy) > 0 {
-		ev.Split = map[string]map[string]RolloutStats{}
-		for _, field := range r.cfg.Eval.SplitBy {
-			split, err := r.splitBy(field, sink.groups, &job)
-			if err != nil {
-				return ev, err
-			}
-			ev.Split[field] = split
-		}
-	}
+	ev.Iteration = k
 	if err := writeLine(r.evals, ev); err != nil {
 		return ev, fmt.Errorf("write %s: %w", EvalFile, err)
 	}
@@ -51,14 +37,43 @@ func (r *run) evaluate(ctx context.Context, k int) (EvalMetrics, error) {
 	return ev, nil
 }
 
-// splitBy folds the groups into one summary per value of the prompts' meta
-// field (trajectories of a group share their prompt's meta), with the
-// orchestrator's own accounting and the job's own answer check. A prompt
-// without the field counts under "(none)".
-func (r *run) splitBy(field string, groups []traj.Group, job *orchestrator.Job) (map[string]RolloutStats, error) {
-	sums := map[string]*orchestrator.Summary{}
-	for i := range groups {
-		g := &groups[i]
+// Evaluate samples job.GroupSize completions of every prompt with job's
+// model through the orchestrator (the rollout's own loop, tools, scoring and
+// accounting; nothing is written: job.Out is not opened) and returns the
+// figures, overall and split by the values of each prompt meta field in
+// splitBy, with the groups sampled.
+func Evaluate(ctx context.Context, job orchestrator.Job, prompts []orchestrator.Prompt, splitBy []string, logger *slog.Logger) (EvalMetrics, []traj.Group, error) {
+	if err := job.Normalize(); err != nil {
+		return EvalMetrics{}, nil, err
+	}
+	job.Batch = max(job.Batch, job.GroupSize)
+	sink := &memorySink{}
+	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
+		Logger: logger, ProgressOut: io.Discard, Feed: &promptList{prompts: prompts}, Sink: sink,
+	})
+	if err != nil {
+		return EvalMetrics{}, nil, fmt.Errorf("evaluate %s (version %d): %w", job.Model, job.PolicyVersion, err)
+	}
+	ev := EvalMetrics{PolicyVersion: job.PolicyVersion, Prompts: len(prompts), Overall: statsOf(sum)}
+	if len(splitBy) > 0 {
+		ev.Split = map[string]map[string]RolloutStats{}
+		for _, field := range splitBy {
+			split, err := splitGroups(field, sink.groups, &job)
+			if err != nil {
+				return ev, sink.groups, err
+			}
+			ev.Split[field] = split
+		}
+	}
+	return ev, sink.groups, nil
+}
+
+// splitGroups splits the groups by the value of the prompts' meta field
+// (trajectories of a group share their prompt's meta) and returns each
+// value's figures. A prompt without the field counts under "(none)".
+func splitGroups(field string, groups []traj.Group, job *orchestrator.Job) (map[string]RolloutStats, error) {
+	byValue := map[string][]traj.Group{}
+	for _, g := range groups {
 		value := "(none)"
 		if meta := g.Trajectories[0].Meta; len(meta) > 0 {
 			var fields map[string]any
@@ -69,21 +84,11 @@ func (r *run) splitBy(field string, groups []traj.Group, job *orchestrator.Job) 
 				value = fmt.Sprint(v)
 			}
 		}
-		s := sums[value]
-		if s == nil {
-			s = orchestrator.NewSummary(job.ID)
-			sums[value] = s
-		}
-		correct := make([]bool, len(g.Trajectories))
-		for j := range g.Trajectories {
-			t := g.Trajectories[j] // Score sets the reward; score a copy
-			correct[j] = job.Rewards.Score(&t, t.Answer)
-		}
-		s.AddGroup(g, correct)
+		byValue[value] = append(byValue[value], g)
 	}
 	out := map[string]RolloutStats{}
-	for _, v := range slices.Sorted(maps.Keys(sums)) {
-		out[v] = statsOf(sums[v])
+	for _, v := range slices.Sorted(maps.Keys(byValue)) {
+		out[v] = groupStats(byValue[v], job)
 	}
 	return out, nil
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/models/train"
@@ -30,6 +32,10 @@ type Options struct {
 	// OnIteration and OnEval observe progress (a progress bar).
 	OnIteration func(IterationMetrics)
 	OnEval      func(EvalMetrics)
+	// Redis, when set, makes Train the driver of a distributed run on that
+	// server: rollout workers and advantage services elsewhere do the
+	// sampling and scoring (see distributed.go).
+	Redis goredis.UniversalClient
 }
 
 // Result is what a run did.
@@ -69,6 +75,10 @@ type run struct {
 	evals    *os.File
 	trajOut  orchestrator.Sink
 	modelDir string // the latest version's folder (version 0: the config's model)
+	// learnerOpts are the learner's options; resumed the state of the
+	// version a resumed run starts from (nil on a fresh run).
+	learnerOpts learner.Options
+	resumed     *learner.State
 }
 
 // Train runs cfg's closed loop. Cancelling ctx finishes the iteration in
@@ -97,6 +107,13 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 			return res, err
 		}
 		res.LastEval = &ev
+	}
+	if opts.Redis != nil {
+		err := r.distributed(ctx, work, opts.Redis, first, &res)
+		if ctx.Err() != nil && res.LastIteration < cfg.Iterations {
+			res.Interrupted = true
+		}
+		return res, err
 	}
 	// next is the rollout of the coming iteration: started ahead, during
 	// the previous update, in async mode.
@@ -185,6 +202,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	r.learnerOpts = lopts
 	model, mcfg, err := learner.LoadModel(cfg.Rollout.Model)
 	if err != nil {
 		return 0, fmt.Errorf("rollout.model: %w", err)
@@ -229,6 +247,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 		}
 		first = st.Iteration + 1
 		r.modelDir = v.Dir
+		r.resumed = &st
 		r.log.Info("train: resumed", "version", v.Number, "iteration", st.Iteration, "dir", v.Dir)
 	}
 	set, err := orchestrator.ReadPrompts(cfg.Rollout.Prompts, cfg.Rollout.Limit, cfg.Rollout.SkipInvalid)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/traj"
 )
 
 // RolloutStats are a set of trajectories' figures (one iteration's rollout,
@@ -114,4 +115,20 @@ type EvalMetrics struct {
 	// Split maps a meta field to its values' figures, e.g.
 	// split["difficulty"]["easy"].
 	Split map[string]map[string]RolloutStats `json:"split,omitempty"`
+}
+
+// groupStats folds groups into RolloutStats with the orchestrator's
+// accounting and the job's own answer check (the job must be normalized).
+func groupStats(groups []traj.Group, job *orchestrator.Job) RolloutStats {
+	sum := orchestrator.NewSummary(job.ID)
+	for i := range groups {
+		g := &groups[i]
+		correct := make([]bool, len(g.Trajectories))
+		for j := range g.Trajectories {
+			t := g.Trajectories[j] // Score sets the reward; score a copy
+			correct[j] = job.Rewards.Score(&t, t.Answer)
+		}
+		sum.AddGroup(g, correct)
+	}
+	return statsOf(sum)
 }

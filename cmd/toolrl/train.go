@@ -13,11 +13,12 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	toolrlredis "github.com/toolrl/toolrl/redis"
 	"github.com/toolrl/toolrl/trainer"
 )
 
 func newTrainCmd() *cobra.Command {
-	var configPath, out string
+	var configPath, out, redisURL string
 	var resume, async bool
 	cmd := &cobra.Command{
 		Use:   "train --config FILE",
@@ -64,7 +65,7 @@ SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
 			if err := cfg.Normalize(); err != nil {
 				return usageErrorf("train: %s: %v", configPath, err)
 			}
-			return runTrain(cmd, cfg, resume)
+			return runTrain(cmd, cfg, resume, redisURL)
 		},
 	}
 	fs := cmd.Flags()
@@ -72,10 +73,11 @@ SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
 	fs.StringVar(&out, "out", "", "output folder (overrides the config's out)")
 	fs.BoolVar(&resume, "resume", false, "continue from the last published version and iteration in OUT")
 	fs.BoolVar(&async, "async", false, "overlap each rollout with the previous update (one version of staleness)")
+	fs.StringVar(&redisURL, "redis", "", "drive a distributed run on this Redis: workers (toolrl rollout --worker --follow --watch redis) and advantage services run elsewhere")
 	return cmd
 }
 
-func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool) error {
+func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL string) error {
 	stderr := cmd.ErrOrStderr()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, stop := signalContext(cmd)
@@ -85,6 +87,19 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool) error {
 	mode := "on-policy"
 	if cfg.Async {
 		mode = "async (one version of staleness)"
+	}
+	if redisURL != "" {
+		if _, err := toolrlredis.ParseURL(redisURL, toolrlredis.ConnectOptions{}); err != nil {
+			return usageErrorf("train: --redis: %v", err)
+		}
+		client, err := toolrlredis.Connect(ctx, redisURL, toolrlredis.ConnectOptions{ClientName: "toolrl-train"})
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		defer client.Close()
+		opts.Redis = client
+		mode += fmt.Sprintf(", distributed on %s (job %s: start workers with toolrl rollout --worker --follow --watch redis --redis URL --job %s, and toolrl advantage serve --redis URL --job %s)",
+			toolrlredis.Redact(redisURL), cfg.Rollout.ID, cfg.Rollout.ID, cfg.Rollout.ID)
 	}
 	fmt.Fprintf(stderr, "train: %d iterations × %d prompts × G=%d, %s, out %s\n",
 		cfg.Iterations, cfg.PromptsPerIteration, cfg.Rollout.GroupSize, mode, cfg.Out)
