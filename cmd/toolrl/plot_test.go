@@ -62,7 +62,7 @@ func writePlotJSONL(t *testing.T, path string, values []any) {
 }
 
 var plotFiles = []string{"reward.png", "accuracy.png", "call_rate.png", "calls_per_trajectory.png", "kl.png",
-	"clip_fraction.png", "entropy.png", "eval_accuracy_by_difficulty.png"}
+	"clip_fraction.png", "entropy.png", "eval_accuracy_by_difficulty.png", "eval_call_rate_by_difficulty.png"}
 
 // checkPNG decodes path and checks its size and that it is not blank.
 func checkPNG(t *testing.T, path string, w, h int) {

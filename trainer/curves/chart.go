@@ -132,26 +132,35 @@ func charts(runs []Run) []chart {
 		}
 		out = append(out, c)
 	}
+	splits := []struct {
+		name, file, yLabel string
+		value              func(trainer.RolloutStats) float64
+	}{
+		{"accuracy", "eval_accuracy_by_", "accuracy (% of trajectories right)", func(s trainer.RolloutStats) float64 { return s.Accuracy }},
+		{"call rate", "eval_call_rate_by_", "call rate (% of trajectories with a tool call)", func(s trainer.RolloutStats) float64 { return s.CallRate }},
+	}
 	for _, field := range splitFields(runs) {
 		values := splitValues(runs, field)
-		c := chart{file: "eval_accuracy_by_" + fileSafe(field) + ".png", title: titled("Eval accuracy by "+field, runs),
-			yLabel: "accuracy (% of trajectories right)", percent: true, full: true}
-		for i, r := range runs {
-			for v, value := range values {
-				label := field + "=" + value
-				if len(runs) > 1 {
-					label = r.Label + " " + label
-				}
-				var xy plotter.XYs
-				for _, e := range r.Evals {
-					if st, ok := e.Split[field][value]; ok && st.Trajectories > 0 {
-						xy = append(xy, plotter.XY{X: float64(e.Iteration), Y: st.Accuracy})
+		for _, q := range splits {
+			c := chart{file: q.file + fileSafe(field) + ".png", title: titled("Eval "+q.name+" by "+field, runs),
+				yLabel: q.yLabel, percent: true, full: true}
+			for i, r := range runs {
+				for v, value := range values {
+					label := field + "=" + value
+					if len(runs) > 1 {
+						label = r.Label + " " + label
 					}
+					var xy plotter.XYs
+					for _, e := range r.Evals {
+						if st, ok := e.Split[field][value]; ok && st.Trajectories > 0 {
+							xy = append(xy, plotter.XY{X: float64(e.Iteration), Y: q.value(st)})
+						}
+					}
+					c.series = append(c.series, series{label: label, run: i, color: v, marked: true, points: xy})
 				}
-				c.series = append(c.series, series{label: label, run: i, color: v, marked: true, points: xy})
 			}
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
 	return out
 }
