@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -13,7 +14,7 @@ import (
 )
 
 func newPlotCmd() *cobra.Command {
-	var to string
+	var to, table string
 	var labels []string
 	var opts curves.Options
 	cmd := &cobra.Command{
@@ -71,6 +72,20 @@ where; files are replaced.`,
 				return fmt.Errorf("plot: %w", err)
 			}
 			w := cmd.OutOrStdout()
+			if table != "" {
+				f, err := os.Create(table)
+				if err != nil {
+					return fmt.Errorf("plot: --table: %w", err)
+				}
+				err = curves.WriteTable(f, runs)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return fmt.Errorf("plot: --table %s: %w", table, err)
+				}
+				defer fmt.Fprintf(w, "  %s (table)\n", table)
+			}
 			var names []string
 			for _, r := range runs {
 				names = append(names, fmt.Sprintf("%s (%d iterations, %d evals)", r.Label, len(r.Iterations), len(r.Evals)))
@@ -87,6 +102,7 @@ where; files are replaced.`,
 		},
 	}
 	fs := cmd.Flags()
+	fs.StringVar(&table, "table", "", "also write a markdown table of each run's first and last evaluation (95% Wilson intervals) to this file")
 	fs.StringVar(&to, "to", "", "folder for the charts (default OUT/plots for one run, FIRST/plots/overlay for several)")
 	fs.StringSliceVar(&labels, "label", nil, "legend names of the runs, one per OUT, comma-separated (default: the folders' names)")
 	fs.IntVar(&opts.Width, "width", 1000, "chart width in pixels (200–8000)")
