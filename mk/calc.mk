@@ -31,7 +31,9 @@ model-data:
 	$(CALC_EVAL_BIN) model data --split rl --out $(CALC_RL_PROMPTS)
 	@sha256sum $(CALC_PROMPTS) $(CALC_RL_PROMPTS)
 
-# Measure the shipped policy through the actor (ONNX Runtime), T=1.0, G=8.
+# Measure the shipped policy on the held-out prompts, T=1.0, G=8, seed 1,
+# through the orchestrator (trainer.Evaluate: the rollout's loop, tools and
+# rewards), overall and by meta.difficulty.
 model-eval:
 	@mkdir -p out/calc
 	$(GO) build -o $(CALC_EVAL_BIN) ./cmd/toolrl

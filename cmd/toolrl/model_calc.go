@@ -1,20 +1,25 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/models/bpetrain"
 	"github.com/toolrl/toolrl/models/calcdata"
 	"github.com/toolrl/toolrl/models/train"
-	"github.com/toolrl/toolrl/tools"
+	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/trainer"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -212,209 +217,298 @@ type calcEvalFlags struct {
 	seed           uint64
 	maxNew         int
 	threads        int
+	splitBy        []string
 	samplesOut     string
+	asJSON         bool
 }
+
+// calcEvalJobID is the evaluation's job id: trajectory ids are
+// eval/PROMPT/i. Sample seeds do not depend on it (actor.SampleSeed(seed,
+// prompt id, i)).
+const calcEvalJobID = "eval"
 
 func newModelEvalCmd() *cobra.Command {
 	var f calcEvalFlags
 	cmd := &cobra.Command{
 		Use:   "eval",
-		Short: "Measure the calc policy on held-out prompts through the actor (ONNX Runtime)",
-		Long: `eval samples G completions per held-out prompt with the actor (ONNX Runtime,
-batched decode, KV cache), runs every [CALC: ...] call through the tools
-registry in the model folder (tools.yaml) and injects tools.BracketInjection of
-the result, exactly as a rollout does. It prints the share of calls that parse,
-of samples that call a tool, the accuracy (the completion ends with
-"The answer is N." and N is the answer), and the share of groups whose
-correctness is not all equal.`,
-		Example: `  toolrl model eval --model models/calc --prompts data/calc/prompts.jsonl --samples 8 --temperature 1`,
-		Args:    cobra.NoArgs,
+		Short: "Measure a policy on held-out prompts through the orchestrator (the rollout's loop, tools and rewards)",
+		Long: `eval samples --samples completions of every prompt with the orchestrator, as
+toolrl rollout and toolrl train's evaluation do (trainer.Evaluate: the same
+loop, tool calls, rewards and accounting; nothing is written unless
+--samples-out), and prints the figures overall and split by the prompts'
+meta fields (--split-by, default difficulty): accuracy with its 95% Wilson
+interval over samples, call rate, calls per trajectory, invalid calls and
+timeouts (shares of calls), the groups whose samples are not all right or all
+wrong (unequal correctness) and whose staged rewards are not all equal,
+the mean reward and the mean response length.
+
+A sample is right when the orchestrator's answer check (rewards.extract:
+\boxed{N}, "The answer is N", else the last number) finds the reference
+answer. Per-sample seeds are actor.SampleSeed(--seed, prompt id, i), as in a
+rollout of the same seed. --temperature 0 is greedy decoding. --json prints
+the trainer's EvalMetrics (one eval.jsonl line) instead of the table.`,
+		Example: `  toolrl model eval --model models/calc --prompts data/calc/prompts.jsonl --samples 8 --temperature 1
+  toolrl model eval --model out/run1/policy/v000003 --limit 64 --json
+  toolrl model eval --limit 16 --samples-out /tmp/eval.jsonl && toolrl inspect /tmp/eval.jsonl`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := runCalcEval(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(cmd.OutOrStdout(), m.Report())
-			return nil
+			return runCalcEval(cmd, f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "models/calc", "model folder")
-	fl.StringVar(&f.prompts, "prompts", "data/calc/prompts.jsonl", "held-out prompts (JSONL: id, prompt, answer)")
-	fl.IntVar(&f.samples, "samples", 8, "samples per prompt (G)")
+	fl.StringVar(&f.prompts, "prompts", "data/calc/prompts.jsonl", "held-out prompts (JSONL: id, prompt, answer, meta)")
+	fl.IntVar(&f.samples, "samples", 8, "samples per prompt (G, the group size)")
 	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N prompts (0: all)")
-	fl.Float64Var(&f.temperature, "temperature", 1, "sampling temperature")
+	fl.Float64Var(&f.temperature, "temperature", 1, "sampling temperature (0: greedy)")
 	fl.Uint64Var(&f.seed, "seed", 1, "job seed (per-sample seeds derive from it)")
-	fl.IntVar(&f.maxNew, "max-new-tokens", 64, "sampled-token cap per sample")
+	fl.IntVar(&f.maxNew, "max-new-tokens", 64, "most tokens sampled per model turn")
 	fl.IntVar(&f.threads, "threads", 0, "ONNX Runtime intra-op threads (0: one per core)")
-	fl.StringVar(&f.samplesOut, "samples-out", "", "also write every sample (JSONL: id, sample, answer, completion, correct)")
+	fl.StringSliceVar(&f.splitBy, "split-by", []string{"difficulty"}, "prompt meta fields to split the figures by (comma-separated; empty: overall only)")
+	fl.StringVar(&f.samplesOut, "samples-out", "", "also write the sampled groups' trajectories, as toolrl rollout writes them (FILE.jsonl or FILE.parquet)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the evaluation's figures as one JSON object (trainer.EvalMetrics) instead of the table")
 	return cmd
 }
 
-// calcDetector adapts the tools package's streaming bracket parser to the
-// actor's CallDetector and keeps the completed call.
-type calcDetector struct {
-	parser tools.Parser
-	call   *tools.Call
+// calcEvalJob builds the rollout job that eval runs from the flags and reads
+// its prompts; every error is the user's to fix.
+func calcEvalJob(f calcEvalFlags) (orchestrator.Job, []orchestrator.Prompt, error) {
+	switch {
+	case f.samples <= 0:
+		return orchestrator.Job{}, nil, usageErrorf("--samples %d: want ≥ 1", f.samples)
+	case !(f.temperature >= 0):
+		return orchestrator.Job{}, nil, usageErrorf("--temperature %g: want ≥ 0", f.temperature)
+	case f.limit < 0:
+		return orchestrator.Job{}, nil, usageErrorf("--limit %d: want ≥ 0", f.limit)
+	case f.maxNew <= 0:
+		return orchestrator.Job{}, nil, usageErrorf("--max-new-tokens %d: want ≥ 1", f.maxNew)
+	case f.threads < 0:
+		return orchestrator.Job{}, nil, usageErrorf("--threads %d: want ≥ 0", f.threads)
+	}
+	for _, field := range f.splitBy {
+		if field == "" {
+			return orchestrator.Job{}, nil, usageErrorf("--split-by: empty field name")
+		}
+	}
+	if st, err := os.Stat(f.model); err != nil || !st.IsDir() {
+		return orchestrator.Job{}, nil, usageErrorf("--model %s: not a model folder", f.model)
+	}
+	job := orchestrator.Job{
+		ID: calcEvalJobID, Model: f.model, Prompts: f.prompts, Limit: f.limit,
+		GroupSize: f.samples, Seed: f.seed, Threads: f.threads,
+		// Temperature 0 means "default" in a job; the flag's 0 is greedy.
+		Sampling: orchestrator.Sampling{Temperature: f.temperature, Greedy: f.temperature == 0, MaxNewTokens: f.maxNew},
+	}
+	if err := job.Normalize(); err != nil {
+		return job, nil, usageError{err}
+	}
+	set, err := orchestrator.ReadPrompts(job.Prompts, job.Limit, false)
+	if err != nil {
+		return job, nil, usageError{err}
+	}
+	if len(set.Prompts) == 0 {
+		return job, nil, usageErrorf("--prompts %s: no prompts", job.Prompts)
+	}
+	return job, set.Prompts, nil
 }
 
-func (d *calcDetector) Feed(delta string) bool {
-	res := d.parser.Add(delta, false)
-	if len(res.Calls) > 0 {
-		c := res.Calls[0]
-		d.call = &c
-		return true
-	}
-	return false
-}
-
-// runCalcEval samples the held-out prompts and scores them.
-func runCalcEval(ctx context.Context, f calcEvalFlags) (calcdata.Metrics, error) {
-	var m calcdata.Metrics
-	if f.samples <= 0 || f.temperature < 0 {
-		return m, usageErrorf("--samples must be positive and --temperature non-negative")
-	}
-	pf, err := os.Open(f.prompts)
+// runCalcEval evaluates with trainer.Evaluate and prints the figures.
+func runCalcEval(cmd *cobra.Command, f calcEvalFlags) error {
+	ctx := cmd.Context()
+	job, prompts, err := calcEvalJob(f)
 	if err != nil {
-		return m, usageErrorf("model eval: %v", err)
+		return err
 	}
-	recs, err := calcdata.ReadPrompts(pf)
-	pf.Close()
-	if err != nil {
-		return m, fmt.Errorf("model eval: %s: %w", f.prompts, err)
-	}
-	if f.limit > 0 && f.limit < len(recs) {
-		recs = recs[:f.limit]
-	}
-	reg, err := tools.LoadRegistry(ctx, filepath.Join(f.model, "tools.yaml"))
-	if err != nil {
-		return m, fmt.Errorf("model eval: %w", err)
-	}
-	defer reg.Close()
-	exec := tools.NewExecutor(reg, tools.ExecutorOptions{})
-	pol, err := actor.Load(ctx, actor.LoadOptions{Dir: f.model, IntraOpThreads: f.threads})
-	if err != nil {
-		return m, fmt.Errorf("model eval: %w", err)
-	}
-	defer pol.Close()
-	tok := pol.Tokenizer()
-	eng := actor.NewEngine(pol, actor.EngineOptions{MaxBatch: 64})
-	defer eng.Close()
-	type group struct {
-		rec     calcdata.PromptRecord
-		seqs    []*actor.Sequence
-		results []calcdata.SampleResult
-		texts   []string
-		left    int
-	}
-	groups := map[string]*group{}
-	var order []*group
-	sampling := actor.Sampling{Temperature: f.temperature, MaxNewTokens: f.maxNew}
-	for _, rec := range recs {
-		ids, err := tok.Encode(calcdata.Render(rec.Prompt), true)
-		if err != nil {
-			return m, fmt.Errorf("model eval: encode prompt %s: %w", rec.ID, err)
-		}
-		seeds := make([]uint64, f.samples)
-		for i := range seeds {
-			seeds[i] = actor.SampleSeed(f.seed, rec.ID, i)
-		}
-		seqs, err := eng.AddGroup(actor.GroupRequest{
-			ID: rec.ID, Prompt: ids, Seeds: seeds, Sampling: sampling,
-			NewDetector: func() actor.CallDetector {
-				p, _ := tools.NewParser("bracket", reg, tools.ParserOptions{})
-				return &calcDetector{parser: p}
-			},
-		})
-		if err != nil {
-			return m, fmt.Errorf("model eval: prompt %s: %w", rec.ID, err)
-		}
-		g := &group{rec: rec, seqs: seqs, results: make([]calcdata.SampleResult, f.samples), texts: make([]string, f.samples), left: f.samples}
-		groups[rec.ID] = g
-		order = append(order, g)
-	}
-	for !eng.Idle() {
-		events, err := eng.Step(ctx)
-		if err != nil {
-			return m, fmt.Errorf("model eval: %w", err)
-		}
-		for _, ev := range events {
-			g := groups[ev.Seq.GroupID()]
-			res := &g.results[ev.Seq.Index()]
-			switch ev.Kind {
-			case actor.EventToolCall:
-				det := ev.Seq.Detector().(*calcDetector)
-				call := *det.call
-				res.Calls++
-				var out traj.ToolResult
-				if call.OK() {
-					out = exec.Execute(ctx, call)
-				} else {
-					out = tools.Failure(call.ErrorClass, call.Error)
-				}
-				if out.OK {
-					res.CallsParsed++
-				}
-				inj, err := tok.Encode(tools.BracketInjection(out), false)
-				if err != nil {
-					return m, fmt.Errorf("model eval: encode tool result: %w", err)
-				}
-				if err := ev.Seq.Inject(inj); err != nil {
-					return m, fmt.Errorf("model eval: inject: %w", err)
-				}
-			case actor.EventFinished:
-				s := ev.Seq
-				text, err := tok.Decode(s.Tokens()[s.PromptLen():], true)
-				if err != nil {
-					return m, fmt.Errorf("model eval: decode: %w", err)
-				}
-				ans, ok := calcdata.ExtractAnswer(text)
-				res.Answered = ok
-				res.Correct = ok && ans == g.rec.Answer
-				g.texts[s.Index()] = text
-				g.left--
-				if g.left == 0 {
-					slog.Debug("group done", "id", g.rec.ID)
-				}
-			}
-		}
-	}
-	for _, g := range order {
-		m.AddGroup(g.results)
-	}
+	var sink orchestrator.Sink
 	if f.samplesOut != "" {
-		if err := writeCalcSamples(f.samplesOut, func(yield func(string, int, string, string, bool)) {
-			for _, g := range order {
-				for i, r := range g.results {
-					yield(g.rec.ID, i, g.rec.Answer, g.texts[i], r.Correct)
-				}
-			}
-		}); err != nil {
-			return m, err
+		// Opened before the sampling so that a bad name fails at once; a
+		// file sink creates its file only with the first group, so an
+		// evaluation that fails leaves nothing behind.
+		if strings.Contains(f.samplesOut, "://") {
+			return usageErrorf("--samples-out %s: want a .jsonl or .parquet file", f.samplesOut)
+		}
+		if sink, err = orchestrator.OpenSink(ctx, f.samplesOut, job.ID, true); err != nil {
+			return usageErrorf("--samples-out: %v", err)
 		}
 	}
-	return m, nil
-}
-
-// writeCalcSamples writes one JSON line per evaluated sample.
-func writeCalcSamples(path string, each func(yield func(id string, sample int, answer, completion string, correct bool))) error {
-	f, err := os.Create(path)
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ev, groups, err := trainer.Evaluate(ctx, job, prompts, f.splitBy, logger)
 	if err != nil {
 		return fmt.Errorf("model eval: %w", err)
 	}
-	enc := json.NewEncoder(f)
-	enc.SetEscapeHTML(false)
-	var werr error
-	each(func(id string, sample int, answer, completion string, correct bool) {
-		if werr == nil {
-			werr = enc.Encode(map[string]any{"id": id, "sample": sample, "answer": answer, "completion": completion, "correct": correct})
+	if sink != nil {
+		for i := range groups {
+			if _, err := sink.WriteGroup(ctx, &groups[i]); err != nil {
+				sink.Close()
+				return fmt.Errorf("model eval: write %s: %w", f.samplesOut, err)
+			}
 		}
-	})
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
+		if err := sink.Close(); err != nil {
+			return fmt.Errorf("model eval: write %s: %w", f.samplesOut, err)
+		}
 	}
-	if werr != nil {
-		return fmt.Errorf("model eval: write %s: %w", path, werr)
+	out := cmd.OutOrStdout()
+	if f.asJSON {
+		return json.NewEncoder(out).Encode(ev)
 	}
-	return nil
+	temperature := fmt.Sprintf("T=%g", job.Sampling.Temperature)
+	if job.Sampling.Greedy {
+		temperature = "greedy"
+	}
+	fmt.Fprintf(out, "model eval: %s on %d prompts of %s, %d samples each, %s, seed %d: %.1f s\n",
+		job.Model, ev.Prompts, job.Prompts, job.GroupSize, temperature, job.Seed, ev.Overall.Seconds)
+	return writeEvalTable(out, &job, ev, groups, f.splitBy)
+}
+
+// evalColumn is one column of the eval table: all prompts, or the prompts
+// with one value of a split field.
+type evalColumn struct {
+	name  string
+	stats trainer.RolloutStats
+	// groups and unequal count the column's groups and those whose samples
+	// are not all right or all wrong.
+	groups, unequal int
+}
+
+// writeEvalTable prints ev as a table with one column for all prompts and
+// one per value of each split field. The figures are ev's; the one figure
+// EvalMetrics lacks, groups with unequal correctness, is counted from the
+// groups with the job's own answer check (job.Rewards.Score, as the
+// orchestrator's accounting does; the job must be normalized).
+func writeEvalTable(w io.Writer, job *orchestrator.Job, ev trainer.EvalMetrics, groups []traj.Group, splitBy []string) error {
+	cols := []*evalColumn{{name: "all", stats: ev.Overall}}
+	byName := map[string]*evalColumn{"all": cols[0]}
+	for _, field := range splitBy {
+		split := ev.Split[field]
+		for _, value := range slices.Sorted(maps.Keys(split)) {
+			c := &evalColumn{name: field + "=" + value, stats: split[value]}
+			cols = append(cols, c)
+			byName[c.name] = c
+		}
+	}
+	for i := range groups {
+		g := &groups[i]
+		unequal := unequalCorrectness(job, g)
+		names := []string{"all"}
+		for _, field := range splitBy {
+			value, err := metaValue(g, field)
+			if err != nil {
+				return err
+			}
+			names = append(names, field+"="+value)
+		}
+		for _, name := range names {
+			c, ok := byName[name]
+			if !ok {
+				return fmt.Errorf("model eval: group %s falls in %s, which the evaluation has no figures for", g.GroupID, name)
+			}
+			c.groups++
+			if unequal {
+				c.unequal++
+			}
+		}
+	}
+	for _, c := range cols {
+		if c.groups != c.stats.Groups {
+			return fmt.Errorf("model eval: %s: %d groups sampled, %d in the evaluation's figures", c.name, c.groups, c.stats.Groups)
+		}
+	}
+	rows := []struct {
+		label string
+		cell  func(c *evalColumn) string
+	}{
+		{"prompts", func(c *evalColumn) string { return fmt.Sprint(c.stats.Groups) }},
+		{"samples", func(c *evalColumn) string { return fmt.Sprint(c.stats.Trajectories) }},
+		{"accuracy", func(c *evalColumn) string { return share(c.stats.Accuracy, c.stats.Trajectories) }},
+		{"  95% interval (Wilson)", func(c *evalColumn) string {
+			lo, hi := wilson(count(c.stats.Accuracy, c.stats.Trajectories), c.stats.Trajectories)
+			return fmt.Sprintf("%.1f–%.1f%%", 100*lo, 100*hi)
+		}},
+		{"call rate", func(c *evalColumn) string { return share(c.stats.CallRate, c.stats.Trajectories) }},
+		{"calls per trajectory", func(c *evalColumn) string { return fmt.Sprintf("%.2f", c.stats.CallsPerTrajectory) }},
+		{"invalid calls", func(c *evalColumn) string { return share(c.stats.InvalidCallRate, calls(c.stats)) }},
+		{"timeouts", func(c *evalColumn) string { return share(c.stats.TimeoutRate, calls(c.stats)) }},
+		{"groups, unequal correctness", func(c *evalColumn) string {
+			return share(float64(c.unequal)/float64(max(c.groups, 1)), c.groups)
+		}},
+		{"groups, unequal rewards", func(c *evalColumn) string { return share(c.stats.GroupsWithSignal, c.stats.Groups) }},
+		{"reward mean", func(c *evalColumn) string { return fmt.Sprintf("%.3f", c.stats.RewardMean) }},
+		{"response tokens mean", func(c *evalColumn) string { return fmt.Sprintf("%.1f", c.stats.ResponseTokens) }},
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	for _, c := range cols {
+		fmt.Fprintf(tw, "\t%s", c.name)
+	}
+	fmt.Fprintln(tw)
+	for _, r := range rows {
+		fmt.Fprint(tw, r.label)
+		for _, c := range cols {
+			fmt.Fprintf(tw, "\t%s", r.cell(c))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// unequalCorrectness reports whether some of g's samples are right and some
+// wrong by the job's answer check.
+func unequalCorrectness(job *orchestrator.Job, g *traj.Group) bool {
+	right := 0
+	for i := range g.Trajectories {
+		t := g.Trajectories[i] // Score sets the reward: score a copy
+		if job.Rewards.Score(&t, t.Answer) {
+			right++
+		}
+	}
+	return right > 0 && right < len(g.Trajectories)
+}
+
+// metaValue is the value of g's prompt meta field as the evaluation's split
+// names it (fmt.Sprint of the JSON value; "(none)" when the field is absent).
+func metaValue(g *traj.Group, field string) (string, error) {
+	meta := g.Trajectories[0].Meta
+	if len(meta) == 0 {
+		return "(none)", nil
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(meta, &fields); err != nil {
+		return "", fmt.Errorf("model eval: prompt %s: meta is not a JSON object: %w", g.PromptID, err)
+	}
+	v, ok := fields[field]
+	if !ok {
+		return "(none)", nil
+	}
+	return fmt.Sprint(v), nil
+}
+
+// calls is the number of tool calls behind stats' per-call rates.
+func calls(s trainer.RolloutStats) int { return count(s.CallsPerTrajectory, s.Trajectories) }
+
+// count turns a share of n back into the count it was computed from (the
+// figures are k/n in float64, so the rounding is exact).
+func count(rate float64, n int) int { return int(math.Round(rate * float64(n))) }
+
+// share formats a rate of n as "91.3% (1870/2048)", or "n/a" when n is 0.
+func share(rate float64, n int) string {
+	if n == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%% (%d/%d)", 100*rate, count(rate, n), n)
+}
+
+// wilson is the 95% Wilson score interval of k successes in n trials
+// (E. B. Wilson, "Probable inference, the law of succession, and statistical
+// inference", JASA 1927; recommended over the normal approximation by Brown,
+// Cai & DasGupta, Statistical Science 2001): it stays inside [0, 1] and
+// keeps its coverage near 0% and 100%. With n = 0 it is [0, 1].
+func wilson(k, n int) (lo, hi float64) {
+	if n == 0 {
+		return 0, 1
+	}
+	const z = 1.959963984540054 // the 97.5% quantile of the standard normal
+	nf, p := float64(n), float64(k)/float64(n)
+	den := 1 + z*z/nf
+	center := (p + z*z/(2*nf)) / den
+	half := z / den * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf))
+	return max(0, center-half), min(1, center+half)
 }

@@ -149,7 +149,7 @@ func TestPromptsRoundTrip(t *testing.T) {
 	if err := WritePrompts(&buf, SplitTest, ps); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadPrompts(&buf)
+	recs, err := readPrompts(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

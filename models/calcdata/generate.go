@@ -246,26 +246,3 @@ func WritePrompts(w io.Writer, split Split, problems []Problem) error {
 	}
 	return nil
 }
-
-// ReadPrompts reads JSONL prompt records.
-func ReadPrompts(r io.Reader) ([]PromptRecord, error) {
-	var out []PromptRecord
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		var rec PromptRecord
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, fmt.Errorf("read prompts line %d: %w", line, err)
-		}
-		out = append(out, rec)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read prompts line %d: %w", line, err)
-	}
-	return out, nil
-}

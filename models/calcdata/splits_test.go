@@ -1,10 +1,13 @@
 package calcdata
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,11 +41,35 @@ func readShipped(t *testing.T, s Split) ([]byte, []PromptRecord) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadPrompts(bytes.NewReader(b))
+	recs, err := readPrompts(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b, recs
+}
+
+// readPrompts reads JSONL prompt records into the generator's own type
+// (the rollout reads prompt files with orchestrator.ReadPrompts).
+func readPrompts(r io.Reader) ([]PromptRecord, error) {
+	var out []PromptRecord
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var rec PromptRecord
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return nil, fmt.Errorf("read prompts line %d: %w", line, err)
+		}
+		out = append(out, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read prompts line %d: %w", line, err)
+	}
+	return out, nil
 }
 
 func projectionDigest(recs []PromptRecord) string {
