@@ -20,6 +20,7 @@ import (
 	"github.com/toolrl/toolrl/models/train"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/trainer"
+	"github.com/toolrl/toolrl/trainer/curves"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -421,7 +422,7 @@ func writeEvalTable(w io.Writer, job *orchestrator.Job, ev trainer.EvalMetrics, 
 		{"samples", func(c *evalColumn) string { return fmt.Sprint(c.stats.Trajectories) }},
 		{"accuracy", func(c *evalColumn) string { return share(c.stats.Accuracy, c.stats.Trajectories) }},
 		{"  95% interval (Wilson)", func(c *evalColumn) string {
-			lo, hi := wilson(count(c.stats.Accuracy, c.stats.Trajectories), c.stats.Trajectories)
+			lo, hi := curves.Wilson(c.stats.Accuracy, c.stats.Trajectories)
 			return fmt.Sprintf("%.1f–%.1f%%", 100*lo, 100*hi)
 		}},
 		{"call rate", func(c *evalColumn) string { return share(c.stats.CallRate, c.stats.Trajectories) }},
@@ -494,21 +495,4 @@ func share(rate float64, n int) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f%% (%d/%d)", 100*rate, count(rate, n), n)
-}
-
-// wilson is the 95% Wilson score interval of k successes in n trials
-// (E. B. Wilson, "Probable inference, the law of succession, and statistical
-// inference", JASA 1927; recommended over the normal approximation by Brown,
-// Cai & DasGupta, Statistical Science 2001): it stays inside [0, 1] and
-// keeps its coverage near 0% and 100%. With n = 0 it is [0, 1].
-func wilson(k, n int) (lo, hi float64) {
-	if n == 0 {
-		return 0, 1
-	}
-	const z = 1.959963984540054 // the 97.5% quantile of the standard normal
-	nf, p := float64(n), float64(k)/float64(n)
-	den := 1 + z*z/nf
-	center := (p + z*z/(2*nf)) / den
-	half := z / den * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf))
-	return max(0, center-half), min(1, center+half)
 }

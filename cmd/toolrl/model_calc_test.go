@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -25,7 +24,7 @@ import (
 // direct call's EvalMetrics (wall time aside); its table shows the overall
 // column and both difficulty splits with the same figures; --samples-out
 // holds the very groups, byte for byte what `toolrl rollout` writes for the
-// same job and seed.
+// same job and seed. (The interval is trainer/curves.Wilson, tested there.)
 func TestModelEvalIsTrainerEvaluate(t *testing.T) {
 	testsupport.RequireORT(t)
 	root := testsupport.RepoRoot(t)
@@ -149,28 +148,6 @@ func TestModelEvalUsageErrorsExit2(t *testing.T) {
 		var ue usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("model eval %v: err = %v, want a usage error (exit 2)", extra, err)
-		}
-	}
-}
-
-// TestWilson checks the interval against Newcombe's worked examples
-// (Statistics in Medicine 17, 1998, table II, method 3: the Wilson score
-// interval without continuity correction) and its ends.
-func TestWilson(t *testing.T) {
-	for _, c := range []struct {
-		k, n   int
-		lo, hi float64
-	}{
-		{81, 263, 0.2553, 0.3662},
-		{15, 148, 0.0624, 0.1605},
-		{0, 20, 0, 0.1611},
-		{1, 29, 0.0061, 0.1718},
-		{20, 20, 1 - 0.1611, 1},
-		{0, 0, 0, 1},
-	} {
-		lo, hi := wilson(c.k, c.n)
-		if math.Abs(lo-c.lo) > 5e-5 || math.Abs(hi-c.hi) > 5e-5 {
-			t.Errorf("wilson(%d, %d) = [%.4f, %.4f], want [%.4f, %.4f]", c.k, c.n, lo, hi, c.lo, c.hi)
 		}
 	}
 }
