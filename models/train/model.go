@@ -85,7 +85,7 @@ type Model struct {
 	embed     *Param
 	layers    []layer
 	finalNorm *Param
-	head      *Param // the output projection: embed when tied, else lm_head.weight
+	head      *Param    // the output projection: embed when tied, else lm_head.weight
 	cos, sin  []float32 // [MaxPos, HeadDim/2]
 }
 
