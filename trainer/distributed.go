@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -68,11 +69,13 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 		return err
 	}
 	maxStale := r.learnerOpts.MaxStaleness
-	enqueue := func(k int) error {
+	// enqueue hands iteration k's prompts to the workers, gated at the least
+	// version the learner will keep when it trains them at version trainAt.
+	enqueue := func(k int, trainAt int64) error {
 		ps := r.promptsFor(k)
-		minVersion := r.learner.Version()
-		if maxStale > 0 {
-			minVersion = max(0, minVersion-maxStale)
+		minVersion := int64(0)
+		if maxStale >= 0 {
+			minVersion = max(0, trainAt-maxStale)
 		}
 		for i := range ps {
 			ps[i].MinPolicyVersion = minVersion
@@ -86,13 +89,13 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 			break
 		}
 		itStart := time.Now()
-		if err := enqueue(k); err != nil {
+		if err := enqueue(k, r.learner.Version()); err != nil {
 			return fmt.Errorf("iteration %d: enqueue: %w", k, err)
 		}
 		if cfg.Async && k < cfg.Iterations {
 			// The next iteration's prompts may start on the version this
-			// update begins from: one version of staleness.
-			if err := enqueue(k + 1); err != nil {
+			// update begins from; they are trained one version later.
+			if err := enqueue(k+1, r.learner.Version()+1); err != nil {
 				return fmt.Errorf("iteration %d: enqueue: %w", k+1, err)
 			}
 		}
@@ -104,12 +107,16 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 		m := IterationMetrics{Iteration: k, RolloutVersion: r.learner.Version()}
 		r.learner.SetIteration(k)
 		var trained bool
+		var updated time.Time
 		sum, err := learner.Run(work, r.learner, it, learner.RunOptions{
 			Store: r.store, Base: r.base, PublishEvery: 1, SetAside: true, Announce: announce, Logger: r.log,
-			OnUpdate: func(met learner.Metrics) { m.Learner = met; trained = trained || met.Steps > 0 },
+			OnUpdate: func(met learner.Metrics) {
+				m.Learner, trained, updated = met, trained || met.Steps > 0, time.Now()
+			},
 			OnPublish: func(v policystore.Version, _ learner.State) {
 				r.modelDir = v.Dir
 				m.PublishedVersion = v.Number
+				m.Seconds.Publish = time.Since(updated).Seconds()
 			},
 		})
 		if err != nil {
@@ -118,8 +125,9 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 		m.Rollout = groupStats(it.sampled, &r.cfg.Rollout)
 		m.Rollout.Seconds = it.waited.Seconds()
 		m.Seconds.Rollout = it.waited.Seconds()
-		m.Seconds.Learn = sum.Elapsed.Seconds() - it.waited.Seconds()
-		m.Advantage = AdvantageStats{Groups: len(it.want), Records: len(it.records), Dropped: it.droppedGroups}
+		m.Seconds.Learn = sum.Elapsed.Seconds() - it.waited.Seconds() - m.Seconds.Publish
+		m.Advantage = advantageStats(it.records, len(it.want))
+		m.Advantage.Dropped = it.droppedGroups
 		if it.missing > 0 {
 			r.log.Warn("train: iteration timed out waiting for groups; trained on what arrived",
 				"iteration", k, "missing_groups", it.missing, "timeout", cfg.IterationTimeout)
@@ -196,6 +204,9 @@ type iterationSource struct {
 	timeout   time.Duration
 
 	want          map[string]int // expected group id -> records seen
+	size          map[string]int // group id -> its size, from its groups-stream entry
+	doneSeen      map[string]bool
+	sizeWarned    bool
 	records       []traj.AdvantageRecord
 	sampled       []traj.Group // the iteration's groups as the workers wrote them
 	done          bool
@@ -250,7 +261,17 @@ func (s *iterationSource) Next(ctx context.Context) (learner.Batch, error) {
 			return out, err
 		}
 		// Groups with no record may have been dropped by the service
-		// (zero variance, staleness): it marks them done all the same.
+		// (zero variance, staleness): it marks them done all the same. The
+		// service commits a group's records and its done mark together, so
+		// a group seen done before this read and still without a record
+		// after it was dropped.
+		for g := range s.doneSeen {
+			if s.want[g] == 0 {
+				s.want[g] = s.expected(g)
+				s.droppedGroups++
+			}
+			delete(s.doneSeen, g)
+		}
 		if time.Since(lastCheck) > 500*time.Millisecond {
 			lastCheck = time.Now()
 			for _, g := range s.open() {
@@ -262,8 +283,10 @@ func (s *iterationSource) Next(ctx context.Context) (learner.Batch, error) {
 					return out, fmt.Errorf("redis: check group %s: %w", g, err)
 				}
 				if done {
-					s.want[g] = s.groupSize
-					s.droppedGroups++
+					if s.doneSeen == nil {
+						s.doneSeen = map[string]bool{}
+					}
+					s.doneSeen[g] = true
 				}
 			}
 		}
@@ -290,6 +313,15 @@ func (s *iterationSource) readGroups(ctx context.Context) error {
 			}
 			if _, ok := s.want[g.GroupID]; ok {
 				s.sampled = append(s.sampled, *g)
+				if s.size == nil {
+					s.size = map[string]int{}
+				}
+				s.size[g.GroupID] = len(g.Trajectories)
+				if len(g.Trajectories) != s.groupSize && !s.sizeWarned {
+					s.sizeWarned = true
+					slog.Warn("train: workers sample groups of a different size than the config's rollout.group_size; start them with the same rollout settings",
+						"group", g.GroupID, "size", len(g.Trajectories), "group_size", s.groupSize)
+				}
 			}
 		}
 		if err := s.groups.Ack(ctx, ids...); err != nil {
@@ -298,11 +330,20 @@ func (s *iterationSource) readGroups(ctx context.Context) error {
 	}
 }
 
+// expected is the number of records group g yields: its size as its
+// groups-stream entry shows, else the config's group size.
+func (s *iterationSource) expected(g string) int {
+	if n, ok := s.size[g]; ok {
+		return n
+	}
+	return s.groupSize
+}
+
 // open lists the expected groups still short of their records.
 func (s *iterationSource) open() []string {
 	var out []string
 	for g, n := range s.want {
-		if n < s.groupSize {
+		if n < s.expected(g) {
 			out = append(out, g)
 		}
 	}

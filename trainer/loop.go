@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -381,29 +380,19 @@ func (r *run) iterate(ctx context.Context, k int, groups []traj.Group, sum *orch
 	t := time.Now()
 	var records []traj.AdvantageRecord
 	var stats advantage.Stats
-	var advSum float64
-	var advN int
 	for i := range groups {
 		recs, st, err := advantage.Compute(&groups[i], r.acfg)
 		if err != nil {
 			return m, fmt.Errorf("advantages of group %s: %w", groups[i].GroupID, err)
 		}
 		stats.Add(st)
-		for _, rec := range recs {
-			for j, a := range rec.Advantages {
-				if rec.LossMask[j] != 0 {
-					advSum += math.Abs(float64(a))
-					advN++
-				}
-			}
-		}
 		records = append(records, recs...)
 	}
-	m.Advantage = AdvantageStats{Groups: len(groups), Records: len(records), ZeroVariance: int(stats.ZeroVariance),
-		Dropped: int(stats.DroppedZero + stats.DroppedStale), Seconds: time.Since(t).Seconds()}
-	if advN > 0 {
-		m.Advantage.AdvAbsMean = advSum / float64(advN)
-	}
+	m.Advantage = advantageStats(records, len(groups))
+	m.Advantage.ZeroVariance = int(stats.ZeroVariance)
+	m.Advantage.Dropped = int(stats.DroppedZero + stats.DroppedStale)
+	m.Advantage.Seconds = time.Since(t).Seconds()
+	m.Seconds.Advantage = m.Advantage.Seconds
 	t = time.Now()
 	met, err := r.learner.Update(ctx, records)
 	if err != nil {
@@ -411,6 +400,21 @@ func (r *run) iterate(ctx context.Context, k int, groups []traj.Group, sum *orch
 	}
 	m.Learner = met
 	m.Seconds.Learn = time.Since(t).Seconds()
+	// The groups go to trajectories.jsonl before the version is published:
+	// a crash in between reruns the iteration, whose groups the sink then
+	// recognises (same ids, same content on-policy) and does not repeat.
+	for i := range groups {
+		if _, err := r.trajOut.WriteGroup(ctx, &groups[i]); err != nil {
+			return m, fmt.Errorf("write %s: %w", TrajectoriesFile, err)
+		}
+	}
+	m.PublishedVersion = r.learner.Version()
+	if met.Steps == 0 {
+		// Nothing trained (every group dropped): the next iteration samples
+		// with the same version.
+		r.log.Warn("train: nothing trained in this iteration; no version published", "iteration", k, "records", len(records))
+		return m, nil
+	}
 	t = time.Now()
 	r.learner.SetIteration(k)
 	v, err := r.learner.Publish(ctx, r.store, r.base, nil, len(records))
@@ -420,11 +424,6 @@ func (r *run) iterate(ctx context.Context, k int, groups []traj.Group, sum *orch
 	r.modelDir = v.Dir
 	m.PublishedVersion = v.Number
 	m.Seconds.Publish = time.Since(t).Seconds()
-	for i := range groups {
-		if _, err := r.trajOut.WriteGroup(ctx, &groups[i]); err != nil {
-			return m, fmt.Errorf("write %s: %w", TrajectoriesFile, err)
-		}
-	}
 	return m, nil
 }
 

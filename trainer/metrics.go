@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"math"
 	"strings"
 
 	"github.com/toolrl/toolrl/learner"
@@ -131,4 +132,29 @@ func groupStats(groups []traj.Group, job *orchestrator.Job) RolloutStats {
 		sum.AddGroup(g, correct)
 	}
 	return statsOf(sum)
+}
+
+// advantageStats counts records, zero-variance groups and the mean |A| over
+// trained tokens.
+func advantageStats(records []traj.AdvantageRecord, groups int) AdvantageStats {
+	st := AdvantageStats{Groups: groups, Records: len(records)}
+	zero := map[string]bool{}
+	var sum float64
+	var n int
+	for _, rec := range records {
+		if rec.ZeroVariance {
+			zero[rec.GroupID] = true
+		}
+		for j, a := range rec.Advantages {
+			if rec.LossMask[j] != 0 {
+				sum += math.Abs(float64(a))
+				n++
+			}
+		}
+	}
+	st.ZeroVariance = len(zero)
+	if n > 0 {
+		st.AdvAbsMean = sum / float64(n)
+	}
+	return st
 }

@@ -32,6 +32,7 @@ iteration:
   clip_fraction.png          learner clip fraction, low+high and dual
   entropy.png                learner entropy (nats per token)
   eval_accuracy_by_F.png     eval accuracy by each value of split field F
+  eval_call_rate_by_F.png    eval call rate by each value of split field F
 
 Eval series are drawn with markers, at the iteration after which the version
 was evaluated (0: before the first update). Iterations whose learner took no

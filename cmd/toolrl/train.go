@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -20,6 +22,7 @@ import (
 func newTrainCmd() *cobra.Command {
 	var configPath, out, redisURL string
 	var resume, async bool
+	var seed uint64
 	cmd := &cobra.Command{
 		Use:   "train --config FILE",
 		Short: "Run the closed loop: rollout, advantages, learner update, publish, reload — iteration after iteration",
@@ -62,6 +65,11 @@ SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
 			if cmd.Flags().Changed("async") {
 				cfg.Async = async
 			}
+			if cmd.Flags().Changed("seed") {
+				// The rollout's seed (and the learner's when the config sets
+				// none); the evaluation keeps its own, so runs compare.
+				cfg.Rollout.Seed = seed
+			}
 			if err := cfg.Normalize(); err != nil {
 				return usageErrorf("train: %s: %v", configPath, err)
 			}
@@ -71,6 +79,7 @@ SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
 	fs := cmd.Flags()
 	fs.StringVar(&configPath, "config", "", "training config (YAML; docs/train.md)")
 	fs.StringVar(&out, "out", "", "output folder (overrides the config's out)")
+	fs.Uint64Var(&seed, "seed", 0, "override rollout.seed (the prompt stream and sampling; the evaluation keeps eval.seed)")
 	fs.BoolVar(&resume, "resume", false, "continue from the last published version and iteration in OUT")
 	fs.BoolVar(&async, "async", false, "overlap each rollout with the previous update (one version of staleness)")
 	fs.StringVar(&redisURL, "redis", "", "drive a distributed run on this Redis: workers (toolrl rollout --worker --follow --watch redis) and advantage services run elsewhere")
@@ -82,9 +91,32 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, stop := signalContext(cmd)
 	defer stop()
+	// The first signal finishes the iteration in progress; a second one
+	// (a driver waiting on workers that are gone) exits at once.
+	second := make(chan os.Signal, 1)
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-finished:
+			return
+		}
+		signal.Notify(second, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(second)
+		select {
+		case <-second:
+			fmt.Fprintln(stderr, "train: second signal: exiting now; the iteration in progress is lost (--resume redoes it)")
+			os.Exit(exitInterrupted)
+		case <-finished:
+		}
+	}()
 	progress := newTrainProgress(stderr, cfg.Iterations)
 	opts := trainer.Options{Resume: resume, Logger: logger, OnIteration: progress.iteration, OnEval: progress.evalDone}
 	mode := "on-policy"
+	if redisURL != "" {
+		mode = fmt.Sprintf("records up to max_staleness %d versions behind", derefStaleness(cfg))
+	}
 	if cfg.Async {
 		mode = "async (one version of staleness)"
 	}
@@ -189,4 +221,13 @@ func (p *trainProgress) evalDone(ev trainer.EvalMetrics) {
 		}
 	}
 	p.println(line)
+}
+
+// derefStaleness is the learner's staleness bound the config sets.
+func derefStaleness(cfg trainer.Config) int64 {
+	o, err := cfg.LearnerOptions()
+	if err != nil {
+		return 0
+	}
+	return o.MaxStaleness
 }

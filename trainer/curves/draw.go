@@ -254,6 +254,11 @@ func writeFile(path string, data []byte) error {
 		return err
 	}
 	tmp := f.Name()
+	if err := f.Chmod(0o644); err != nil { // CreateTemp makes it 0600
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		os.Remove(tmp)

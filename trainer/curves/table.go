@@ -34,8 +34,10 @@ func percent(p float64, n int) string {
 // WriteTable writes a markdown table of each run's held-out evaluation: the
 // first (the starting policy) and the last evaluated version, overall and
 // by each split field's values, with 95% Wilson intervals over the
-// evaluation's samples (trajectories). Runs without evaluations are listed
-// without figures.
+// evaluation's samples (trajectories). The interval treats samples as
+// independent; the G samples of one prompt are correlated, so it is
+// narrower than an interval over prompts would be. Runs without evaluations
+// are listed without figures.
 func WriteTable(w io.Writer, runs []Run) error {
 	var b strings.Builder
 	b.WriteString("| run | version (iteration) | split | samples | accuracy | call rate | calls / trajectory | invalid calls | timeouts |\n")
