@@ -246,15 +246,21 @@ func TestLoadConfigStrict(t *testing.T) {
 		t.Fatalf("unknown key: %v", err)
 	}
 	root := testsupport.RepoRoot(t)
-	c, err := LoadConfig(filepath.Join(root, "experiments", "calc-smoke.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob(filepath.Join(root, "experiments", "*.yaml"))
+	if err != nil || len(files) < 5 {
+		t.Fatalf("experiments/*.yaml: %v, %v", files, err)
 	}
-	if err := c.Normalize(); err != nil {
-		t.Fatal(err)
-	}
-	if !filepath.IsAbs(c.Rollout.Model) || !strings.HasSuffix(c.Rollout.Model, filepath.Join("models", "calc")) {
-		t.Errorf("rollout.model %q not resolved against the file", c.Rollout.Model)
+	for _, f := range files {
+		c, err := LoadConfig(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Normalize(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		if !filepath.IsAbs(c.Rollout.Model) || !strings.HasSuffix(c.Rollout.Model, filepath.Join("models", "calc")) {
+			t.Errorf("%s: rollout.model %q not resolved against the file", f, c.Rollout.Model)
+		}
 	}
 }
 

@@ -1,0 +1,17 @@
+# The experiment (docs/experiment.md): plain GRPO vs tool-use RL on the
+# default policy, through toolrl train, from the committed models/calc.
+#
+#   make experiment            arms grpo and toolrl, seeds 1 and 2 -> docs/experiment/main/
+#   make experiment-ablations  staged rewards with outcome advantages, and a call
+#                              bonus with no cost and no cap -> docs/experiment/ablations/
+
+EXP_OUT   ?= out/experiment
+EXP_SEEDS ?= 1 2
+
+.PHONY: experiment experiment-ablations
+
+experiment: setup build
+	scripts/experiment/run.sh $(EXP_OUT)/main docs/experiment/main "$(EXP_SEEDS)" grpo toolrl
+
+experiment-ablations: setup build
+	scripts/experiment/run.sh $(EXP_OUT)/ablations docs/experiment/ablations "1" toolrl-outcome call-bonus

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs the experiment's arms through `toolrl train` and writes the plots and
+# the results page into docs/experiment/. Called by `make experiment` and
+# `make experiment-ablations`; every run starts from the committed
+# models/calc, with the same prompt stream and evaluation for every arm.
+#
+#   scripts/experiment/run.sh OUT DOC SEEDS ARM...
+set -euo pipefail
+out=$1 doc=$2 seeds=$3
+shift 3
+arms=("$@")
+bin=bin/toolrl
+mkdir -p "$out" "$doc"
+start=$(date +%s)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+runs=()
+for seed in $seeds; do
+  for arm in "${arms[@]}"; do
+    dir="$out/$arm-s$seed"
+    rm -rf "$dir"
+    echo "experiment: arm $arm, seed $seed -> $dir"
+    t0=$(date +%s)
+    "$bin" train --config "experiments/$arm.yaml" --seed "$seed" --out "$dir"
+    echo "experiment: arm $arm, seed $seed took $(( $(date +%s) - t0 )) s"
+    runs+=("$dir")
+  done
+done
+elapsed=$(( $(date +%s) - start ))
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+name=$(basename "$doc")
+"$bin" plot "${runs[@]}" --to "$doc" --table "$doc/table.md" --width 800 --height 480
+{
+  echo "# Results: ${arms[*]}"
+  echo
+  echo "Written by \`scripts/experiment/run.sh $out $doc \"$seeds\" ${arms[*]}\` at commit"
+  echo "$(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)') on $(date -u +%Y-%m-%dT%H:%MZ),"
+  echo "$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load average $load_before before and $load_after after:"
+  echo "$elapsed s for ${#runs[@]} runs. Configs: $(printf 'experiments/%s.yaml ' "${arms[@]}")."
+  echo
+  echo "Held-out evaluation (data/calc/prompts.jsonl, 256 prompts × G = 8, eval.seed 7) of the starting policy"
+  echo "(v0) and of each run's last version; 95% Wilson intervals over the 2048 samples (they treat the"
+  echo "samples as independent)."
+  echo
+  cat "$doc/table.md"
+  echo
+  for f in "$doc"/*.png; do
+    b=$(basename "$f")
+    echo "![${b%.png}]($b)"
+  done
+} > "$doc/README.md"
+echo "experiment: $elapsed s; results in $doc/README.md"
