@@ -171,6 +171,9 @@ type trainProgress struct {
 	out   io.Writer
 	bar   *progressbar.ProgressBar
 	total int
+	// done and spent count this run's iterations and their seconds, for the ETA.
+	done  int
+	spent float64
 }
 
 func newTrainProgress(out io.Writer, total int) *trainProgress {
@@ -192,8 +195,11 @@ func (p *trainProgress) iteration(m trainer.IterationMetrics) {
 		_ = p.bar.Add(1)
 		return
 	}
-	fmt.Fprintf(p.out, "train: %s (%d/%d) rollout %.1fs learn %.1fs eval %.1fs\n", desc, m.Iteration, p.total,
-		m.Seconds.Rollout, m.Seconds.Learn, m.Seconds.Eval)
+	p.done++
+	p.spent += m.Seconds.Total
+	eta := time.Duration(p.spent / float64(p.done) * float64(p.total-m.Iteration) * float64(time.Second))
+	fmt.Fprintf(p.out, "train: %s (%d/%d) rollout %.1fs learn %.1fs eval %.1fs, ETA %s\n", desc, m.Iteration, p.total,
+		m.Seconds.Rollout, m.Seconds.Learn, m.Seconds.Eval, eta.Round(time.Second))
 }
 
 func (p *trainProgress) println(line string) {
