@@ -84,26 +84,7 @@ func logprobGradientCheck(t *testing.T, m *Model) {
 	if err := m.BackwardLogprobs(lp, weights); err == nil {
 		t.Fatal("second BackwardLogprobs on one pass: no error")
 	}
-	const eps = 3e-3
-	worst := 0.0
-	for _, p := range m.Params {
-		for i := range p.W {
-			w := p.W[i]
-			p.W[i] = w + eps
-			up := objective()
-			p.W[i] = w - eps
-			down := objective()
-			p.W[i] = w
-			num := (up - down) / (2 * eps)
-			ana := float64(p.G[i])
-			diff := math.Abs(num - ana)
-			if diff > 5e-4+2e-2*math.Abs(num) {
-				t.Errorf("%s[%d]: analytic %.6f, numeric %.6f", p.Name, i, ana, num)
-			}
-			worst = max(worst, diff/(1e-3+math.Abs(num)))
-		}
-	}
-	t.Logf("largest |analytic - numeric|/(1e-3+|numeric|) = %.2g", worst)
+	checkGradient(t, m, objective, 5e-4)
 }
 
 // TestLogprobBackwardMatchesStep: the SFT loss is −mean logprob at T = 1, so
