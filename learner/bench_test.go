@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/models/train"
-	"github.com/toolrl/toolrl/traj"
 )
 
 // calcTargetTokensPerS is the learner throughput wanted for models/calc on
@@ -76,7 +74,12 @@ func BenchmarkLearnerUpdate(b *testing.B) {
 // benchUpdate times b.N updates of a fresh learner on m over one
 // rollout-shaped batch, profiling the CPU meanwhile, and returns tokens/s.
 func benchUpdate(b *testing.B, m *train.Model) float64 {
-	recs := rolloutRecords(b, m, 8, 8)
+	// Shaped like a calc rollout: 8 groups of G = 8 sharing a 22–28-token
+	// prompt, 34–46-token responses with one injected span of 4–7 tokens
+	// near the middle, advantages ±1.
+	recs := shapedRecords(b, m, recordShape{groups: 8, size: 8, prompt: [2]int{22, 28}, response: [2]int{34, 46},
+		spanAt: [2]int{11, 24}, span: [2]int{4, 7}, temp: 1, seed: 11,
+		adv: func(_, i int) float32 { return float32(1 - 2*(i%2)) }})
 	l, err := New(m, nil, 0, DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
@@ -114,69 +117,6 @@ func benchUpdate(b *testing.B, m *train.Model) float64 {
 	b.ReportMetric(share, "gemm_share")
 	b.Logf("GEMM %.1f%% of %.2f CPU-s profiled; top self time outside GEMM: %s", 100*share, total, top)
 	return tps
-}
-
-// rolloutRecords builds groups×size records shaped like a calc rollout:
-// each group shares a prompt of 22–28 tokens; each response has 34–46
-// tokens with one injected span (mask 0) of 4–7 tokens in its middle, the
-// rest model tokens with m's own logprobs at T=1 as behaviour logprobs, and
-// advantage +1 or −1 (half the group each). Tokens are drawn uniformly, so
-// only the shapes, not the text, are a rollout's.
-func rolloutRecords(b *testing.B, m *train.Model, groups, size int) []traj.AdvantageRecord {
-	b.Helper()
-	r := rand.New(rand.NewPCG(11, uint64(m.Config.Vocab)))
-	tok := func() int32 { return int32(r.IntN(m.Config.Vocab)) }
-	var recs []traj.AdvantageRecord
-	var seqs []train.Sequence
-	var advs []float32
-	for g := range groups {
-		prompt := make([]int32, 22+r.IntN(7))
-		for j := range prompt {
-			prompt[j] = tok()
-		}
-		gid := fmt.Sprintf("bench/p%d", g)
-		for i := range size {
-			respLen := 34 + r.IntN(13)
-			span := 4 + r.IntN(4)
-			at := respLen/2 - 6 + r.IntN(8)
-			tokens := append(append([]int32(nil), prompt...), make([]int32, respLen)...)
-			mask := make(traj.Mask, respLen)
-			full := make([]uint8, len(tokens))
-			for j := range respLen {
-				tokens[len(prompt)+j] = tok()
-				if j < at || j >= at+span {
-					mask[j] = 1
-					full[len(prompt)+j] = 1
-				}
-			}
-			adv := float32(1)
-			if i%2 == 1 {
-				adv = -1
-			}
-			temp := 1.0
-			recs = append(recs, traj.AdvantageRecord{
-				Schema: traj.AdvantageSchema, TrajectoryID: fmt.Sprintf("%s/%d", gid, i), GroupID: gid,
-				SampleIndex: i, InputIDs: tokens, PromptLen: len(prompt), LossMask: mask,
-				OldLogprobs: make([]float32, respLen), Advantages: make([]float32, respLen),
-				Mode: "outcome", Estimator: "grpo", Temperature: &temp,
-			})
-			seqs = append(seqs, train.Sequence{Tokens: tokens, LossMask: full})
-			advs = append(advs, adv)
-		}
-	}
-	// On-policy: the behaviour logprobs are the model's own. Injected tokens
-	// keep advantage 0, as advantage writes them.
-	lp, err := m.ForwardLogprobs(seqs, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for k := range lp.Rows() {
-		rec := &recs[lp.Seq[k]]
-		j := lp.Pos[k] - rec.PromptLen
-		rec.OldLogprobs[j] = float32(lp.Logprobs[k])
-		rec.Advantages[j] = advs[lp.Seq[k]]
-	}
-	return recs
 }
 
 // gemmShare returns the fraction of the profile's CPU time whose stack is in

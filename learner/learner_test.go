@@ -28,47 +28,6 @@ func tinyTrainModel(t testing.TB, seed uint64) *train.Model {
 	return m
 }
 
-// onPolicyRecords builds records whose behaviour logprobs are m's own at
-// temperature temp: a response of model tokens with one injected span.
-func onPolicyRecords(t testing.TB, m *train.Model, n int, temp float64, adv func(i int) float32) []traj.AdvantageRecord {
-	t.Helper()
-	r := rand.New(rand.NewPCG(7, uint64(n)))
-	var recs []traj.AdvantageRecord
-	for i := range n {
-		promptLen := 3 + r.IntN(4)
-		respLen := 6 + r.IntN(10)
-		tokens := make([]int32, promptLen+respLen)
-		for j := range tokens {
-			tokens[j] = int32(r.IntN(m.Config.Vocab))
-		}
-		mask := make(traj.Mask, respLen)
-		for j := range mask {
-			if j < 2 || j >= 5 {
-				mask[j] = 1
-			}
-		}
-		full := make([]uint8, len(tokens))
-		copy(full[promptLen:], mask)
-		lp, err := m.ForwardLogprobs([]train.Sequence{{Tokens: tokens, LossMask: full}}, []float32{float32(temp)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		old := make([]float32, respLen)
-		advs := make([]float32, respLen)
-		for k := range lp.Rows() {
-			old[lp.Pos[k]-promptLen] = float32(lp.Logprobs[k])
-			advs[lp.Pos[k]-promptLen] = adv(i)
-		}
-		tp := temp
-		recs = append(recs, traj.AdvantageRecord{
-			Schema: traj.AdvantageSchema, TrajectoryID: "job/p/" + string(rune('a'+i%26)) + string(rune('a'+i/26)), GroupID: "job/p",
-			SampleIndex: i, InputIDs: tokens, PromptLen: promptLen, LossMask: mask, OldLogprobs: old, Advantages: advs,
-			Mode: "outcome", Estimator: "grpo", Temperature: &tp,
-		})
-	}
-	return recs
-}
-
 func meanLogprob(t testing.TB, m *train.Model, recs []traj.AdvantageRecord) float64 {
 	t.Helper()
 	var sum float64
