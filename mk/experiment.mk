@@ -2,7 +2,8 @@
 # default policy, through toolrl train, from the committed models/calc.
 #
 #   make experiment            arms grpo and toolrl, seeds 1 and 2 -> docs/experiment/main/
-#   make experiment-ablations  staged rewards with outcome advantages, and a call
+#   make experiment-ablations  staged rewards with outcome advantages, the Dr.GRPO
+#                              estimator, and a call
 #                              bonus with no cost and no cap -> docs/experiment/ablations/
 
 EXP_OUT   ?= out/experiment
@@ -14,4 +15,4 @@ experiment: setup build
 	scripts/experiment/run.sh $(EXP_OUT)/main docs/experiment/main "$(EXP_SEEDS)" grpo toolrl
 
 experiment-ablations: setup build
-	scripts/experiment/run.sh $(EXP_OUT)/ablations docs/experiment/ablations "1" toolrl-outcome call-bonus
+	scripts/experiment/run.sh $(EXP_OUT)/ablations docs/experiment/ablations "1" toolrl-outcome toolrl-drgrpo call-bonus
