@@ -12,6 +12,7 @@ arms=("$@")
 bin=bin/toolrl
 mkdir -p "$out" "$doc"
 start=$(date +%s)
+commit="$(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 runs=()
 for seed in $seeds; do
@@ -33,7 +34,7 @@ name=$(basename "$doc")
   echo "# Results: ${arms[*]}"
   echo
   echo "Written by \`scripts/experiment/run.sh $out $doc \"$seeds\" ${arms[*]}\` at commit"
-  echo "$(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)') on $(date -u +%Y-%m-%dT%H:%MZ),"
+  echo "$commit (the commit when it started) on $(date -u +%Y-%m-%dT%H:%MZ),"
   echo "$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load average $load_before before and $load_after after:"
   echo "$elapsed s for ${#runs[@]} runs. Configs: $(printf 'experiments/%s.yaml ' "${arms[@]}")."
   echo
