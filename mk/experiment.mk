@@ -15,4 +15,4 @@ experiment: setup build
 	scripts/experiment/run.sh $(EXP_OUT)/main docs/experiment/main "$(EXP_SEEDS)" grpo toolrl
 
 experiment-ablations: setup build
-	scripts/experiment/run.sh $(EXP_OUT)/ablations docs/experiment/ablations "1" toolrl-outcome toolrl-drgrpo call-bonus
+	scripts/experiment/run.sh $(EXP_OUT)/ablations docs/experiment/ablations "1" toolrl-outcome toolrl-drgrpo toolrl-outcome-drgrpo call-bonus
