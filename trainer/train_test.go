@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -37,25 +36,6 @@ func smallConfig(t *testing.T, out string, async bool) Config {
 	return c
 }
 
-func readLines[T any](t *testing.T, path string) []T {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, v)
-	}
-	return out
-}
 
 func latestWeights(t *testing.T, out string) (int64, string) {
 	t.Helper()
@@ -92,7 +72,7 @@ func TestTrainThreeIterations(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	versions := map[int]map[int64]int{}
-	for _, tr := range readLines[traj.Trajectory](t, filepath.Join(outA, TrajectoriesFile)) {
+	for _, tr := range testsupport.ReadJSONLines[traj.Trajectory](t, filepath.Join(outA, TrajectoriesFile)) {
 		if versions[tr.Iteration] == nil {
 			versions[tr.Iteration] = map[int64]int{}
 		}
@@ -106,8 +86,8 @@ func TestTrainThreeIterations(t *testing.T) {
 			t.Errorf("iteration %d: trajectories by policy version %v, want 32 of version %d", k, versions[k], k-1)
 		}
 	}
-	ms := readLines[IterationMetrics](t, filepath.Join(outA, MetricsFile))
-	evs := readLines[EvalMetrics](t, filepath.Join(outA, EvalFile))
+	ms := testsupport.ReadJSONLines[IterationMetrics](t, filepath.Join(outA, MetricsFile))
+	evs := testsupport.ReadJSONLines[EvalMetrics](t, filepath.Join(outA, EvalFile))
 	if len(ms) != 3 || len(evs) != 4 {
 		t.Fatalf("%d metrics lines, %d eval lines; want 3 and 4", len(ms), len(evs))
 	}
@@ -131,7 +111,7 @@ func TestTrainThreeIterations(t *testing.T) {
 	if wa != wb {
 		t.Errorf("two runs of one seed published different weights: %s vs %s", wa, wb)
 	}
-	msB := readLines[IterationMetrics](t, filepath.Join(outB, MetricsFile))
+	msB := testsupport.ReadJSONLines[IterationMetrics](t, filepath.Join(outB, MetricsFile))
 	for i := range ms {
 		a, b := ms[i], msB[i]
 		a.Seconds, b.Seconds = PhaseSeconds{}, PhaseSeconds{}
@@ -175,7 +155,7 @@ func TestTrainInterruptAndResume(t *testing.T) {
 	if res.FirstIteration != 3 || res.LastIteration != 3 || res.Version != 3 {
 		t.Fatalf("resumed run: %+v", res)
 	}
-	ms := readLines[IterationMetrics](t, filepath.Join(out, MetricsFile))
+	ms := testsupport.ReadJSONLines[IterationMetrics](t, filepath.Join(out, MetricsFile))
 	if len(ms) != 3 || ms[2].Iteration != 3 || ms[2].RolloutVersion != 2 {
 		t.Fatalf("metrics after resume: %d lines, last %+v", len(ms), ms[len(ms)-1])
 	}
@@ -200,7 +180,7 @@ func TestTrainAsync(t *testing.T) {
 	if _, err := Train(context.Background(), cfg, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ms := readLines[IterationMetrics](t, filepath.Join(out, MetricsFile))
+	ms := testsupport.ReadJSONLines[IterationMetrics](t, filepath.Join(out, MetricsFile))
 	want := []int64{0, 0, 1}
 	for i, m := range ms {
 		lag := m.Learner.PolicyVersion - m.RolloutVersion

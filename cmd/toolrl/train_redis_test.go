@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -166,28 +165,6 @@ func countLines(path string) int {
 	return bytes.Count(data, []byte("\n"))
 }
 
-func readJSONLines[T any](t *testing.T, path string) []T {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, v)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // latestVersion is the store's latest version number (0: none).
 func latestVersion(t *testing.T, storeDir string) int64 {
@@ -519,7 +496,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	}
 
 	// The driver's figures agree.
-	ms := readJSONLines[trainer.IterationMetrics](t, filepath.Join(out, trainer.MetricsFile))
+	ms := testsupport.ReadJSONLines[trainer.IterationMetrics](t, filepath.Join(out, trainer.MetricsFile))
 	if len(ms) != smallIterations {
 		t.Fatalf("%d metrics lines, want %d", len(ms), smallIterations)
 	}
@@ -600,7 +577,7 @@ func TestTrainInterruptExits130AndResumes(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "continue with --resume") || !strings.Contains(p.stdout.String(), "interrupted") {
 		t.Errorf("interrupted run does not say interrupted and continue with --resume\nstdout:\n%s\nstderr:\n%s", p.stdout.String(), tail(p.stderr.String(), 2000))
 	}
-	ms := readJSONLines[trainer.IterationMetrics](t, metrics)
+	ms := testsupport.ReadJSONLines[trainer.IterationMetrics](t, metrics)
 	done := len(ms)
 	if done < 1 || done >= smallIterations {
 		t.Fatalf("interrupted run wrote %d metrics lines, want 1..%d", done, smallIterations-1)
@@ -617,7 +594,7 @@ func TestTrainInterruptExits130AndResumes(t *testing.T) {
 	if want := fmt.Sprintf("done: iterations %d-%d", done+1, smallIterations); !strings.Contains(r.stdout.String(), want) {
 		t.Errorf("resumed run does not say %q:\n%s", want, r.stdout.String())
 	}
-	ms = readJSONLines[trainer.IterationMetrics](t, metrics)
+	ms = testsupport.ReadJSONLines[trainer.IterationMetrics](t, metrics)
 	if len(ms) != smallIterations {
 		t.Fatalf("%d metrics lines after resume, want %d", len(ms), smallIterations)
 	}
@@ -629,7 +606,7 @@ func TestTrainInterruptExits130AndResumes(t *testing.T) {
 	if v := latestVersion(t, storeDir); v != smallIterations {
 		t.Errorf("store latest %d after resume, want %d", v, smallIterations)
 	}
-	evs := readJSONLines[trainer.EvalMetrics](t, filepath.Join(out, trainer.EvalFile))
+	evs := testsupport.ReadJSONLines[trainer.EvalMetrics](t, filepath.Join(out, trainer.EvalFile))
 	var evIters []int
 	for _, e := range evs {
 		evIters = append(evIters, e.Iteration)
