@@ -36,7 +36,6 @@ func smallConfig(t *testing.T, out string, async bool) Config {
 	return c
 }
 
-
 func latestWeights(t *testing.T, out string) (int64, string) {
 	t.Helper()
 	s, err := policystore.OpenReadOnly(filepath.Join(out, PolicyDir))

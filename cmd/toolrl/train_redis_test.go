@@ -165,7 +165,6 @@ func countLines(path string) int {
 	return bytes.Count(data, []byte("\n"))
 }
 
-
 // latestVersion is the store's latest version number (0: none).
 func latestVersion(t *testing.T, storeDir string) int64 {
 	t.Helper()
