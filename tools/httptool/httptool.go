@@ -1,6 +1,7 @@
 // Package httptool POSTs a call's JSON arguments to a configured URL and
-// returns the response body, with a host allowlist (checked on the URL and on
-// every redirect), a timeout and a response size limit.
+// returns the response body stripped of terminal control sequences, with a
+// host allowlist (checked on the URL and on every redirect), a timeout and a
+// response size limit.
 package httptool
 
 import (
@@ -99,8 +100,10 @@ func (c *Client) allowed(u *url.URL) bool {
 	return slices.Contains(c.allow, u.Host) || slices.Contains(c.allow, u.Hostname())
 }
 
-// Post sends body as application/json and returns the response body. A
-// non-2xx status is an error that quotes the start of the body.
+// Post sends body as application/json and returns the response body as
+// text with its control sequences removed (StripControl: a model must not read
+// a terminal's escape codes). A non-2xx status is an error that quotes the
+// start of the body.
 func (c *Client) Post(ctx context.Context, body []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -129,13 +132,13 @@ func (c *Client) Post(ctx context.Context, body []byte) (string, error) {
 		return "", fmt.Errorf("POST %s: %w: more than %d bytes", c.url.Redacted(), ErrTooLarge, c.max)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		snippet := strings.TrimSpace(string(data))
+		snippet := strings.TrimSpace(StripControl(string(data)))
 		if len(snippet) > 200 {
 			snippet = snippet[:200] + "..."
 		}
 		return "", fmt.Errorf("POST %s: status %d: %s", c.url.Redacted(), resp.StatusCode, snippet)
 	}
-	return string(data), nil
+	return StripControl(string(data)), nil
 }
 
 // Close releases idle connections.

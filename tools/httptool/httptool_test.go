@@ -30,6 +30,8 @@ func TestPost(t *testing.T) {
 			http.Error(w, "no such thing", 404)
 		case "/redirect":
 			http.Redirect(w, r, other.URL+"/x", http.StatusTemporaryRedirect)
+		case "/ansi":
+			io.WriteString(w, "\x1b]0;pwned title\x07\x1b[1;31mred\x1b[0m\tok\r\nnext\x00\x08 line\u009b2J done\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\n")
 		case "/hang":
 			<-r.Context().Done()
 		}
@@ -62,6 +64,10 @@ func TestPost(t *testing.T) {
 	if _, err := mk("/redirect", Options{}).Post(ctx, []byte(`{}`)); !errors.Is(err, ErrNotAllowed) {
 		t.Errorf("redirect off the allowlist: %v", err)
 	}
+	// Terminal escape sequences are removed, their text too; \n and \t stay.
+	if out, err := mk("/ansi", Options{}).Post(ctx, []byte(`{}`)); err != nil || out != "red\tok\nnext line donelink\n" {
+		t.Errorf("ansi = %q, %v", out, err)
+	}
 	if _, err := mk("/hang", Options{Timeout: "50ms"}).Post(ctx, []byte(`{}`)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("hang: %v", err)
 	}
@@ -84,5 +90,25 @@ func TestNewChecks(t *testing.T) {
 	}
 	if _, err := New(Options{URL: "http://good.example:8080/x", AllowHosts: []string{"good.example"}}); err != nil {
 		t.Errorf("host without port in the allowlist: %v", err)
+	}
+}
+
+func TestStripControl(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"plain\ttext\nline é ✓", "plain\ttext\nline é ✓"},
+		{"\x1b]0;title\x07after", "after"},
+		{"\x1b]2;title\x1b\\after", "after"},
+		{"\x1b[2J\x1b[?25l\x1b[38;5;196mx\x1b[m", "x"},
+		{"\x1bPdcs payload\x1b\\y", "y"},
+		{"\x1b7a\x1b(Bb\x1bc", "ab"},
+		{"\u009b31mc\u009d0;t\u009cd", "cd"},
+		{"bell\x07 del\x7f cr\r\n", "bell del cr\n"},
+		{"cut \x1b]0;never ends", "cut "},
+		{"bad \xff utf8", "bad \xff utf8"},
+	}
+	for _, c := range cases {
+		if got := StripControl(c.in); got != c.want {
+			t.Errorf("StripControl(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

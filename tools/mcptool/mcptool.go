@@ -29,6 +29,33 @@ type Options struct {
 	Prefix string `yaml:"prefix" json:"prefix"`
 	// Include lists the server's tools to expose (default: all).
 	Include []string `yaml:"include" json:"include"`
+	// StartTimeout bounds the start: launching the server, the initialize
+	// handshake and listing its tools (a Go duration, default 30s).
+	StartTimeout string `yaml:"start_timeout" json:"start_timeout"`
+	// Timeout bounds every request after the start, on top of the caller's
+	// deadline (a Go duration, default 60s).
+	Timeout string `yaml:"timeout" json:"timeout"`
+}
+
+// Default timeouts of Options.StartTimeout and Options.Timeout.
+const (
+	DefaultStartTimeout = 30 * time.Second
+	DefaultTimeout      = 60 * time.Second
+)
+
+// ErrTimeout marks a start or a request the server did not answer in time.
+var ErrTimeout = errors.New("mcp server did not answer in time")
+
+// duration parses a timeout option; "" is def.
+func duration(name, v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("mcp %s %q: want a positive duration like 30s", name, v)
+	}
+	return d, nil
 }
 
 // ToolInfo describes one tool of the server.
@@ -44,13 +71,36 @@ type ToolInfo struct {
 type Server struct {
 	session *mcp.ClientSession
 	tools   []ToolInfo
+	command string        // the server command, for errors
+	timeout time.Duration // per request
 }
 
 // Start runs the server, initialises the session and lists its tools, all
-// under ctx.
+// under ctx and within StartTimeout; a server that does not answer in time
+// is stopped and the error (wrapping ErrTimeout) names its command.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	if len(opts.Command) == 0 {
 		return nil, errors.New("mcp: command is required")
+	}
+	startTimeout, err := duration("start_timeout", opts.StartTimeout, DefaultStartTimeout)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := duration("timeout", opts.Timeout, DefaultTimeout)
+	if err != nil {
+		return nil, err
+	}
+	command := strings.Join(opts.Command, " ")
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	// timedOut turns the start's own deadline into an error naming the
+	// server; the caller's cancellation stays the caller's error.
+	timedOut := func(what string, err error) error {
+		if parent.Err() == nil && ctx.Err() != nil {
+			return fmt.Errorf("mcp: %s %s: %w after %s", what, command, ErrTimeout, startTimeout)
+		}
+		return fmt.Errorf("mcp: %s %s: %w", what, command, err)
 	}
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 	cmd.Dir = opts.Dir
@@ -64,13 +114,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolrl", Version: "v1"}, nil)
 	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: start %s: %w", strings.Join(opts.Command, " "), err)
+		return nil, timedOut("start", err)
 	}
-	s := &Server{session: session}
+	s := &Server{session: session, command: command, timeout: timeout}
 	for t, err := range session.Tools(ctx, nil) {
 		if err != nil {
 			session.Close()
-			return nil, fmt.Errorf("mcp: list tools of %s: %w", opts.Command[0], err)
+			return nil, timedOut("list tools of", err)
 		}
 		if len(opts.Include) > 0 && !slices.Contains(opts.Include, t.Name) {
 			continue
@@ -96,8 +146,9 @@ func (s *Server) Tools() []ToolInfo { return s.tools }
 // ErrTool marks a result the server flagged as an error (isError).
 var ErrTool = errors.New("mcp tool error")
 
-// Call calls a tool with a JSON object of arguments and returns its content
-// as text: text parts joined by newlines, other parts as "[type]", and the
+// Call calls a tool with a JSON object of arguments, within ctx and the
+// server's Timeout (past which the error wraps ErrTimeout and names the
+// server's command), and returns its content as text: text parts joined by newlines, other parts as "[type]", and the
 // structured content as JSON when there is no content. A result flagged
 // isError is returned as an error wrapping ErrTool.
 func (s *Server) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
@@ -107,12 +158,17 @@ func (s *Server) Call(ctx context.Context, name string, args json.RawMessage) (s
 			return "", fmt.Errorf("mcp %s: arguments: %w", name, err)
 		}
 	}
-	res, err := s.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: m})
+	reqCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	res, err := s.session.CallTool(reqCtx, &mcp.CallToolParams{Name: name, Arguments: m})
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return "", fmt.Errorf("mcp %s: %w", name, err)
+		if reqCtx.Err() != nil {
+			return "", fmt.Errorf("mcp %s (%s): %w after %s", name, s.command, ErrTimeout, s.timeout)
+		}
+		return "", fmt.Errorf("mcp %s (%s): %w", name, s.command, err)
 	}
 	var parts []string
 	for _, c := range res.Content {

@@ -89,3 +89,55 @@ func TestStartErrors(t *testing.T) {
 		t.Errorf("include of a missing tool: %v", err)
 	}
 }
+
+// TestSilentServerTimesOut: a server that reads its requests and never
+// answers initialize fails the start within StartTimeout, with an error that
+// names its command, and is stopped; the caller's context has no deadline.
+func TestSilentServerTimesOut(t *testing.T) {
+	script, err := filepath.Abs("testdata/silent-server.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := proctest.Descendants(os.Getpid())
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Start(context.Background(), Options{Command: []string{script, "--quiet"}, StartTimeout: "300ms"})
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Start hangs on a server that never answers initialize")
+	}
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), script+" --quiet") {
+		t.Errorf("Start = %v, want ErrTimeout naming %s", err, script)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Start took %s with start_timeout 300ms", d)
+	}
+	if err := proctest.WaitDescendants(os.Getpid(), before, 10*time.Second); err != nil {
+		t.Error(err)
+	}
+	if _, err := Start(context.Background(), Options{Command: []string{script}, StartTimeout: "soon"}); err == nil || !strings.Contains(err.Error(), "positive duration") {
+		t.Errorf("start_timeout soon: %v", err)
+	}
+}
+
+// TestRequestTimeout: a request the server does not answer fails after
+// Timeout even when the caller's context has no deadline.
+func TestRequestTimeout(t *testing.T) {
+	bin := BuildTestServer(t, t.TempDir())
+	s, err := Start(context.Background(), Options{Command: []string{bin}, Timeout: "200ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Call(context.Background(), "sleep", json.RawMessage(`{"ms": 60000}`))
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), bin) {
+		t.Errorf("sleep past the timeout: %v", err)
+	}
+	if out, err := s.Call(context.Background(), "shout", json.RawMessage(`{"text": "hi"}`)); err != nil || out != "HI" {
+		t.Errorf("shout after a timed-out request = %q, %v", out, err)
+	}
+}
