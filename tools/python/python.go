@@ -4,14 +4,16 @@
 // process tree killed at the deadline.
 //
 // The sandbox is layered from what the host allows, and Runner.Isolation
-// says what it got. As root: new network, PID and IPC namespaces (the
-// unshare(2) flags, through clone), the code runs as nobody (65534), and the
-// sandbox preamble lowers the rlimits and confines writes with Landlock.
-// Unprivileged: a user namespace carries the same namespaces when the kernel
-// allows it. Unless the network is allowed, a seccomp filter makes socket(2)
-// fail (x86_64 and aarch64), and Landlock (ABI 4 and later) denies TCP
-// connect and bind; with none of these the network is open and Isolation
-// says so.
+// says what it got. As root: new network, PID, IPC and mount namespaces (the
+// unshare(2) flags, through clone); the sandbox preamble mounts the PID
+// namespace's own /proc (so the host's processes and their command lines are
+// out of sight), drops to nobody (65534), lowers the rlimits and confines
+// writes with Landlock. Unprivileged: a user namespace carries the same
+// namespaces when the kernel allows it, and the preamble drops every
+// capability after mounting /proc. A seccomp filter (x86_64 and aarch64)
+// makes unshare and clone with CLONE_NEWUSER fail, and unless the network is
+// allowed, socket(2) too; Landlock (ABI 4 and later) denies TCP connect and
+// bind; with none of these the network is open and Isolation says so.
 package python
 
 import (
@@ -130,13 +132,23 @@ type Isolation struct {
 	Landlock int `json:"landlock"`
 	// Seccomp is true when a seccomp filter makes socket(2) fail (EACCES).
 	Seccomp bool `json:"seccomp"`
+	// Proc is what the code sees at /proc: "private" (a proc of the
+	// sandbox's PID namespace: its own processes only), "hidden" (an empty
+	// read-only tmpfs, where the kernel refuses a new proc) or "host" (the
+	// host's, without namespaces).
+	Proc string `json:"proc"`
+	// UserNamespacesDenied is true when a seccomp filter makes unshare(2)
+	// and clone(2) with CLONE_NEWUSER fail (EPERM), so that the code cannot
+	// gain capabilities in a namespace of its own.
+	UserNamespacesDenied bool `json:"user_namespaces_denied"`
 	// Notes say what is missing and why.
 	Notes []string `json:"notes,omitempty"`
 }
 
 // String is a one-line summary for logs.
 func (i Isolation) String() string {
-	s := fmt.Sprintf("namespaces=%q network_isolated=%v landlock=%d seccomp=%v", i.Namespaces, i.NetworkIsolated, i.Landlock, i.Seccomp)
+	s := fmt.Sprintf("namespaces=%q network_isolated=%v landlock=%d seccomp=%v proc=%s user_namespaces_denied=%v",
+		i.Namespaces, i.NetworkIsolated, i.Landlock, i.Seccomp, i.Proc, i.UserNamespacesDenied)
 	if len(i.Notes) > 0 {
 		s += " (" + strings.Join(i.Notes, "; ") + ")"
 	}
@@ -149,7 +161,8 @@ type Runner struct {
 	interp    string
 	isolation Isolation
 	attr      func() *syscall.SysProcAttr
-	asNobody  bool
+	asNobody  bool   // the temp dir is chowned to nobody
+	priv      string // the preamble's PRIV argument: "root", "user" or "none"
 }
 
 // nobody is the uid and gid code runs as when the runner is root.
@@ -172,19 +185,22 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		}
 	}
 	r := &Runner{opts: opts, interp: interp}
+	removeStaleTempDirs(opts.TempRoot)
 	type mode struct {
 		name     string
 		asNobody bool
 		attr     func() *syscall.SysProcAttr
 	}
+	// With namespaces the preamble starts privileged in its own mount
+	// namespace, mounts the PID namespace's /proc, then drops the privilege
+	// (sandbox.py); the PRIV argument is the mode's name.
 	var modes []mode
 	if !opts.AllowNetwork {
 		if os.Geteuid() == 0 {
 			modes = append(modes, mode{"root", true, func() *syscall.SysProcAttr {
 				return &syscall.SysProcAttr{
 					Setpgid:    true,
-					Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
-					Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}},
+					Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNS,
 				}
 			}})
 		}
@@ -192,9 +208,9 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		modes = append(modes, mode{"user", false, func() *syscall.SysProcAttr {
 			return &syscall.SysProcAttr{
 				Setpgid:     true,
-				Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
-				UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
-				GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+				Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNS,
+				UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+				GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
 			}
 		}})
 	}
@@ -213,7 +229,10 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		if m.name != "" && slices.Contains(opts.skipModes, m.name) {
 			continue
 		}
-		r.attr, r.asNobody = m.attr, m.asNobody
+		r.attr, r.asNobody, r.priv = m.attr, m.asNobody, m.name
+		if m.name == "" {
+			r.priv = "none"
+		}
 		out, err := r.probe(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -225,7 +244,8 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 			}
 			return nil, fmt.Errorf("python sandbox probe with %s: %w", interp, err)
 		}
-		r.isolation = Isolation{Namespaces: m.name, Landlock: out.Landlock, Seccomp: out.Seccomp, Notes: notes}
+		r.isolation = Isolation{Namespaces: m.name, Landlock: out.Landlock, Seccomp: out.Seccomp,
+			Proc: out.Proc, UserNamespacesDenied: out.UserNSDenied, Notes: notes}
 		break
 	}
 	iso := &r.isolation
@@ -238,6 +258,12 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if iso.Landlock == 0 {
 		iso.Notes = append(iso.Notes, "writes NOT confined to the temp dir: the kernel has no Landlock")
 	}
+	if iso.Proc == "host" {
+		iso.Notes = append(iso.Notes, "/proc NOT private: the code can read the host's process list and command lines")
+	}
+	if !iso.UserNamespacesDenied {
+		iso.Notes = append(iso.Notes, "user namespaces NOT denied: no seccomp on this machine type")
+	}
 	return r, nil
 }
 
@@ -245,9 +271,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 func (r *Runner) Isolation() Isolation { return r.isolation }
 
 type probeOut struct {
-	Landlock int  `json:"landlock"`
-	Seccomp  bool `json:"seccomp"`
-	UID      int  `json:"uid"`
+	Landlock     int    `json:"landlock"`
+	Seccomp      bool   `json:"seccomp"`
+	UserNSDenied bool   `json:"userns_denied"`
+	Proc         string `json:"proc"`
+	UID          int    `json:"uid"`
 }
 
 func (r *Runner) probe(ctx context.Context) (probeOut, error) {
@@ -279,15 +307,19 @@ type Output struct {
 }
 
 // Run runs code as the __main__ module in a fresh temp dir (removed
-// afterwards). At ctx's deadline the process group (and, with namespaces,
+// afterwards, however the run ends; New removes those left by toolrl
+// processes that died). At ctx's deadline the process group (and, with namespaces,
 // every process of the sandbox) is killed and Run returns ctx.Err().
 // probe=true runs the sandbox preamble's self-report instead of code.
 func (r *Runner) Run(ctx context.Context, code string, probe bool) (Output, error) {
-	dir, err := os.MkdirTemp(r.opts.TempRoot, "toolrl-py-")
+	dir, err := os.MkdirTemp(r.opts.TempRoot, tempPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return Output{}, fmt.Errorf("python temp dir: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	// Removed however the run ends (exit, crash, deadline), after the
+	// process group is killed, even where the code took its own
+	// permissions away.
+	defer removeTempDir(dir)
 	main := filepath.Join(dir, "main.py")
 	if err := os.WriteFile(main, []byte(code), 0o644); err != nil {
 		return Output{}, fmt.Errorf("python temp dir: %w", err)
@@ -301,16 +333,19 @@ func (r *Runner) Run(ctx context.Context, code string, probe bool) (Output, erro
 	if r.opts.AllowNetwork {
 		net = "1"
 	}
-	args := []string{"-I", "-B", "-c", preamble, dir,
+	// -u: unbuffered, so that what the code printed before a crash, a kill
+	// or the deadline reaches the pipe (-I ignores PYTHONUNBUFFERED).
+	args := []string{"-I", "-B", "-u", "-c", preamble, dir,
 		strconv.Itoa(r.opts.CPUSeconds),
 		strconv.Itoa(r.opts.MemoryMB << 20),
 		strconv.Itoa(r.opts.FileSizeMB << 20),
 		strconv.Itoa(r.opts.OpenFiles),
 		net,
 		"0", // RLIMIT_NPROC: see Options.Processes
+		r.priv,
 	}
 	if r.asNobody {
-		args[len(args)-1] = strconv.Itoa(r.opts.Processes)
+		args[len(args)-2] = strconv.Itoa(r.opts.Processes)
 	}
 	if probe {
 		args = append(args, "--probe")
@@ -383,8 +418,10 @@ func lastLines(s string, n int) string {
 
 // Summary turns an output into the text a model reads and an error for a
 // failed run: stdout, then stderr under a "[stderr]" line when there is any.
-// A non-zero exit or a signal is an error whose message ends with the last
-// lines of stderr.
+// A non-zero exit or a signal is an error whose message holds the last lines
+// of stderr and then, under a "[stdout]" line, what the program printed
+// before it failed (the text too keeps it), so that a caller that reads only
+// the error loses none of it.
 func Summary(out Output) (string, error) {
 	text := out.Stdout
 	if out.Stderr != "" && out.ExitCode == 0 && out.Signal == "" {
@@ -396,11 +433,15 @@ func Summary(out Output) (string, error) {
 	if out.Truncated {
 		text += "\n[output truncated]"
 	}
+	printed := ""
+	if text != "" {
+		printed = "\n[stdout]\n" + text
+	}
 	switch {
 	case out.Signal != "":
-		return text, fmt.Errorf("python killed by signal %s: %s", out.Signal, lastLines(out.Stderr, 5))
+		return text, fmt.Errorf("python killed by signal %s: %s%s", out.Signal, lastLines(out.Stderr, 5), printed)
 	case out.ExitCode != 0:
-		return text, fmt.Errorf("python exited with status %d: %s", out.ExitCode, lastLines(out.Stderr, 5))
+		return text, fmt.Errorf("python exited with status %d: %s%s", out.ExitCode, lastLines(out.Stderr, 5), printed)
 	}
 	return text, nil
 }

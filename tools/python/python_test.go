@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/tools/internal/proctest"
 )
 
@@ -243,5 +246,198 @@ func TestTempRootReachable(t *testing.T) {
 	out := run(t, r, "import os\nprint(os.getcwd())")
 	if !strings.HasPrefix(out.Stdout, "/tmp/toolrl-py-") {
 		t.Errorf("cwd %q %s", out.Stdout, out.Stderr)
+	}
+}
+
+// skipOrFail skips a test whose protection this host cannot give, and fails
+// it under CI (CI=true), where the host is expected to give it.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if testsupport.InCI() {
+		t.Fatalf(format+" (CI=true: required)", args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// TestSandboxPrivateProc: the code cannot see a host process's command line
+// (a secret in another process's arguments) through /proc, with the
+// strongest sandbox and with a user namespace.
+func TestSandboxPrivateProc(t *testing.T) {
+	t.Run("best", func(t *testing.T) { testPrivateProc(t, Options{}) })
+	t.Run("user", func(t *testing.T) { testPrivateProc(t, Options{skipModes: []string{"root"}}) })
+}
+
+func testPrivateProc(t *testing.T, opts Options) {
+	r := newRunner(t, opts)
+	if r.Isolation().Proc == "host" {
+		skipOrFail(t, "this host gives no private /proc: %s", r.Isolation())
+	}
+	secret := fmt.Sprintf("SECRETTOKEN%d", time.Now().UnixNano())
+	host := exec.Command("sleep", "60", secret)
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { host.Process.Kill(); host.Wait() }()
+	code := fmt.Sprintf(`import os
+pids = [p for p in os.listdir("/proc") if p.isdigit()] if os.path.isdir("/proc") else []
+print("pids", len(pids))
+for p in pids + [%q, "1"]:
+    for name in ("cmdline", "environ", "status"):
+        try:
+            print(p, name, open("/proc/%%s/%%s" %% (p, name), "rb").read().replace(b"\0", b" "))
+        except OSError as e:
+            print(p, name, type(e).__name__)
+`, strconv.Itoa(host.Process.Pid))
+	out := run(t, r, code)
+	if strings.Contains(out.Stdout+out.Stderr, secret) || !strings.HasPrefix(out.Stdout, "pids ") {
+		t.Errorf("the sandbox sees the host's processes:\n%s%s", out.Stdout, out.Stderr)
+	}
+	if strings.Contains(out.Stdout, "sleep") {
+		t.Errorf("a host process is listed in the sandbox's /proc:\n%s", out.Stdout)
+	}
+}
+
+// TestSandboxDeniesUserNamespaces: unshare(CLONE_NEWUSER) and the unshare
+// command fail in the sandbox (with and without namespaces), while threads
+// and child processes still work.
+func TestSandboxDeniesUserNamespaces(t *testing.T) {
+	t.Run("best", func(t *testing.T) { testDeniesUserNamespaces(t, Options{}) })
+	t.Run("user", func(t *testing.T) { testDeniesUserNamespaces(t, Options{skipModes: []string{"root"}}) })
+	t.Run("no-namespaces", func(t *testing.T) { testDeniesUserNamespaces(t, Options{skipModes: []string{"root", "user"}}) })
+}
+
+func testDeniesUserNamespaces(t *testing.T, opts Options) {
+	r := newRunner(t, opts)
+	if !r.Isolation().UserNamespacesDenied {
+		skipOrFail(t, "this host cannot deny user namespaces: %s", r.Isolation())
+	}
+	out := run(t, r, `import ctypes, os, shutil, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+for flags in (0x10000000, 0x10000000 | 0x00020000):  # CLONE_NEWUSER, | CLONE_NEWNS
+    if libc.unshare(flags) == 0:
+        print("UNSHARED", hex(flags))
+    else:
+        print("denied", os.strerror(ctypes.get_errno()))
+if hasattr(os, "unshare"):
+    try:
+        os.unshare(os.CLONE_NEWUSER)
+        print("UNSHARED os.unshare")
+    except OSError as e:
+        print("os.unshare denied", e)
+if shutil.which("unshare"):
+    p = subprocess.run(["unshare", "--user", "--map-root-user", "id", "-u"], capture_output=True, text=True)
+    print("UNSHARED command" if p.returncode == 0 else "command denied", p.stdout.strip(), p.stderr.strip())
+t = threading.Thread(target=lambda: print("thread ran"))
+t.start(); t.join()
+print("child", subprocess.run(["echo", "ok"], capture_output=True, text=True).stdout.strip())
+`)
+	if strings.Contains(out.Stdout, "UNSHARED") || strings.Count(out.Stdout, "denied") < 2 ||
+		!strings.Contains(out.Stdout, "thread ran") || !strings.Contains(out.Stdout, "child ok") {
+		t.Errorf("user namespaces in the sandbox:\n%s%s", out.Stdout, out.Stderr)
+	}
+}
+
+// TestSummaryKeepsStdout: a program that fails after printing keeps what it
+// printed, in the text and in the error the model reads.
+func TestSummaryKeepsStdout(t *testing.T) {
+	r := newRunner(t, Options{})
+	out := run(t, r, "print('partial result 41')\nraise ValueError('boom')")
+	text, err := Summary(out)
+	if err == nil || !strings.Contains(err.Error(), "ValueError: boom") || !strings.Contains(err.Error(), "partial result 41") {
+		t.Errorf("Summary error = %v", err)
+	}
+	if !strings.Contains(text, "partial result 41") {
+		t.Errorf("Summary text = %q", text)
+	}
+	// Killed by a signal (a segfault): what it printed before is kept too.
+	out = run(t, r, "import ctypes\nprint('before the kill', end='')\nctypes.string_at(0)")
+	if _, err := Summary(out); err == nil || !strings.Contains(err.Error(), "killed by signal") || !strings.Contains(err.Error(), "[stdout]\nbefore the kill") {
+		t.Errorf("Summary error after a kill = %v (%+v)", err, out)
+	}
+}
+
+// TestTimeoutRemovesTempDir: a timed-out run whose code took the permissions
+// of its folders away leaves no temp dir behind. As root (who removes
+// anything) the test also runs itself as nobody, where the permissions
+// matter.
+func TestTimeoutRemovesTempDir(t *testing.T) {
+	root, err := os.MkdirTemp("", "toolrl-temproot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, Options{CPUSeconds: 30, TempRoot: root})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out, err := r.Run(ctx, `import os, time
+os.makedirs("locked/inner")
+open("locked/inner/f", "w").write("x")
+os.chmod("locked/inner", 0)
+os.chmod("locked", 0o500)
+print("ready", os.getcwd())
+time.sleep(60)
+`, false)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(out.Stdout, "ready ") {
+		t.Fatalf("Run = %v, %+v", err, out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, "toolrl-py-*")); len(left) > 0 {
+		t.Errorf("temp dirs left after a timed-out run: %v", left)
+	}
+	if os.Geteuid() != 0 || os.Getenv("TOOLRL_TEST_AS_NOBODY") != "" {
+		return
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		skipOrFail(t, "setpriv not found: cannot rerun the test as nobody")
+	}
+	// The test binary, where nobody can run it.
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "python.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^TestTimeoutRemovesTempDir$", "-test.v")
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=" + root, "TOOLRL_TEST_AS_NOBODY=1"}
+	got, err := cmd.CombinedOutput()
+	t.Logf("as nobody:\n%s", got)
+	if err != nil || !strings.Contains(string(got), "--- PASS") {
+		t.Errorf("as nobody: %v\n%s", err, got)
+	}
+}
+
+// TestStaleTempDirsRemoved: New removes the temp dirs of a toolrl process
+// that no longer runs, and keeps those of live ones.
+func TestStaleTempDirsRemoved(t *testing.T) {
+	root, err := os.MkdirTemp("", "toolrl-temproot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(root, fmt.Sprintf("toolrl-py-%d-123", gone.Process.Pid))
+	live := filepath.Join(root, fmt.Sprintf("toolrl-py-%d-456", os.Getppid()))
+	for _, d := range []string{filepath.Join(stale, "sub"), live} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newRunner(t, Options{TempRoot: root})
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale temp dir kept: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live process's temp dir removed: %v", err)
 	}
 }

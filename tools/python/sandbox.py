@@ -1,20 +1,31 @@
 # toolrl python sandbox preamble: run by the python tool as
-#   python3 -I -B -c <this> WORKDIR CPU_S MEM_BYTES FSIZE_BYTES NOFILE NET NPROC [--probe]
-# It lowers the rlimits (hard and soft), confines writes to WORKDIR with
-# Landlock when the kernel has it (and, with NET=0 and Landlock ABI >= 4,
-# denies TCP bind/connect), with NET=0 makes socket(2) fail with EACCES
-# through a seccomp filter (x86_64 and aarch64), then runs WORKDIR/main.py as
-# __main__.
+#   python3 -I -B -c <this> WORKDIR CPU_S MEM_BYTES FSIZE_BYTES NOFILE NET NPROC PRIV [--probe]
+# With PRIV "root" (real root in new mount and PID namespaces) or "user"
+# (root of a new user namespace with new mount and PID namespaces) it first
+# mounts a private /proc that shows only the sandbox's processes (or, where
+# the kernel refuses that, an empty read-only tmpfs over /proc), then gives
+# the privilege up: "root" becomes nobody (65534), "user" drops every
+# capability for good. It then lowers the rlimits (hard and soft), confines
+# writes to WORKDIR with Landlock when the kernel has it (and, with NET=0 and
+# Landlock ABI >= 4, denies TCP bind/connect), installs a seccomp filter
+# (x86_64 and aarch64) that makes unshare(2) and clone(2) with
+# CLONE_NEWUSER fail with EPERM (clone3 with ENOSYS, so that libc falls back
+# to clone) and, with NET=0, socket(2) fail with EACCES, then runs
+# WORKDIR/main.py as __main__.
 import ctypes, os, platform, resource, sys
 
-# seccomp: (AUDIT_ARCH, __NR_socket) per machine.
-_SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
+# seccomp: (AUDIT_ARCH, __NR_socket, __NR_unshare, __NR_clone, __NR_clone3) per machine.
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 41, 272, 56, 435), "aarch64": (0xC00000B7, 198, 97, 220, 435)}
+_CLONE_NEWUSER = 0x10000000
+_NOBODY = 65534
 
 
-def _deny_sockets(libc):
+def _seccomp(libc, deny_sockets):
+    """Installs the filter; returns (sockets denied, user namespaces denied)."""
     arch = _SECCOMP_ARCH.get(platform.machine())
     if arch is None:
-        return False
+        return False, False
+    audit_arch, nr_socket, nr_unshare, nr_clone, nr_clone3 = arch
 
     class SockFilter(ctypes.Structure):
         _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
@@ -22,29 +33,100 @@ def _deny_sockets(libc):
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter))]
 
-    LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+    LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+    ALLOW, KILL = 0x7FFF0000, 0x80000000
+    EACCES, EPERM, ENOSYS = 0x00050000 | 13, 0x00050000 | 1, 0x00050000 | 38
+    # Jumps name their targets; they are resolved to offsets below.
     prog = [
-        (LD, 0, 0, 4),                # A = seccomp_data.arch
-        (JEQ, 0, 5, arch[0]),         # another ABI: kill
-        (LD, 0, 0, 0),                # A = seccomp_data.nr
-        (JGE, 2, 0, 0x40000000),      # x32 syscalls: deny
-        (JEQ, 1, 0, arch[1]),         # socket: deny
-        (RET, 0, 0, 0x7FFF0000),      # allow
-        (RET, 0, 0, 0x00050000 | 13), # errno EACCES
-        (RET, 0, 0, 0x80000000),      # kill process
+        (LD, None, None, 4),                   # A = seccomp_data.arch
+        (JEQ, None, "kill", audit_arch),       # another ABI: kill
+        (LD, None, None, 0),                   # A = seccomp_data.nr
+        (JGE, "eacces", None, 0x40000000),     # x32 syscalls: deny
+        (JEQ, "eacces" if deny_sockets else None, None, nr_socket),
+        (JEQ, "flags", None, nr_unshare),
+        (JEQ, "flags", None, nr_clone),
+        (JEQ, "enosys", None, nr_clone3),      # flags behind a pointer
+        (RET, None, None, ALLOW),
+        ("flags", LD, None, None, 16),         # A = low half of args[0]
+        (JSET, "eperm", None, _CLONE_NEWUSER),
+        (RET, None, None, ALLOW),
+        ("eperm", RET, None, None, EPERM),
+        ("eacces", RET, None, None, EACCES),
+        ("enosys", RET, None, None, ENOSYS),
+        ("kill", RET, None, None, KILL),
     ]
-    filters = (SockFilter * len(prog))(*[SockFilter(*i) for i in prog])
-    fprog = SockFprog(len(prog), filters)
+    labels, code = {}, []
+    for ins in prog:
+        if isinstance(ins[0], str):
+            labels[ins[0]] = len(code)
+            ins = ins[1:]
+        code.append(ins)
+    filt = []
+    for i, (op, jt, jf, k) in enumerate(code):
+        off = lambda label: 0 if label is None else labels[label] - i - 1
+        filt.append(SockFilter(op, off(jt), off(jf), k))
+    filters = (SockFilter * len(filt))(*filt)
+    fprog = SockFprog(len(filt), filters)
     # PR_SET_SECCOMP, SECCOMP_MODE_FILTER (no_new_privs is set by the caller)
     if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
-    return True
+    return deny_sockets, True
+
+
+def _private_proc(libc):
+    """Mounts a /proc of the sandbox's PID namespace, or hides the host's;
+    returns "private" or "hidden"."""
+    MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_RDONLY, MS_REC, MS_PRIVATE = 2, 4, 8, 1, 1 << 14, 1 << 18
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+    # Nothing mounted here may reach the host's mount namespace.
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
+    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0:
+        return "private"
+    # A user namespace may not mount proc where the host's /proc is partly
+    # masked (containers): cover it instead.
+    if libc.mount(b"tmpfs", b"/proc", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, b"size=4k,mode=555") != 0:
+        raise OSError(ctypes.get_errno(), "mount /proc")
+    return "hidden"
+
+
+def _drop_capabilities(libc):
+    """Gives up every capability of the user namespace's root for good: no
+    capability comes back through setuid fix-ups or execve."""
+    for cap in range(64):
+        if libc.prctl(24, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # PR_CAPBSET_DROP; EINVAL: no such cap
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+    # SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP and their locks
+    if libc.prctl(28, 0x0F, 0, 0, 0) != 0:  # PR_SET_SECUREBITS
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECUREBITS)")
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+
+    class CapHeader(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class CapData(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    data = (CapData * 2)()
+    if libc.capset(ctypes.byref(CapHeader(0x20080522, 0)), data) != 0:  # _LINUX_CAPABILITY_VERSION_3
+        raise OSError(ctypes.get_errno(), "capset")
 
 
 def _toolrl_sandbox():
     work, cpu, mem, fsize, nofile, net = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6] == "1"
-    nproc = int(sys.argv[7])
-    probe = "--probe" in sys.argv[8:]
+    nproc, priv = int(sys.argv[7]), sys.argv[8]
+    probe = "--probe" in sys.argv[9:]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    proc = "host"
+    if priv in ("root", "user"):
+        proc = _private_proc(libc)
+        if priv == "root":
+            os.setgroups([])
+            os.setgid(_NOBODY)
+            os.setuid(_NOBODY)
+        else:
+            _drop_capabilities(libc)
     if cpu > 0:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     for res, v in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, fsize), (resource.RLIMIT_NOFILE, nofile), (resource.RLIMIT_NPROC, nproc)):
@@ -53,8 +135,6 @@ def _toolrl_sandbox():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     landlock = 0
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
     abi = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # landlock_create_ruleset(VERSION)
@@ -89,9 +169,10 @@ def _toolrl_sandbox():
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
         os.close(rs)
         landlock = abi
-    seccomp = False if net else _deny_sockets(libc)
+    seccomp, userns = _seccomp(libc, not net)
     if probe:
-        print('{"landlock": %d, "seccomp": %s, "uid": %d}' % (landlock, "true" if seccomp else "false", os.getuid()))
+        print('{"landlock": %d, "seccomp": %s, "userns_denied": %s, "proc": "%s", "uid": %d}' % (
+            landlock, "true" if seccomp else "false", "true" if userns else "false", proc, os.getuid()))
         sys.exit(0)
     os.chdir(work)
     sys.argv = ["main.py"]
