@@ -66,6 +66,7 @@ type Policy struct {
 	tok            *tokenizer.Tokenizer
 	special        tokenizer.SpecialTokens
 	maxPositions   int
+	config         modelConfig // config.json, checked against the graph
 	defaults       Sampling
 	scoreBudget    int // logits bytes per scoring Run; 0: scoreLogitsBytes
 	prefillBudget  int // logits bytes per prefill Run; 0: prefillLogitsBytes
@@ -119,6 +120,10 @@ func Load(ctx context.Context, opts LoadOptions) (*Policy, error) {
 	}
 	if p.sess, err = ortgo.NewDynamicAdvancedSession(p.modelPath, p.io.inputNames, p.io.outputNames, so); err != nil {
 		return nil, fmt.Errorf("load policy: create session for %s: %w", p.modelPath, err)
+	}
+	if err := p.checkConfig(); err != nil {
+		p.Close()
+		return nil, err
 	}
 	if v := p.tok.VocabSize(); v > p.io.vocab {
 		p.Close()
@@ -208,13 +213,69 @@ func (p *Policy) readConfig() error {
 	if err != nil {
 		return fmt.Errorf("load policy: %w", err)
 	}
-	var c struct {
-		MaxPositionEmbeddings int `json:"max_position_embeddings"`
-	}
+	var c modelConfig
 	if err := json.Unmarshal(b, &c); err != nil {
 		return fmt.Errorf("load policy: parse %s: %w", path, err)
 	}
 	p.maxPositions = c.MaxPositionEmbeddings
+	p.config = c
+	return nil
+}
+
+// modelConfig is what the actor checks of config.json against the graph.
+type modelConfig struct {
+	MaxPositionEmbeddings int `json:"max_position_embeddings"`
+	VocabSize             int `json:"vocab_size"`
+	NumHiddenLayers       int `json:"num_hidden_layers"`
+	NumKeyValueHeads      int `json:"num_key_value_heads"`
+	NumAttentionHeads     int `json:"num_attention_heads"`
+	HeadDim               int `json:"head_dim"`
+	HiddenSize            int `json:"hidden_size"`
+	// EOSTokenID is a number or a list of numbers.
+	EOSTokenID json.RawMessage `json:"eos_token_id"`
+}
+
+// checkConfig refuses a config.json that contradicts the ONNX graph (the
+// graph is what runs; a contradiction means the folder was assembled from
+// two models), naming both values. Keys the config leaves out are not
+// checked.
+func (p *Policy) checkConfig() error {
+	c, io := p.config, p.io
+	where := fmt.Sprintf("%s contradicts %s", filepath.Join(p.dir, "config.json"), p.modelPath)
+	if c.VocabSize > 0 && c.VocabSize != io.vocab {
+		return fmt.Errorf("load policy: %s: vocab_size %d, the graph's logits have %d", where, c.VocabSize, io.vocab)
+	}
+	if c.NumHiddenLayers > 0 && c.NumHiddenLayers != io.layers {
+		return fmt.Errorf("load policy: %s: num_hidden_layers %d, the graph has %d layers of past key/values", where, c.NumHiddenLayers, io.layers)
+	}
+	kv := c.NumKeyValueHeads
+	if kv == 0 {
+		kv = c.NumAttentionHeads
+	}
+	if kv > 0 && io.kvHeads > 0 && kv != io.kvHeads {
+		return fmt.Errorf("load policy: %s: num_key_value_heads %d, the graph's past key/values have %d heads", where, kv, io.kvHeads)
+	}
+	hd := c.HeadDim
+	if hd == 0 && c.NumAttentionHeads > 0 {
+		hd = c.HiddenSize / c.NumAttentionHeads
+	}
+	if hd > 0 && io.headDim > 0 && hd != io.headDim {
+		return fmt.Errorf("load policy: %s: head_dim %d, the graph's past key/values have %d", where, hd, io.headDim)
+	}
+	var ids []int
+	var one int
+	if len(c.EOSTokenID) > 0 && string(c.EOSTokenID) != "null" {
+		if err := json.Unmarshal(c.EOSTokenID, &one); err == nil {
+			ids = []int{one}
+		} else if err := json.Unmarshal(c.EOSTokenID, &ids); err != nil {
+			return fmt.Errorf("load policy: %s: eos_token_id %s is neither a number nor a list of numbers", filepath.Join(p.dir, "config.json"), c.EOSTokenID)
+		}
+	}
+	for _, id := range ids {
+		if id < 0 || id >= io.vocab {
+			return fmt.Errorf("load policy: %s: eos_token_id %d is outside the graph's vocabulary [0, %d)", where, id, io.vocab)
+		}
+	}
 	return nil
 }
 
