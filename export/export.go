@@ -29,6 +29,13 @@ type Reader[T any] interface {
 	Close() error
 }
 
+// Positioner is implemented by the readers Open* return: Position names the
+// file and line (JSONL) or row (Parquet, from 1) of the record Next returned
+// last, for error messages about that record.
+type Positioner interface {
+	Position() string
+}
+
 // TrajectoryWriter writes traj.Trajectory records.
 type TrajectoryWriter = Writer[traj.Trajectory]
 

@@ -230,6 +230,10 @@ func (r *jsonlReader[T]) Next() (T, error) {
 	return rec, nil
 }
 
+// Position names where the record Next returned last came from: "PATH line
+// N" (every trajectory of a group line has that line).
+func (r *jsonlReader[T]) Position() string { return fmt.Sprintf("%s line %d", r.path, r.line) }
+
 func (r *jsonlReader[T]) Close() error {
 	if r.file == nil {
 		return nil

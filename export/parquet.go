@@ -49,11 +49,34 @@ func createParquet[T, R any](path string, opts WriterOptions, rows *rowCodec[T, 
 			return nil, fmt.Errorf("create %s: %w", path, err)
 		}
 	}
+	removeStaleTemps(path)
 	file, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", rows.kind, err)
 	}
 	return &parquetWriter[T, R]{path: path, tmp: file.Name(), opts: opts, rows: rows, file: file}, nil
+}
+
+// removeStaleTemps removes the temporary files that earlier writers of path
+// left when they were killed before Close (.NAME.tmp-DIGITS beside it, as
+// os.CreateTemp names them): they can never be completed. Only names of that
+// exact shape are touched, so another output's temporary files (even one
+// whose name extends this one, .NAME.tmp-x.parquet.tmp-N) stay. Two writers of
+// one path at once are not supported: the second would remove the first's
+// file. Failures are ignored; a leftover only costs disk.
+func removeStaleTemps(path string) {
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".tmp-"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		suffix, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || suffix == "" || !e.Type().IsRegular() || strings.Trim(suffix, "0123456789") != "" {
+			continue
+		}
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
 }
 
 // start fixes the columns: the declared parts and those of the first row group.
@@ -346,6 +369,10 @@ func (r *parquetReader[T, R]) Next() (rec T, err error) {
 	}
 	return rec, nil
 }
+
+// Position names where the record Next returned last came from: "PATH row
+// N" (from 1).
+func (r *parquetReader[T, R]) Position() string { return fmt.Sprintf("%s row %d", r.path, r.row) }
 
 func (r *parquetReader[T, R]) Close() error {
 	if r.closer == nil {
