@@ -58,6 +58,9 @@ type OfflineStats struct {
 	Stats
 	// Trajectories read from the source.
 	Trajectories int64
+	// Duplicates are trajectories skipped because the input had already
+	// yielded one with the same id and content (a group written twice).
+	Duplicates int64
 	// Incomplete groups found at the end (computed only with AllowIncomplete).
 	Incomplete int64
 	// Spilled trajectories written to temporary files.
@@ -74,8 +77,12 @@ type OfflineStats struct {
 
 // Offline reads every trajectory of src, assembles groups by group_id (in any
 // order, with bounded memory), computes their advantage records and writes
-// them to dst as each group completes. It stops at the first error, and when
-// ctx is cancelled.
+// them to dst as each group completes. A trajectory whose reward fails
+// traj.Trajectory.ValidateRewardSums is an error naming its group (and its
+// file line or row, when src has a Position method as export's readers do).
+// A trajectory id seen before is skipped (counted in Duplicates) when the
+// content is the same, and an error otherwise. It stops at the first error,
+// and when ctx is cancelled.
 func Offline(ctx context.Context, src TrajectorySource, dst RecordSink, opts OfflineOptions) (OfflineStats, error) {
 	var st OfflineStats
 	if err := opts.Config.Validate(); err != nil {
@@ -92,6 +99,7 @@ func Offline(ctx context.Context, src TrajectorySource, dst RecordSink, opts Off
 	}
 	o := &offline{ctx: ctx, dst: dst, opts: opts, st: &st}
 	gr := newGrouper(opts.MemoryLimit, opts.SpillDir, o.add)
+	seen := newDedupe()
 	defer gr.Close()
 	for {
 		if st.Trajectories%4096 == 0 {
@@ -107,6 +115,17 @@ func Offline(ctx context.Context, src TrajectorySource, dst RecordSink, opts Off
 			return st, fmt.Errorf("read trajectories (after %d): %w", st.Trajectories, err)
 		}
 		st.Trajectories++
+		if err := t.ValidateRewardSums(); err != nil {
+			return st, fmt.Errorf("%sgroup %s: %w", position(src), t.GroupID, err)
+		}
+		repeat, err := seen.check(&t)
+		if err != nil {
+			return st, fmt.Errorf("%s%w", position(src), err)
+		}
+		if repeat {
+			st.Duplicates++
+			continue
+		}
 		if err := gr.Add(t); err != nil {
 			return st, err
 		}
@@ -126,7 +145,19 @@ func Offline(ctx context.Context, src TrajectorySource, dst RecordSink, opts Off
 	if err := o.flush(); err != nil {
 		return st, err
 	}
+	if st.Duplicates > 0 {
+		opts.Logger.Warn("skipped repeated trajectories of the input", "duplicates", st.Duplicates)
+	}
 	return st, nil
+}
+
+// position returns "FILE line N: " (or "FILE row N: ") for the trajectory
+// src returned last, when src can tell (export's readers can), else "".
+func position(src TrajectorySource) string {
+	if p, ok := src.(interface{ Position() string }); ok {
+		return p.Position() + ": "
+	}
+	return ""
 }
 
 type offline struct {

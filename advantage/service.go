@@ -385,9 +385,26 @@ func (s *Service) decode(m redis.Message) wireGroup {
 	case g.JobID != s.opts.Job:
 		wg.err = fmt.Errorf("entry %s: group %s belongs to job %q, not %q", m.ID, g.GroupID, g.JobID, s.opts.Job)
 	default:
+		if err := validateRewardSums(g); err != nil {
+			wg.err = fmt.Errorf("entry %s: group %s: %w", m.ID, g.GroupID, err)
+			return wg
+		}
 		wg.g, wg.raws = g, raws
 	}
 	return wg
+}
+
+// validateRewardSums checks every trajectory's rewards for agreement
+// (traj.Trajectory.ValidateRewardSums): a total that is not the sum of its
+// parts or steps would otherwise give advantages silently computed from it.
+// It reads decoded values only, a few additions a trajectory.
+func validateRewardSums(g *traj.Group) error {
+	for i := range g.Trajectories {
+		if err := g.Trajectories[i].ValidateRewardSums(); err != nil {
+			return fmt.Errorf("trajectories[%d]: %w", i, err)
+		}
+	}
+	return nil
 }
 
 func fieldString(m redis.Message, name string) string {

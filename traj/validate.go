@@ -321,3 +321,38 @@ func (r *AdvantageRecord) Validate() error {
 	}
 	return r.Reward.validate(id, "reward")
 }
+
+// MaxRewardMagnitude bounds |reward.total| for ValidateRewardSums: no reward
+// toolrl writes comes near it, so a larger total is corrupt input.
+const MaxRewardMagnitude = 1e6
+
+// rewardSumTolerance is the relative tolerance of ValidateRewardSums: the
+// rollout rounds totals to 12 digits and sums in float64, so an honest total
+// differs from its parts' sum by far less.
+const rewardSumTolerance = 1e-9
+
+// ValidateRewardSums checks that a trajectory's reward is one a producer
+// meant, which Validate (finite values only) does not: reward.total is finite
+// with |total| ≤ MaxRewardMagnitude and, when the reward has parts, equals
+// their sum within a relative 1e-9 (of the largest magnitude involved, at
+// least 1). toolrl's rollout makes the total the sum of the parts
+// (orchestrator.RewardConfig.Score). It does not compare the total with the
+// sum of step_rewards. It returns a *FieldError.
+func (t *Trajectory) ValidateRewardSums() error {
+	total := t.Reward.Total
+	if math.IsNaN(total) || math.IsInf(total, 0) || math.Abs(total) > MaxRewardMagnitude {
+		return fieldErr(t.ID, "reward.total", "is %g, want a finite value with magnitude ≤ %g", total, MaxRewardMagnitude)
+	}
+	if len(t.Reward.Parts) == 0 {
+		return nil
+	}
+	sum, scale := 0.0, max(1, math.Abs(total))
+	for _, v := range t.Reward.Parts {
+		sum += v
+		scale = max(scale, math.Abs(v))
+	}
+	if !(math.Abs(sum-total) <= rewardSumTolerance*scale) {
+		return fieldErr(t.ID, "reward.total", "is %g but reward.parts sum to %g", total, sum)
+	}
+	return nil
+}
