@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -90,7 +91,11 @@ type Job struct {
 
 // Sampling holds the decoding settings.
 type Sampling struct {
-	// Temperature; 0 means greedy. Default 1.0 (an explicit 0 needs greedy: true).
+	// Temperature; 0 means greedy. Default 1.0: a Job built in code with
+	// Temperature 0 and Greedy false samples at 1, while an explicit
+	// `temperature: 0` in a job file (LoadJob) or --temperature 0 sets
+	// Greedy. Greedy wins over a temperature > 0 here; a job file or flags
+	// that give both are refused.
 	Temperature float64 `yaml:"temperature"`
 	Greedy      bool    `yaml:"greedy"`
 	TopK        int     `yaml:"top_k"`
@@ -128,6 +133,9 @@ func LoadJob(path string) (Job, error) {
 	if err := dec.Decode(&job); err != nil && !errors.Is(err, io.EOF) {
 		return Job{}, fmt.Errorf("job file %s: %w", path, err)
 	}
+	if err := checkExplicitZeros(data, &job); err != nil {
+		return Job{}, fmt.Errorf("job file %s: %w", path, err)
+	}
 	// Relative paths in a job file are relative to the file.
 	base := filepath.Dir(path)
 	for _, p := range []*string{&job.Model, &job.RefModel, &job.Prompts, &job.Tools} {
@@ -139,6 +147,69 @@ func LoadJob(path string) (Job, error) {
 		job.Out = filepath.Join(base, job.Out)
 	}
 	return job, nil
+}
+
+// zeroIsUnset are the job-file keys whose zero value Normalize reads as
+// "unset" and replaces by the default given here. Written explicitly, 0 is
+// refused (checkExplicitZeros): it would otherwise silently mean the default.
+var zeroIsUnset = []struct{ key, def string }{
+	{"group_size", "8"},
+	{"batch", "64"},
+	{"tool_concurrency", "64"},
+	{"sampling.top_p", "1"},
+	{"sampling.max_new_tokens", "256"},
+	{"limits.max_turns", "4"},
+	{"limits.max_tool_calls", "3"},
+	{"limits.max_tool_calls_per_turn", "1"},
+	{"limits.max_tokens", "512"},
+}
+
+// checkExplicitZeros looks at the keys the job file actually sets: an
+// explicit 0 for a key of zeroIsUnset is an error naming the key, an
+// explicit sampling.temperature 0 means greedy (as documented; unset means
+// 1), and greedy: true with a temperature > 0 is a contradiction.
+func checkExplicitZeros(data []byte, job *Job) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+		return nil // Decode already reported a malformed file; an empty one sets nothing
+	}
+	zero := func(key string) bool {
+		n := lookupKey(doc.Content[0], strings.Split(key, "."))
+		var v float64
+		return n != nil && n.Tag != "!!null" && n.Decode(&v) == nil && v == 0
+	}
+	for _, k := range zeroIsUnset {
+		if zero(k.key) {
+			return fmt.Errorf("%s: 0 is not a valid value (omit the key for the default %s)", k.key, k.def)
+		}
+	}
+	if job.Sampling.Greedy && job.Sampling.Temperature > 0 {
+		return fmt.Errorf("sampling: greedy: true with temperature %g; greedy decoding is temperature 0, give one of them", job.Sampling.Temperature)
+	}
+	if zero("sampling.temperature") {
+		if lookupKey(doc.Content[0], []string{"sampling", "greedy"}) != nil && !job.Sampling.Greedy {
+			return errors.New("sampling: temperature 0 with greedy: false; temperature 0 is greedy decoding")
+		}
+		job.Sampling.Greedy = true
+	}
+	return nil
+}
+
+// lookupKey returns the value node at path in a YAML mapping, or nil.
+func lookupKey(n *yaml.Node, path []string) *yaml.Node {
+	for _, key := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		n = next
+	}
+	return n
 }
 
 var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -190,6 +261,15 @@ func (j *Job) Normalize() error {
 	if j.Batch < 1 {
 		return fmt.Errorf("batch: %d, want ≥ 1", j.Batch)
 	}
+	if j.ToolConcurrency < 1 {
+		return fmt.Errorf("tool_concurrency: %d, want ≥ 1", j.ToolConcurrency)
+	}
+	if j.Threads < 0 {
+		return fmt.Errorf("threads: %d, want ≥ 0 (0: one per core)", j.Threads)
+	}
+	if j.PolicyVersion < 0 {
+		return fmt.Errorf("policy_version: %d, want ≥ 0", j.PolicyVersion)
+	}
 	if j.Provider == "" {
 		j.Provider = "cpu"
 	}
@@ -220,13 +300,13 @@ func (j *Job) Normalize() error {
 }
 
 func (s *Sampling) normalize() error {
+	if !(s.Temperature >= 0) || math.IsInf(s.Temperature, 0) {
+		return fmt.Errorf("sampling.temperature: %g, want a finite value ≥ 0", s.Temperature)
+	}
 	if s.Greedy {
 		s.Temperature = 0
 	} else if s.Temperature == 0 {
-		s.Temperature = 1
-	}
-	if s.Temperature < 0 {
-		return fmt.Errorf("sampling.temperature: %g, want ≥ 0", s.Temperature)
+		s.Temperature = 1 // unset (an explicit 0 in a job file or flag set Greedy)
 	}
 	if s.TopP == 0 {
 		s.TopP = 1

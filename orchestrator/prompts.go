@@ -66,13 +66,16 @@ func (p *Prompt) Key() string {
 
 // checkIdentity checks what makes the prompt's group id: a non-empty ID
 // without '@' (the iteration separator: "p@1" in iteration 0 would be "p" in
-// iteration 1) and an iteration ≥ 0.
+// iteration 1) or '/' (the trajectory id separator: prompt "a/1" sample 0 and
+// prompt "a" sample 1 would both be job/a/1/...) and an iteration ≥ 0.
 func (p *Prompt) checkIdentity() error {
 	switch {
 	case p.ID == "":
 		return errors.New(`field "id": missing or empty`)
 	case strings.Contains(p.ID, "@"):
 		return fmt.Errorf(`field "id": %q contains '@', which group ids reserve for the iteration (job/prompt@k)`, p.ID)
+	case strings.Contains(p.ID, "/"):
+		return fmt.Errorf(`field "id": %q contains '/', which separates the parts of trajectory ids (job/prompt/sample)`, p.ID)
 	case p.Iteration < 0:
 		return fmt.Errorf("prompt %s: iteration %d, want ≥ 0", p.ID, p.Iteration)
 	}
@@ -110,10 +113,12 @@ type PromptSet struct {
 }
 
 // ReadPrompts reads a JSONL prompts file. A malformed line (bad JSON, unknown
-// field, missing or duplicate id, an id with '@', neither or both of prompt and messages) stops
-// the read with a *PromptError naming the file and line, unless skipInvalid,
-// in which case it is recorded in Skipped. Blank lines are ignored. limit > 0
-// stops after that many valid prompts.
+// field, missing or duplicate id, an id with '@' or '/', neither or both of
+// prompt and messages) stops the read with a *PromptError naming the file and
+// line, unless skipInvalid, in which case it is recorded in Skipped. Blank
+// lines are ignored. limit > 0 stops after that many valid prompts. A file
+// with no valid prompt (empty, blank, or every line skipped) is an error
+// naming the file.
 func ReadPrompts(path string, limit int, skipInvalid bool) (PromptSet, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -158,6 +163,13 @@ func readPrompts(r io.Reader, name string, limit int, skipInvalid bool) (PromptS
 	}
 	if err := sc.Err(); err != nil {
 		return set, fmt.Errorf("read prompts %s line %d: %w", name, line+1, err)
+	}
+	if len(set.Prompts) == 0 {
+		// A job over no prompts would write nothing and report success.
+		if len(set.Skipped) > 0 {
+			return set, fmt.Errorf("read prompts %s: no valid prompts (%d malformed lines skipped, the first: %v)", name, len(set.Skipped), set.Skipped[0])
+		}
+		return set, fmt.Errorf("read prompts %s: no prompts: the file is empty or blank", name)
 	}
 	return set, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/internal/samefile"
 	toolrlredis "github.com/toolrl/toolrl/redis"
 )
 
@@ -47,6 +48,9 @@ func (f *advantageMathFlags) register(fs *pflag.FlagSet, offline bool) {
 }
 
 func (f *advantageMathFlags) config() (advantage.Config, error) {
+	if f.currentPolicyVersion < 0 {
+		return advantage.Config{}, usageErrorf("--policy-version %d: want ≥ 0", f.currentPolicyVersion)
+	}
 	cfg := advantage.DefaultConfig()
 	cfg.Mode, cfg.Estimator, cfg.KL = advantage.Mode(f.mode), advantage.Estimator(f.estimator), advantage.KLEstimator(f.kl)
 	cfg.KLCoef, cfg.ProcessWeight, cfg.Gamma, cfg.Eps = f.klCoef, f.processWeight, f.gamma, f.eps
@@ -93,6 +97,12 @@ and flags are documented in docs/advantage.md.`,
 			}
 			if _, err := export.FormatOf(in); err != nil {
 				return usageErrorf("advantage: --in: %v", err)
+			}
+			if err := samefile.Refuse(samefile.Path{Flag: "--out", Path: out}, samefile.Path{Flag: "--in", Path: in}); err != nil {
+				return usageErrorf("advantage: %v", err)
+			}
+			if refBatch < 1 {
+				return usageErrorf("advantage: --ref-batch %d, want at least 1", refBatch)
 			}
 			cfg, err := mathFlags.config()
 			if err != nil {
@@ -253,6 +263,16 @@ stops reading, commits the batches in flight and exits with status 130.`,
 			}
 			if opts.RefBatch < 1 {
 				return usageErrorf("advantage serve: --ref-batch %d, want at least 1", opts.RefBatch)
+			}
+			switch {
+			case opts.Workers < 1:
+				return usageErrorf("advantage serve: --workers %d, want at least 1", opts.Workers)
+			case opts.Batch < 1:
+				return usageErrorf("advantage serve: --batch %d, want at least 1", opts.Batch)
+			case opts.ClaimIdle <= 0:
+				return usageErrorf("advantage serve: --claim-idle %v, want a duration > 0", opts.ClaimIdle)
+			case opts.MaxDeliveries < 1:
+				return usageErrorf("advantage serve: --max-deliveries %d, want at least 1", opts.MaxDeliveries)
 			}
 			opts.Job, opts.Config = job, cfg
 			ctx, stop := signalContext(cmd)

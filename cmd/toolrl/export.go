@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/internal/samefile"
 	toolrlredis "github.com/toolrl/toolrl/redis"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -54,8 +55,8 @@ over a JSONL input or a stream.`,
 			if _, err := export.FormatOf(to); err != nil {
 				return usageErrorf("export: --to: %v", err)
 			}
-			if sameFile(from, to) {
-				return usageErrorf("export: --from and --to name the same file %s", to)
+			if err := samefile.Refuse(samefile.Path{Flag: "--to", Path: to}, samefile.Path{Flag: "--from", Path: from}); err != nil {
+				return usageErrorf("export: %v", err)
 			}
 			if rowsPerGroup < 0 {
 				return usageErrorf("export: --rows-per-group is %d, want ≥ 0", rowsPerGroup)
@@ -96,17 +97,6 @@ over a JSONL input or a stream.`,
 	f.Int64Var(&rowsPerGroup, "rows-per-group", 0, fmt.Sprintf("Parquet rows per row group (0: %d)", export.DefaultRowsPerGroup))
 	f.StringSliceVar(&parts, "reward-parts", nil, "extra reward parts to give a reward_<part> column even if no record has them")
 	return cmd
-}
-
-// sameFile reports whether two paths name one file (writing JSONL would
-// truncate the input before it is read).
-func sameFile(a, b string) bool {
-	if a == b {
-		return true
-	}
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // runExport copies src into a new file at to. For Parquet it first finds

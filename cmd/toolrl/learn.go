@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/models/train"
 	"github.com/toolrl/toolrl/policystore"
@@ -138,6 +139,15 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 		return usageErrorf("learn: --version %d: want ≥ 0", f.startVersion)
 	case f.temperature < 0:
 		return usageErrorf("learn: --temperature %g: want > 0 (or 0 for none)", f.temperature)
+	case f.redisURL != "" && f.maxWait <= 0:
+		return usageErrorf("learn: --max-wait %v: want a duration > 0", f.maxWait)
+	}
+	in := samefile.Path{Flag: "--in", Path: f.in}
+	if err := samefile.Refuse(samefile.Path{Flag: "--metrics", Path: f.metricsPath}, in); err != nil {
+		return usageErrorf("learn: %v", err)
+	}
+	if err := samefile.Refuse(samefile.Path{Flag: "--store", Path: f.store}, in); err != nil {
+		return usageErrorf("learn: %v", err)
 	}
 	agg, err := learner.ParseAggregation(f.lossAgg)
 	if err != nil {

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/orchestrator"
 	toolredis "github.com/toolrl/toolrl/redis"
 )
@@ -68,6 +71,9 @@ it is the rollout worker of a training run.`,
 				}
 			}
 			set := cmd.Flags().Changed
+			if err := checkRolloutFlags(set, flags, greedy, dist); err != nil {
+				return err
+			}
 			if set("job") {
 				job.ID = flags.ID
 			}
@@ -93,7 +99,10 @@ it is the rollout worker of a training run.`,
 				job.Seed = flags.Seed
 			}
 			if set("temperature") {
+				// An explicit --temperature 0 is greedy, as documented; a
+				// positive one overrides a job file's greedy: true.
 				job.Sampling.Temperature = flags.Sampling.Temperature
+				job.Sampling.Greedy = flags.Sampling.Temperature == 0
 			}
 			if set("greedy") {
 				job.Sampling.Greedy = greedy
@@ -158,6 +167,9 @@ it is the rollout worker of a training run.`,
 			if err := job.Normalize(); err != nil {
 				return usageError{err}
 			}
+			if err := checkRolloutOutput(job, jobFile); err != nil {
+				return err
+			}
 			var policy orchestrator.PolicySource
 			if dist.watch != "" {
 				src, err := orchestrator.NewStorePolicySource(dist.watch)
@@ -176,10 +188,10 @@ it is the rollout worker of a training run.`,
 	f.StringVar(&flags.RefModel, "ref-model", "", "reference model folder: its logprobs go into ref_logprobs")
 	f.StringVar(&flags.Prompts, "prompts", "", "prompts JSONL: {id, prompt | messages, answer, meta}")
 	f.StringVar(&flags.Tools, "tools", "", "tools registry file (default: the model folder's tools.yaml)")
-	f.IntVar(&flags.GroupSize, "group-size", 8, "G, samples per prompt")
+	f.IntVar(&flags.GroupSize, "group-size", 8, "G, samples per prompt (≥ 1)")
 	f.IntVar(&flags.Limit, "limit", 0, "use at most N prompts (0 = all)")
 	f.Uint64Var(&flags.Seed, "seed", 0, "job seed")
-	f.Float64Var(&flags.Sampling.Temperature, "temperature", 1, "sampling temperature")
+	f.Float64Var(&flags.Sampling.Temperature, "temperature", 1, "sampling temperature (0: greedy, as --greedy)")
 	f.BoolVar(&greedy, "greedy", false, "greedy decoding (temperature 0)")
 	f.IntVar(&flags.Sampling.MaxNewTokens, "max-new-tokens", 256, "most tokens sampled per trajectory")
 	f.IntVar(&flags.Batch, "batch", 64, "most sequences decoded together")
@@ -198,6 +210,65 @@ it is the rollout worker of a training run.`,
 	f.StringVar(&dist.watch, "watch", "", "hot-reload newer policy versions from a policy store folder, or from the job's Redis pointer (redis)")
 	f.Int64Var(&dist.minPolicyVersion, "min-policy-version", 0, "when enqueueing: the least policy version the prompts may be sampled with (workers with --watch wait for it)")
 	return cmd
+}
+
+// checkRolloutFlags refuses flag values that the job would otherwise read as
+// "unset" and replace by a default (--group-size 0 became 8), and negative
+// ones, naming the flag. set reports whether a flag was given.
+func checkRolloutFlags(set func(string) bool, flags orchestrator.Job, greedy bool, dist distributedFlags) error {
+	for _, f := range []struct {
+		name  string
+		value int
+	}{{"group-size", flags.GroupSize}, {"max-new-tokens", flags.Sampling.MaxNewTokens}, {"batch", flags.Batch}} {
+		if set(f.name) && f.value < 1 {
+			return usageErrorf("--%s %d: want ≥ 1", f.name, f.value)
+		}
+	}
+	if set("threads") && flags.Threads < 0 {
+		return usageErrorf("--threads %d: want ≥ 0 (0: one per core)", flags.Threads)
+	}
+	if set("limit") && flags.Limit < 0 {
+		return usageErrorf("--limit %d: want ≥ 0 (0: all prompts)", flags.Limit)
+	}
+	if set("policy-version") && flags.PolicyVersion < 0 {
+		return usageErrorf("--policy-version %d: want ≥ 0", flags.PolicyVersion)
+	}
+	if set("claim-idle") && dist.claimIdle <= 0 {
+		return usageErrorf("--claim-idle %v: want a duration > 0", dist.claimIdle)
+	}
+	if set("temperature") {
+		t := flags.Sampling.Temperature
+		switch {
+		case !(t >= 0) || math.IsInf(t, 0):
+			return usageErrorf("--temperature %g: want a finite value ≥ 0 (0: greedy)", t)
+		case set("greedy") && greedy && t > 0:
+			return usageErrorf("--temperature %g with --greedy: greedy decoding is temperature 0; give one of them", t)
+		case set("greedy") && !greedy && t == 0:
+			return usageErrorf("--temperature 0 with --greedy=false: temperature 0 is greedy decoding")
+		}
+	}
+	return nil
+}
+
+// checkRolloutOutput refuses a file output that is one of the job's input
+// files (the same file, not only the same name): writing it would destroy
+// the prompts, tools registry or job file.
+func checkRolloutOutput(job orchestrator.Job, jobFile string) error {
+	if strings.Contains(job.Out, "://") {
+		return nil
+	}
+	return usageErrorIf(samefile.Refuse(samefile.Path{Flag: "--out", Path: job.Out},
+		samefile.Path{Flag: "--prompts", Path: job.Prompts},
+		samefile.Path{Flag: "--tools", Path: job.Tools},
+		samefile.Path{Flag: "--job-file", Path: jobFile}))
+}
+
+// usageErrorIf marks a non-nil err as a usage error.
+func usageErrorIf(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
 }
 
 // watchRedis is the --watch value that follows the job's Redis policy pointer.
@@ -251,6 +322,9 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 	}
 	if err := job.Normalize(); err != nil {
 		return usageError{err}
+	}
+	if err := checkRolloutOutput(job, ""); err != nil {
+		return err
 	}
 	var policy orchestrator.PolicySource
 	switch dist.watch {
