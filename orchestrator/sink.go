@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -40,7 +42,13 @@ type Sink interface {
 // stay idempotent).
 func OpenSink(ctx context.Context, out, job string, fresh bool) (Sink, error) {
 	if strings.HasPrefix(out, "redis://") || strings.HasPrefix(out, "rediss://") {
-		return openRedisSink(ctx, out, job)
+		s, err := openRedisSink(ctx, out, job)
+		if err != nil {
+			// Not return openRedisSink(...): a nil *redisSink in a Sink is a
+			// non-nil interface, and the runner's cleanup would Close it.
+			return nil, err
+		}
+		return s, nil
 	}
 	format, err := export.FormatOf(out)
 	if err != nil {
@@ -253,7 +261,9 @@ func rewardParts() []string {
 
 // redisSink adds each group as one entry of the job's groups stream, with
 // the idempotent producer script, so a retried or resumed write never
-// duplicates a group.
+// duplicates a group. A write that fails on a connection error (the server
+// restarting, a failover) is retried with backoff for the URL's retry=
+// option (default redis.DefaultWriteRetry, 30 s), then the rollout fails.
 type redisSink struct {
 	client   goredis.UniversalClient
 	producer *toolredis.Producer
@@ -264,12 +274,19 @@ func openRedisSink(ctx context.Context, url, job string) (*redisSink, error) {
 	if err := toolredis.ValidateJob(job); err != nil {
 		return nil, err
 	}
+	retry, err := toolredis.WriteRetry(url)
+	if err != nil {
+		return nil, fmt.Errorf("out: %w", err)
+	}
 	client, err := toolredis.Connect(ctx, url, toolredis.ConnectOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("out %s: %w", toolredis.Redact(url), err)
 	}
 	return &redisSink{client: client, job: job,
-		producer: toolredis.NewProducer(client, toolredis.ProducerOptions{Groups: []string{"advantage"}})}, nil
+		producer: toolredis.NewProducer(client, toolredis.ProducerOptions{Groups: []string{"advantage"}, RetryFor: retry,
+			OnRetry: func(err error, wait time.Duration) {
+				slog.Warn("redis sink: write failed, retrying", "out", toolredis.Redact(url), "err", err, "wait", wait, "retry_for", retry)
+			}})}, nil
 }
 
 func (s *redisSink) Completed(ctx context.Context) (map[string]bool, error) {

@@ -39,8 +39,9 @@ type ConnectOptions struct {
 // uses them as seeds. sentinel=NAME (or master_name=NAME) makes the hosts
 // Sentinels watching master NAME. Other options: db=N, client_name=,
 // password= (as redis-py accepts it; the userinfo form wins), sentinel_password=,
-// dial_timeout=, read_timeout=, write_timeout= (Go durations or seconds) and
-// pool_size=N.
+// dial_timeout=, read_timeout=, write_timeout= (Go durations or seconds),
+// pool_size=N and retry= (how long a writer retries, see WriteRetry; ParseURL
+// only accepts it).
 //
 // The password comes from the URL, else from $TOOLRL_REDIS_PASSWORD. Errors
 // never include it (they quote Redact(raw)).
@@ -98,7 +99,7 @@ func ParseURL(raw string, opts ConnectOptions) (*goredis.UniversalOptions, error
 	for key, values := range q {
 		v := values[len(values)-1]
 		switch key {
-		case "addr", "password":
+		case "addr", "password", "retry":
 		case "cluster":
 			if o.IsClusterMode, err = strconv.ParseBool(v); err != nil {
 				return nil, fmt.Errorf("redis url %s: cluster=%q is not a boolean", safe, v)
@@ -158,15 +159,40 @@ func Connect(ctx context.Context, raw string, opts ConnectOptions) (goredis.Univ
 	return client, nil
 }
 
+// DefaultWriteRetry is how long a rollout's Redis sink retries a write that
+// failed on a connection error when the URL has no retry= option.
+const DefaultWriteRetry = 30 * time.Second
+
+// WriteRetry returns the URL's retry= option (a Go duration or seconds; 0
+// turns retries off), or DefaultWriteRetry when it has none: how long a writer
+// keeps retrying a write through a server outage (ProducerOptions.RetryFor).
+func WriteRetry(raw string) (time.Duration, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0, fmt.Errorf("redis url %s: does not parse", Redact(raw))
+	}
+	q := u.Query()
+	if !q.Has("retry") {
+		return DefaultWriteRetry, nil
+	}
+	v := q.Get("retry")
+	d, err := parseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("redis url %s: retry=%q is not a duration ≥ 0", Redact(raw), v)
+	}
+	return d, nil
+}
+
 // publicOptions are the URL options whose values Redact shows: none of them
 // is a secret.
 var publicOptions = map[string]bool{
 	"addr": true, "cluster": true, "sentinel": true, "master_name": true, "client_name": true, "db": true,
-	"pool_size": true, "dial_timeout": true, "read_timeout": true, "write_timeout": true,
+	"pool_size": true, "dial_timeout": true, "read_timeout": true, "write_timeout": true, "retry": true,
 }
 
 // Redact returns the URL with any password replaced by "xxxxx", for logs and
-// errors: the userinfo's, and the value of every query option that is not
+// errors: the userinfo's (a lone userinfo, redis://SECRET@host, is replaced
+// whole: users write a password there, not a user name), and the value of every query option that is not
 // known to be public (password=, sentinel_password=, and any unknown option,
 // which an error quotes: auth=, pass=, a typo). A string that does not parse
 // as a URL is replaced whole.
@@ -178,6 +204,8 @@ func Redact(raw string) string {
 	if u.User != nil {
 		if _, ok := u.User.Password(); ok {
 			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		} else {
+			u.User = url.User("xxxxx")
 		}
 	}
 	q, err := url.ParseQuery(u.RawQuery)

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -38,6 +42,16 @@ type ProducerOptions struct {
 	// Empty means every group of the stream; a stream without groups counts
 	// all its entries as unconsumed.
 	Groups []string
+	// RetryFor is how long AddGroup, AddGroups and AddGroupPayloads keep
+	// retrying a batch that failed on a connection error (IsTransient: the
+	// server down, restarting or loading its data), with backoff from 100 ms
+	// to 2 s, before they return the error. The writes are idempotent per
+	// group id, so a retry of a batch whose EXEC did happen writes nothing
+	// again. 0 means no retry (go-redis's own few quick retries only).
+	RetryFor time.Duration
+	// OnRetry, when set, is called before each retry with the error and the
+	// wait (for a log line). It must not block.
+	OnRetry func(err error, wait time.Duration)
 }
 
 // Producer appends entries to streams, applying backpressure on their
@@ -141,7 +155,66 @@ func GroupFields(g GroupPayload) []Field {
 
 // AddGroupPayloads is AddGroups for groups already encoded, e.g. read from a
 // file or encoded ahead of time: one transaction, idempotent per group id.
+// A batch that fails on a connection error is retried for
+// ProducerOptions.RetryFor.
 func (p *Producer) AddGroupPayloads(ctx context.Context, job string, groups []GroupPayload) ([]bool, error) {
+	var giveUp time.Time
+	backoff := 100 * time.Millisecond
+	for {
+		written, err := p.addGroupPayloads(ctx, job, groups)
+		if err == nil || p.opts.RetryFor <= 0 || !IsTransient(err) || ctx.Err() != nil {
+			return written, err
+		}
+		now := time.Now()
+		if giveUp.IsZero() {
+			giveUp = now.Add(p.opts.RetryFor)
+		}
+		if !now.Before(giveUp) {
+			return nil, fmt.Errorf("%w (gave up after retrying for %s)", err, p.opts.RetryFor)
+		}
+		wait := min(backoff, giveUp.Sub(now))
+		if p.opts.OnRetry != nil {
+			p.opts.OnRetry(err, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (stopped while retrying: %w)", err, ctx.Err())
+		case <-time.After(wait):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// IsTransient reports whether err is a connection error a retry may cure:
+// the server refused or dropped the connection, a network timeout, or a
+// reply that says it is loading its data or between masters (LOADING,
+// MASTERDOWN, CLUSTERDOWN, TRYAGAIN). A closed client is not transient.
+func IsTransient(err error) bool {
+	if err == nil || errors.Is(err, goredis.ErrClosed) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var redisErr goredis.Error
+	if errors.As(err, &redisErr) {
+		msg := redisErr.Error()
+		for _, prefix := range []string{"LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN "} {
+			if strings.HasPrefix(msg, prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (p *Producer) addGroupPayloads(ctx context.Context, job string, groups []GroupPayload) ([]bool, error) {
 	keys := JobKeys(job)
 	if err := p.wait(ctx, keys.Groups, int64(len(groups))); err != nil {
 		return nil, err
@@ -160,6 +233,7 @@ func (p *Producer) AddGroupPayloads(ctx context.Context, job string, groups []Gr
 		}
 	})
 	if err != nil {
+		p.added(keys.Groups, -int64(len(groups))) // release the reservation
 		return nil, fmt.Errorf("redis: add %d groups to %s: %w", len(groups), keys.Groups, err)
 	}
 	n := int64(0)
