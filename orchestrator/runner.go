@@ -216,7 +216,7 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 		r.summary.Interrupted = true
 	}
 	if cerr := r.sink.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("close sink %s: %w", job.Out, cerr)
+		err = fmt.Errorf("close sink %s: %w", DisplayOut(job.Out), cerr)
 	}
 	r.sink = nil
 	return r.summary, err
@@ -288,7 +288,7 @@ func (r *runner) open(ctx context.Context) error {
 		// file sinks also need Completed before appending: it cuts a
 		// half-written group, and the Parquet sink keeps the old groups).
 		if r.done, err = r.sink.Completed(ctx); err != nil {
-			return fmt.Errorf("resume from %s: %w", job.Out, err)
+			return fmt.Errorf("resume from %s: %w", DisplayOut(job.Out), err)
 		}
 	}
 	total := 0
@@ -742,7 +742,7 @@ func (r *runner) finished(ctx context.Context, sr *sampleRun) error {
 	}
 	written, err := r.sink.WriteGroup(ctx, &group)
 	if err != nil {
-		return fmt.Errorf("write group %s to %s: %w", g.id, r.job.Out, err)
+		return fmt.Errorf("write group %s to %s: %w", g.id, DisplayOut(r.job.Out), err)
 	}
 	if err := r.feed.Done(ctx, g.prompt); err != nil {
 		return fmt.Errorf("mark prompt %s done: %w", g.prompt.Key(), err)

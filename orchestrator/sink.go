@@ -306,3 +306,12 @@ func (s *redisSink) WriteGroup(ctx context.Context, g *traj.Group) (bool, error)
 }
 
 func (s *redisSink) Close() error { return s.client.Close() }
+
+// DisplayOut is how an output (a file path or a Redis URL) is printed: a
+// URL with its password and user name hidden (redis.Redact), a path as is.
+func DisplayOut(out string) string {
+	if strings.Contains(out, "://") {
+		return toolredis.Redact(out)
+	}
+	return out
+}

@@ -377,7 +377,7 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort, Feed: feed, Iteration: iteration, Policy: policy})
 	if summary != nil {
 		summary.Write(cmd.OutOrStdout())
-		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", job.Out)
+		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", orchestrator.DisplayOut(job.Out))
 	}
 	if ctx.Err() != nil {
 		if err == nil {
