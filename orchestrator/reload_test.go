@@ -425,21 +425,14 @@ func TestGateWaitsForMinPolicyVersion(t *testing.T) {
 	}()
 	waitGroups := func(n int64) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			if got, _ := client.XLen(ctx, keys.Groups).Result(); got >= n {
-				return
-			}
+		waitStreamLen(t, ctx, client, keys.Groups, n, func() error {
 			select {
 			case r := <-done:
-				t.Fatalf("run ended before %d groups: %v", n, r.err)
+				return fmt.Errorf("run ended: %v", r.err)
 			default:
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("fewer than %d groups after 60 s", n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		})
 	}
 	waitGroups(2)
 	time.Sleep(300 * time.Millisecond)
@@ -516,21 +509,14 @@ func TestFollowingWorkerWaitsForNewEntries(t *testing.T) {
 	}()
 	waitGroups := func(n int64) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			if got, _ := client.XLen(ctx, keys.Groups).Result(); got >= n {
-				return
-			}
+		waitStreamLen(t, ctx, client, keys.Groups, n, func() error {
 			select {
 			case r := <-done:
-				t.Fatalf("worker ended before %d groups: %v", n, r.err)
+				return fmt.Errorf("worker ended: %v", r.err)
 			default:
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("fewer than %d groups after 60 s", n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		})
 	}
 	waitGroups(2)
 	time.Sleep(300 * time.Millisecond) // drained: a worker without Follow exits here
@@ -552,5 +538,24 @@ func TestFollowingWorkerWaitsForNewEntries(t *testing.T) {
 	}
 	if p, _ := client.XPending(ctx, keys.Prompts, ActorsGroup).Result(); p.Count != 0 {
 		t.Errorf("%d prompts still pending", p.Count)
+	}
+}
+
+// waitStreamLen waits up to 60 s for stream to hold n entries, failing the
+// test when stopped reports that the run producing them ended first.
+func waitStreamLen(t *testing.T, ctx context.Context, client goredis.UniversalClient, stream string, n int64, stopped func() error) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if got, _ := client.XLen(ctx, stream).Result(); got >= n {
+			return
+		}
+		if err := stopped(); err != nil {
+			t.Fatalf("%v before %s held %d entries", err, stream, n)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s held fewer than %d entries after 60 s", stream, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
