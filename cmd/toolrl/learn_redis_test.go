@@ -88,13 +88,7 @@ func metricValue(exposition, name string) (float64, bool) {
 // serves non-zero update and version series on /metrics (--listen port 0),
 // and on SIGINT exits 130 with a summary line, never printing the password.
 func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin, err := buildToolrl()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := toolrlBinary(t, "builds the binary")
 	const password = "pw-3b1f9c0e7d"
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	admin := goredis.NewClient(&goredis.Options{Addr: srv.Addr})

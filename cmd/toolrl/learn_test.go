@@ -309,19 +309,27 @@ var buildToolrl = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// toolrlBinary is the CLI built once for the tests that run it as a process;
+// with -short they skip, saying why (reason).
+func toolrlBinary(t *testing.T, reason string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(reason)
+	}
+	bin, err := buildToolrl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // TestLearnKilledDuringPublish SIGKILLs `toolrl learn` at several moments
 // while it publishes a version per 4-record batch; after every kill the
 // store's latest verifies and loads in the actor, and a restarted learner
 // resumes from it and publishes the next version.
 func TestLearnKilledDuringPublish(t *testing.T) {
 	testsupport.RequireORT(t)
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin, err := buildToolrl()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := toolrlBinary(t, "builds the binary")
 	root := testsupport.RepoRoot(t)
 	dir := t.TempDir()
 	adv := calcRecords(t, dir, 1)

@@ -77,13 +77,7 @@ func TestRolloutRedisSinkOpenErrors(t *testing.T) {
 // holds every group exactly once.
 func TestRolloutRedisSinkSurvivesRestart(t *testing.T) {
 	testsupport.RequireORT(t)
-	if testing.Short() {
-		t.Skip("builds the binary; restarts a redis-server")
-	}
-	bin, err := buildToolrl()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := toolrlBinary(t, "builds the binary; restarts a redis-server")
 	root := testsupport.RepoRoot(t)
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{AOF: true})
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr, MaxRetries: -1})

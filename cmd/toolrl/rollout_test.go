@@ -63,15 +63,8 @@ func TestRolloutUsageErrorsExit2(t *testing.T) {
 // that says so, and an output of whole groups only.
 func TestRolloutInterruptExits130(t *testing.T) {
 	testsupport.RequireORT(t)
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	bin := toolrlBinary(t, "builds the binary")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolrl")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	cfg, err := llama.ShapeConfig("tiny")
 	if err != nil {
 		t.Fatal(err)
@@ -223,15 +216,9 @@ func TestRolloutIterationFlag(t *testing.T) {
 // was enqueued), and exits 130 on SIGINT with the reloads in its summary.
 func TestRolloutWorkerFollowsAndWatches(t *testing.T) {
 	testsupport.RequireORT(t)
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	bin := toolrlBinary(t, "builds the binary")
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolrl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	cfg, err := llama.ShapeConfig("tiny")
 	if err != nil {
 		t.Fatal(err)

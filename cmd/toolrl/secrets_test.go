@@ -56,13 +56,7 @@ func runWithEnv(t *testing.T, bin, dir string, env []string, d time.Duration, ar
 // and checks that no output holds either password.
 func TestNoVerbPrintsARedisPassword(t *testing.T) {
 	testsupport.RequireORT(t)
-	if testing.Short() {
-		t.Skip("builds the binary; runs some 30 processes")
-	}
-	bin, err := buildToolrl()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := toolrlBinary(t, "builds the binary; runs some 30 processes")
 	const password, wrong = "pw-7c41e0b9a2", "wrongpw-19d3f6"
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	admin := goredis.NewClient(&goredis.Options{Addr: srv.Addr})

@@ -200,13 +200,7 @@ func latestVersion(t *testing.T, storeDir string) int64 {
 // 3.
 func TestTrainDistributedSurvivesKills(t *testing.T) {
 	testsupport.RequireORT(t)
-	if testing.Short() {
-		t.Skip("builds the binary; runs five processes")
-	}
-	bin, err := buildToolrl()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := toolrlBinary(t, "builds the binary; runs five processes")
 	const job = "train-kill"
 	// Strictly on-policy: the gate makes iteration k wait for version k-1,
 	// so a worker that sampled with an older version shows as staleness.
@@ -542,13 +536,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 // remaining iterations, appends their lines and exits 0.
 func TestTrainInterruptExits130AndResumes(t *testing.T) {
 	testsupport.RequireORT(t)
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin, err := buildToolrl()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := toolrlBinary(t, "builds the binary")
 	dir := t.TempDir()
 	cfgPath := writeTrainConfig(t, dir, "interrupt", 1)
 	out := filepath.Join(dir, "out")
@@ -622,13 +610,7 @@ func TestTrainInterruptExits130AndResumes(t *testing.T) {
 // and 4 eval lines. It logs the wall time.
 func TestTrainSmokeConfig(t *testing.T) {
 	testsupport.RequireORT(t)
-	if testing.Short() {
-		t.Skip("builds the binary; 3 iterations of 64 prompts × G=8")
-	}
-	bin, err := buildToolrl()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := toolrlBinary(t, "builds the binary; 3 iterations of 64 prompts × G=8")
 	root := testsupport.RepoRoot(t)
 	out := t.TempDir()
 	start := time.Now()
