@@ -10,14 +10,14 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 )
 
 // trainer reads and acknowledges every record of the job's advantages
 // stream with its own consumer group until ctx ends, and reports how many
 // it acknowledged.
 func trainer(ctx context.Context, client goredis.UniversalClient, job string, acked chan<- int) {
-	stream := redis.JobKeys(job).Advantages
+	stream := stream.JobKeys(job).Advantages
 	n := 0
 	defer func() { acked <- n }()
 	if err := client.XGroupCreateMkStream(ctx, stream, "trainer", "0").Err(); err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
@@ -84,7 +84,7 @@ func TestServiceWaitsForTrainers(t *testing.T) {
 
 	// A trainer group that does not read: the service waits at the limit.
 	const job = "bpjob"
-	keys := redis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	if err := client.XGroupCreateMkStream(ctx, keys.Advantages, "trainer", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestServiceWaitsForTrainers(t *testing.T) {
 	})
 	// It waits with the rest of the groups still in their stream: nothing
 	// pending, and no more records than one batch past the limit.
-	pending, err := client.XPending(ctx, keys.Groups, redis.AdvantageGroup).Result()
+	pending, err := client.XPending(ctx, keys.Groups, stream.AdvantageGroup).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestServiceTrimsConsumedEntries(t *testing.T) {
 	client := connectTest(t, r.URL())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	keys := redis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	opts := testServiceOptions(job)
 	opts.TrimConsumed = true
 	svc, err := NewService(client, opts)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -74,7 +74,7 @@ func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
 // benchRedis starts a redis-server for a benchmark and connects to it.
 func benchRedis(b *testing.B) goredis.UniversalClient {
 	r := testsupport.StartRedis(b, testsupport.RedisOptions{})
-	client, err := redis.Connect(context.Background(), r.URL(), redis.ConnectOptions{})
+	client, err := stream.Connect(context.Background(), r.URL(), stream.ConnectOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func benchGroups(n, g, stepLen int) ([]*traj.Group, [][]byte) {
 	payloads := make([][]byte, n)
 	for i := range groups {
 		groups[i] = syntheticGroup("bench", i, g, stepLen)
-		payloads[i], _ = redis.EncodeGroup(groups[i])
+		payloads[i], _ = stream.EncodeGroup(groups[i])
 	}
 	return groups, payloads
 }
@@ -184,22 +184,22 @@ func measureCPU(b testing.TB, client goredis.UniversalClient) cpuUse {
 // reads them back with XREADGROUP COUNT batch and XACKs each batch.
 func rawStreamRun(b testing.TB, client goredis.UniversalClient, payloads [][]byte, batch int) time.Duration {
 	ctx := context.Background()
-	const stream = "raw"
+	const key = "raw"
 	start := time.Now()
-	if err := client.XGroupCreateMkStream(ctx, stream, "g", "0").Err(); err != nil {
+	if err := client.XGroupCreateMkStream(ctx, key, "g", "0").Err(); err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < len(payloads); i += batch {
 		pipe := client.Pipeline()
 		for _, p := range payloads[i:min(i+batch, len(payloads))] {
-			pipe.XAdd(ctx, &goredis.XAddArgs{Stream: stream, Values: []any{redis.FieldGroup, p}})
+			pipe.XAdd(ctx, &goredis.XAddArgs{Stream: key, Values: []any{stream.FieldGroup, p}})
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for read := 0; read < len(payloads); {
-		res, err := client.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{stream, ">"},
+		res, err := client.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{key, ">"},
 			Count: int64(batch), Block: time.Second}).Result()
 		if err != nil {
 			b.Fatal(err)
@@ -208,7 +208,7 @@ func rawStreamRun(b testing.TB, client goredis.UniversalClient, payloads [][]byt
 		for _, m := range res[0].Messages {
 			ids = append(ids, m.ID)
 		}
-		if err := client.XAck(ctx, stream, "g", ids...).Err(); err != nil {
+		if err := client.XAck(ctx, key, "g", ids...).Err(); err != nil {
 			b.Fatal(err)
 		}
 		read += len(ids)
@@ -246,7 +246,7 @@ func serviceRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Gro
 
 // precomputedOutputs is, per group, the output the service commits for it:
 // the floor run writes these without computing anything.
-func precomputedOutputs(b testing.TB, groups []*traj.Group, payloads [][]byte) map[string]redis.Output {
+func precomputedOutputs(b testing.TB, groups []*traj.Group, payloads [][]byte) map[string]stream.Output {
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.KL = ModeHybrid, KLK3
 	cfg.MaxStaleness = -1
@@ -254,9 +254,9 @@ func precomputedOutputs(b testing.TB, groups []*traj.Group, payloads [][]byte) m
 	if err != nil {
 		b.Fatal(err)
 	}
-	outs := make(map[string]redis.Output, len(groups))
+	outs := make(map[string]stream.Output, len(groups))
 	for i, g := range groups {
-		m := redis.Message{Values: map[string]any{redis.FieldGroup: string(payloads[i]), redis.FieldGroupID: g.GroupID}}
+		m := stream.Message{Values: map[string]any{stream.FieldGroup: string(payloads[i]), stream.FieldGroupID: g.GroupID}}
 		out, _, err := svc.compute(m, cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -269,11 +269,11 @@ func precomputedOutputs(b testing.TB, groups []*traj.Group, payloads [][]byte) m
 // produceBenchGroups adds the payloads with Producer.AddGroupPayloads (the
 // idempotent transaction), batch groups per call, as a rollout sink does.
 func produceBenchGroups(ctx context.Context, b testing.TB, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte, batch int) {
-	p := redis.NewProducer(client, redis.ProducerOptions{MaxBacklog: -1})
+	p := stream.NewProducer(client, stream.ProducerOptions{MaxBacklog: -1})
 	for i := 0; i < len(groups); i += batch {
-		var gp []redis.GroupPayload
+		var gp []stream.GroupPayload
 		for k := i; k < min(i+batch, len(groups)); k++ {
-			gp = append(gp, redis.GroupPayload{GroupID: groups[k].GroupID, PolicyVersion: groups[k].PolicyVersion, JSON: payloads[k]})
+			gp = append(gp, stream.GroupPayload{GroupID: groups[k].GroupID, PolicyVersion: groups[k].PolicyVersion, JSON: payloads[k]})
 		}
 		if _, err := p.AddGroupPayloads(ctx, "bench", gp); err != nil {
 			b.Fatal(err)
@@ -286,15 +286,15 @@ func produceBenchGroups(ctx context.Context, b testing.TB, client goredis.Univer
 // committing them), but commits precomputed outputs instead of computing
 // them.
 func redisFloorRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte,
-	outputs map[string]redis.Output, batch int) time.Duration {
+	outputs map[string]stream.Output, batch int) time.Duration {
 	ctx := context.Background()
-	keys := redis.JobKeys("bench")
+	keys := stream.JobKeys("bench")
 	start := time.Now()
 	produceBenchGroups(ctx, b, client, groups, payloads, batch)
 	var done atomic.Int64
 	var wg errgroup.Group
 	for w := range 2 {
-		c, err := redis.NewConsumer(client, redis.ConsumerOptions{Stream: keys.Groups, Group: redis.AdvantageGroup,
+		c, err := stream.NewConsumer(client, stream.ConsumerOptions{Stream: keys.Groups, Group: stream.AdvantageGroup,
 			Consumer: fmt.Sprint("floor-", w), DeadLetter: keys.Dead, Count: int64(batch), Block: 10 * time.Millisecond})
 		if err != nil {
 			b.Fatal(err)
@@ -308,9 +308,9 @@ func redisFloorRun(b testing.TB, client goredis.UniversalClient, groups []*traj.
 				if err != nil {
 					return err
 				}
-				batchOut := make([]redis.Output, len(msgs))
+				batchOut := make([]stream.Output, len(msgs))
 				for i, m := range msgs {
-					batchOut[i] = outputs[m.Values[redis.FieldGroupID].(string)]
+					batchOut[i] = outputs[m.Values[stream.FieldGroupID].(string)]
 					batchOut[i].ID = m.ID
 				}
 				if len(batchOut) > 0 {
@@ -342,22 +342,22 @@ func BenchmarkServiceFloorVariants(b *testing.B) {
 	ctx := context.Background()
 	groups, payloads := benchGroups(n, g, stepLen)
 	perTraj := precomputedOutputs(b, groups, payloads)
-	perGroup := func(frac float64) map[string]redis.Output {
-		m := make(map[string]redis.Output, len(perTraj))
+	perGroup := func(frac float64) map[string]stream.Output {
+		m := make(map[string]stream.Output, len(perTraj))
 		for id, o := range perTraj {
 			var records []byte
 			for _, e := range o.Entries {
 				records = append(records, e[len(e)-1].Value...)
 			}
 			records = records[:int(float64(len(records))*frac)]
-			m[id] = redis.Output{Done: o.Done, Entries: [][]redis.Field{{
-				{Name: redis.FieldGroupID, Value: []byte(id)}, {Name: "records", Value: records}}}}
+			m[id] = stream.Output{Done: o.Done, Entries: [][]stream.Field{{
+				{Name: stream.FieldGroupID, Value: []byte(id)}, {Name: "records", Value: records}}}}
 		}
 		return m
 	}
 	variants := []struct {
 		name    string
-		outputs map[string]redis.Output
+		outputs map[string]stream.Output
 	}{{"per-trajectory", perTraj}, {"per-group", perGroup(1)}, {"per-group-half-bytes", perGroup(0.5)}}
 	b.ResetTimer()
 	for iter := 0; iter < b.N; iter++ {
@@ -478,7 +478,7 @@ func TestWriteSyntheticTrajectories(t *testing.T) {
 // BenchmarkServiceDecode is the service's per-group decode (lean codec, strict,
 // validated) of one benchmark group (8 × 288 tokens, 60 KB).
 func BenchmarkServiceDecode(b *testing.B) {
-	data, err := redis.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
+	data, err := stream.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func BenchmarkServiceDecode(b *testing.B) {
 // BenchmarkServiceComputeEncode is Compute (hybrid, k3) plus writing the
 // group's 8 records.
 func BenchmarkServiceComputeEncode(b *testing.B) {
-	data, err := redis.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
+	data, err := stream.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -40,20 +40,20 @@ func TestServiceOutputsEachIterationOfAPromptOnce(t *testing.T) {
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client := connectTest(t, r.URL())
 	ctx := context.Background()
-	keys := redis.JobKeys(job)
+	keys := stream.JobKeys(job)
 
 	groups := []*traj.Group{iterationGroup(job, prompt, 0), iterationGroup(job, prompt, 1), iterationGroup(job, prompt, 2)}
-	written, err := redis.NewProducer(client, redis.ProducerOptions{}).AddGroups(ctx, job, groups)
+	written, err := stream.NewProducer(client, stream.ProducerOptions{}).AddGroups(ctx, job, groups)
 	if err != nil || !slices.Equal(written, []bool{true, true, true}) {
 		t.Fatalf("producer wrote %v (%v), want all three iterations", written, err)
 	}
 	// The same group again, around the producer's written set: a second
 	// entry of iteration 1.
-	data, err := redis.EncodeGroup(groups[1])
+	data, err := stream.EncodeGroup(groups[1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields := redis.GroupFields(redis.GroupPayload{GroupID: groups[1].GroupID, PolicyVersion: groups[1].PolicyVersion, JSON: data})
+	fields := stream.GroupFields(stream.GroupPayload{GroupID: groups[1].GroupID, PolicyVersion: groups[1].PolicyVersion, JSON: data})
 	values := make([]any, 0, 2*len(fields))
 	for _, f := range fields {
 		values = append(values, f.Name, f.Value)
@@ -64,7 +64,7 @@ func TestServiceOutputsEachIterationOfAPromptOnce(t *testing.T) {
 
 	// A consumer takes all four entries and dies: each is delivered again,
 	// to the service, once the claim timeout passes.
-	dead, err := redis.NewConsumer(client, redis.ConsumerOptions{Stream: keys.Groups, Group: redis.AdvantageGroup,
+	dead, err := stream.NewConsumer(client, stream.ConsumerOptions{Stream: keys.Groups, Group: stream.AdvantageGroup,
 		Consumer: "dead", DeadLetter: keys.Dead, Count: 16, Block: 10 * time.Millisecond, ClaimIdle: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestServiceOutputsEachIterationOfAPromptOnce(t *testing.T) {
 	}
 	_, cancel, runDone := startRun(t, svc)
 	waitFor(t, "every entry acknowledged", 30*time.Second, func() bool {
-		p, err := client.XPending(ctx, keys.Groups, redis.AdvantageGroup).Result()
+		p, err := client.XPending(ctx, keys.Groups, stream.AdvantageGroup).Result()
 		return err == nil && p.Count == 0 && doneCount(client, job) == 3
 	})
 	cancel()
@@ -115,7 +115,7 @@ func TestServiceOutputsEachIterationOfAPromptOnce(t *testing.T) {
 	}
 	entries, _ := client.XRange(ctx, keys.Advantages, "-", "+").Result()
 	for _, e := range entries {
-		id := fmt.Sprint(e.Values[redis.FieldGroupID])
+		id := fmt.Sprint(e.Values[stream.FieldGroupID])
 		if !slices.Contains(done, id) {
 			t.Errorf("advantages entry %s names group %q", e.ID, id)
 		}

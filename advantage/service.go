@@ -19,14 +19,14 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
 // ServiceOptions configures a Service. Job is required; the rest have the
 // documented defaults.
 type ServiceOptions struct {
-	// Job names the job whose streams are used (redis.JobKeys).
+	// Job names the job whose streams are used (stream.JobKeys).
 	Job string
 	// Config is the advantage math. CurrentPolicyVersion is ignored: the
 	// service reads the trainer's version from the job's policy_version key
@@ -74,7 +74,7 @@ type ServiceOptions struct {
 	MaxOutputBacklog int64
 	// TrimConsumed makes the service delete, every metrics interval, the
 	// entries of the groups and advantages streams that every consumer group
-	// has acknowledged (redis.TrimConsumed), so that a long job's Redis
+	// has acknowledged (stream.TrimConsumed), so that a long job's Redis
 	// memory stays bounded. Off by default: readers outside consumer groups
 	// (XRANGE, toolrl export) no longer see trimmed entries.
 	TrimConsumed bool
@@ -88,7 +88,7 @@ type ServiceOptions struct {
 type Service struct {
 	client goredis.UniversalClient
 	opts   ServiceOptions
-	keys   redis.Keys
+	keys   stream.Keys
 	log    *slog.Logger
 	m      *metrics
 	reg    *prometheus.Registry // set when the service owns its registry
@@ -104,7 +104,7 @@ type Service struct {
 // NewService checks the options and returns a service over client; Run
 // starts it.
 func NewService(client goredis.UniversalClient, opts ServiceOptions) (*Service, error) {
-	if err := redis.ValidateJob(opts.Job); err != nil {
+	if err := stream.ValidateJob(opts.Job); err != nil {
 		return nil, err
 	}
 	if err := opts.Config.Validate(); err != nil {
@@ -132,7 +132,7 @@ func NewService(client goredis.UniversalClient, opts ServiceOptions) (*Service, 
 	if opts.MaxOutputBacklog == 0 {
 		opts.MaxOutputBacklog = 80000
 	}
-	s := &Service{client: client, opts: opts, keys: redis.JobKeys(opts.Job), log: opts.Logger}
+	s := &Service{client: client, opts: opts, keys: stream.JobKeys(opts.Job), log: opts.Logger}
 	reg := opts.Registerer
 	if reg == nil {
 		s.reg = prometheus.NewRegistry()
@@ -188,10 +188,10 @@ func (s *Service) setHealth(err error) {
 // are logged and retried with backoff; Run returns an error only when it
 // cannot start.
 func (s *Service) Run(ctx context.Context) error {
-	consumers := make([]*redis.Consumer, s.opts.Workers)
+	consumers := make([]*stream.Consumer, s.opts.Workers)
 	for i := range consumers {
-		c, err := redis.NewConsumer(s.client, redis.ConsumerOptions{
-			Stream: s.keys.Groups, Group: redis.AdvantageGroup, Consumer: fmt.Sprintf("%s-%d", s.opts.ConsumerName, i),
+		c, err := stream.NewConsumer(s.client, stream.ConsumerOptions{
+			Stream: s.keys.Groups, Group: stream.AdvantageGroup, Consumer: fmt.Sprintf("%s-%d", s.opts.ConsumerName, i),
 			DeadLetter: s.keys.Dead, Count: s.opts.Batch, Block: s.opts.Block, ClaimIdle: s.opts.ClaimIdle,
 			MaxDeliveries: s.opts.MaxDeliveries,
 		})
@@ -222,7 +222,7 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // work is one worker's loop: read a batch, process and commit it.
-func (s *Service) work(ctx context.Context, c *redis.Consumer) {
+func (s *Service) work(ctx context.Context, c *stream.Consumer) {
 	backoff := newBackoff()
 	for ctx.Err() == nil {
 		if !s.waitForTrainers(ctx) {
@@ -262,7 +262,7 @@ const shutdownGrace = 30 * time.Second
 // process decodes, scores, computes, encodes and commits one batch. The
 // batch is finished even when ctx (the worker's) is cancelled while it is
 // processed, within shutdownGrace: a graceful shutdown commits what was read.
-func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.Message) error {
+func (s *Service) process(ctx context.Context, c *stream.Consumer, msgs []stream.Message) error {
 	start := time.Now()
 	cfg := s.opts.Config
 	cfg.CurrentPolicyVersion = s.policyVersion.Load()
@@ -285,18 +285,18 @@ func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.M
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
-	var dead []redis.DeadLetter
-	outputs := make([]redis.Output, 0, len(msgs))
+	var dead []stream.DeadLetter
+	outputs := make([]stream.Output, 0, len(msgs))
 	var st Stats
 	for i := range groups {
 		wg := &groups[i]
 		if wg.err != nil {
-			dead = append(dead, redis.DeadLetter{Message: wg.m, Reason: wg.err.Error()})
+			dead = append(dead, stream.DeadLetter{Message: wg.m, Reason: wg.err.Error()})
 			continue
 		}
 		out, gst, err := s.computeGroup(wg, cfg)
 		if err != nil {
-			dead = append(dead, redis.DeadLetter{Message: wg.m, Reason: err.Error()})
+			dead = append(dead, stream.DeadLetter{Message: wg.m, Reason: err.Error()})
 			continue
 		}
 		st.Add(gst)
@@ -346,7 +346,7 @@ func (s *Service) process(ctx context.Context, c *redis.Consumer, msgs []redis.M
 // maxCommitBytes bounds the field bytes of one commit transaction.
 const maxCommitBytes = 16 << 20
 
-func outputBytes(o *redis.Output) int {
+func outputBytes(o *stream.Output) int {
 	n := 0
 	for _, e := range o.Entries {
 		for _, f := range e {
@@ -359,7 +359,7 @@ func outputBytes(o *redis.Output) int {
 // wireGroup is one groups-stream entry, decoded with the lean codec of
 // wire.go, or the reason it goes to the dead letters.
 type wireGroup struct {
-	m       redis.Message
+	m       stream.Message
 	g       *traj.Group
 	raws    []rawArrays // views into the entry's payload, or scored references
 	payload int         // bytes of the entry's payload
@@ -367,11 +367,11 @@ type wireGroup struct {
 }
 
 // decode decodes and checks one groups-stream entry.
-func (s *Service) decode(m redis.Message) wireGroup {
+func (s *Service) decode(m stream.Message) wireGroup {
 	wg := wireGroup{m: m}
-	payload, ok := m.Values[redis.FieldGroup].(string)
+	payload, ok := m.Values[stream.FieldGroup].(string)
 	if !ok {
-		wg.err = fmt.Errorf("entry %s: no %q field", m.ID, redis.FieldGroup)
+		wg.err = fmt.Errorf("entry %s: no %q field", m.ID, stream.FieldGroup)
 		return wg
 	}
 	wg.payload = len(payload)
@@ -379,9 +379,9 @@ func (s *Service) decode(m redis.Message) wireGroup {
 	switch {
 	case err != nil:
 		wg.err = fmt.Errorf("entry %s: %w", m.ID, err)
-	case fieldString(m, redis.FieldGroupID) != g.GroupID:
-		id := fieldString(m, redis.FieldGroupID)
-		wg.err = fmt.Errorf("entry %s: field %s is %q but the group's id is %q", m.ID, redis.FieldGroupID, id, g.GroupID)
+	case fieldString(m, stream.FieldGroupID) != g.GroupID:
+		id := fieldString(m, stream.FieldGroupID)
+		wg.err = fmt.Errorf("entry %s: field %s is %q but the group's id is %q", m.ID, stream.FieldGroupID, id, g.GroupID)
 	case g.JobID != s.opts.Job:
 		wg.err = fmt.Errorf("entry %s: group %s belongs to job %q, not %q", m.ID, g.GroupID, g.JobID, s.opts.Job)
 	default:
@@ -407,7 +407,7 @@ func validateRewardSums(g *traj.Group) error {
 	return nil
 }
 
-func fieldString(m redis.Message, name string) string {
+func fieldString(m stream.Message, name string) string {
 	v, _ := m.Values[name].(string)
 	return v
 }
@@ -588,26 +588,26 @@ func graceContext(ctx context.Context, grace time.Duration) (context.Context, co
 
 // compute turns one groups-stream entry into its output, with the lean codec
 // of wire.go (no reference scoring).
-func (s *Service) compute(m redis.Message, cfg Config) (redis.Output, Stats, error) {
+func (s *Service) compute(m stream.Message, cfg Config) (stream.Output, Stats, error) {
 	wg := s.decode(m)
 	if wg.err != nil {
-		return redis.Output{}, Stats{}, wg.err
+		return stream.Output{}, Stats{}, wg.err
 	}
 	return s.computeGroup(&wg, cfg)
 }
 
 // computeGroup turns one decoded entry into its output.
-func (s *Service) computeGroup(wg *wireGroup, cfg Config) (redis.Output, Stats, error) {
+func (s *Service) computeGroup(wg *wireGroup, cfg Config) (stream.Output, Stats, error) {
 	g, raws, m := wg.g, wg.raws, wg.m
 	recs, st, err := Compute(g, cfg)
 	if err != nil {
-		return redis.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
+		return stream.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 	}
-	out := redis.Output{ID: m.ID, Done: g.GroupID, Entries: make([][]redis.Field, len(recs))}
+	out := stream.Output{ID: m.ID, Done: g.GroupID, Entries: make([][]stream.Field, len(recs))}
 	for i := range recs {
 		data, err := appendRecord(make([]byte, 0, wg.payload/len(recs)*2), &recs[i], &raws[i])
 		if err != nil {
-			return redis.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
+			return stream.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 		}
 		out.Entries[i] = RecordFields(&recs[i], data)
 	}
@@ -616,13 +616,13 @@ func (s *Service) computeGroup(wg *wireGroup, cfg Config) (redis.Output, Stats, 
 
 // RecordFields are the fields of an advantages-stream entry for record r with
 // JSON data.
-func RecordFields(r *traj.AdvantageRecord, data []byte) []redis.Field {
-	return []redis.Field{
-		{Name: redis.FieldTrajectoryID, Value: []byte(r.TrajectoryID)},
-		{Name: redis.FieldGroupID, Value: []byte(r.GroupID)},
-		{Name: redis.FieldPolicyVersion, Value: strconv.AppendInt(nil, r.PolicyVersion, 10)},
-		{Name: redis.FieldSchema, Value: []byte(r.Schema)},
-		{Name: redis.FieldRecord, Value: data},
+func RecordFields(r *traj.AdvantageRecord, data []byte) []stream.Field {
+	return []stream.Field{
+		{Name: stream.FieldTrajectoryID, Value: []byte(r.TrajectoryID)},
+		{Name: stream.FieldGroupID, Value: []byte(r.GroupID)},
+		{Name: stream.FieldPolicyVersion, Value: strconv.AppendInt(nil, r.PolicyVersion, 10)},
+		{Name: stream.FieldSchema, Value: []byte(r.Schema)},
+		{Name: stream.FieldRecord, Value: data},
 	}
 }
 
@@ -642,7 +642,7 @@ func (s *Service) waitForTrainers(ctx context.Context) bool {
 		}
 	}()
 	for {
-		backlog, tracked, err := redis.GroupsBacklog(ctx, s.client, s.keys.Advantages, nil, limit+1)
+		backlog, tracked, err := stream.GroupsBacklog(ctx, s.client, s.keys.Advantages, nil, limit+1)
 		if err != nil {
 			// Reading will meet the same outage and back off.
 			return ctx.Err() == nil
@@ -670,11 +670,11 @@ func (s *Service) waitForTrainers(ctx context.Context) bool {
 
 // trim deletes what every consumer group has acknowledged from both streams.
 func (s *Service) trim(ctx context.Context) {
-	for _, stream := range []string{s.keys.Groups, s.keys.Advantages} {
-		n, err := redis.TrimConsumed(ctx, s.client, stream)
+	for _, key := range []string{s.keys.Groups, s.keys.Advantages} {
+		n, err := stream.TrimConsumed(ctx, s.client, key)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Warn("trim consumed entries", "stream", stream, "err", err)
+				s.log.Warn("trim consumed entries", "stream", key, "err", err)
 			}
 			continue
 		}
@@ -683,7 +683,7 @@ func (s *Service) trim(ctx context.Context) {
 }
 
 // monitor refreshes health, the policy version and the gauges every interval.
-func (s *Service) monitor(ctx context.Context, c *redis.Consumer) {
+func (s *Service) monitor(ctx context.Context, c *stream.Consumer) {
 	t := time.NewTicker(s.opts.MetricsInterval)
 	defer t.Stop()
 	last, lastCount := time.Now(), s.committed.Load()
@@ -706,7 +706,7 @@ func (s *Service) monitor(ctx context.Context, c *redis.Consumer) {
 
 // prune deletes consumers of the group that hold nothing and have been idle
 // for ten claim timeouts: those of replicas that restarted under new names.
-func (s *Service) prune(ctx context.Context, c *redis.Consumer) {
+func (s *Service) prune(ctx context.Context, c *stream.Consumer) {
 	n, err := c.PruneIdleConsumers(ctx, 10*c.Options().ClaimIdle)
 	if err != nil {
 		s.log.Warn("prune idle consumers", "err", err)
@@ -715,7 +715,7 @@ func (s *Service) prune(ctx context.Context, c *redis.Consumer) {
 	}
 }
 
-func (s *Service) refresh(ctx context.Context, c *redis.Consumer, since time.Time, sinceCount int64) {
+func (s *Service) refresh(ctx context.Context, c *stream.Consumer, since time.Time, sinceCount int64) {
 	// The first call (since zero) has no interval to measure; every later one
 	// sets the rate, 0 when nothing was committed.
 	if dt := time.Since(since).Seconds(); !since.IsZero() && dt > 0 {

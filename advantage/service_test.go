@@ -28,7 +28,7 @@ import (
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/tinymodel"
-	"github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -61,7 +61,7 @@ func testServiceOptions(job string) ServiceOptions {
 func serviceHelper() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	client, err := redis.Connect(ctx, os.Getenv(helperURLEnv), redis.ConnectOptions{})
+	client, err := stream.Connect(ctx, os.Getenv(helperURLEnv), stream.ConnectOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -168,7 +168,7 @@ func streamGroup(job string, i int) *traj.Group {
 // produce adds groups [0, n) of job through a blocking producer, retrying
 // failed writes (AddGroup is idempotent, so a retry never duplicates).
 func produce(ctx context.Context, client goredis.UniversalClient, job string, n int, backlog int64) error {
-	p := redis.NewProducer(client, redis.ProducerOptions{MaxBacklog: backlog, Poll: 5 * time.Millisecond, Groups: []string{redis.AdvantageGroup}})
+	p := stream.NewProducer(client, stream.ProducerOptions{MaxBacklog: backlog, Poll: 5 * time.Millisecond, Groups: []string{stream.AdvantageGroup}})
 	for i := 0; i < n; {
 		batch := []*traj.Group{streamGroup(job, i)}
 		if i+1 < n && i%3 == 0 {
@@ -191,11 +191,11 @@ func produce(ctx context.Context, client goredis.UniversalClient, job string, n 
 func addCorrupt(t *testing.T, client goredis.UniversalClient, job string) {
 	t.Helper()
 	ctx := context.Background()
-	keys := redis.JobKeys(job)
-	good, _ := redis.EncodeGroup(streamGroup(job, 100000))
+	keys := stream.JobKeys(job)
+	good, _ := stream.EncodeGroup(streamGroup(job, 100000))
 	for _, values := range [][]any{
-		{redis.FieldGroupID, job + "/bad", redis.FieldGroup, `{"schema":"toolrl.trajectory/v2","trajectories":[{`},
-		{redis.FieldGroupID, job + "/other", redis.FieldGroup, good},
+		{stream.FieldGroupID, job + "/bad", stream.FieldGroup, `{"schema":"toolrl.trajectory/v2","trajectories":[{`},
+		{stream.FieldGroupID, job + "/other", stream.FieldGroup, good},
 	} {
 		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Groups, Values: values}).Err(); err != nil {
 			t.Fatal(err)
@@ -226,7 +226,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 }
 
 func doneCount(client goredis.UniversalClient, job string) int64 {
-	n, _ := client.SCard(context.Background(), redis.JobKeys(job).GroupsDone).Result()
+	n, _ := client.SCard(context.Background(), stream.JobKeys(job).GroupsDone).Result()
 	return n
 }
 
@@ -237,7 +237,7 @@ func doneCount(client goredis.UniversalClient, job string) int64 {
 func verifyExactlyOnce(t *testing.T, client goredis.UniversalClient, job string, n int) {
 	t.Helper()
 	ctx := context.Background()
-	keys := redis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	seen := map[string]int{}
 	start := "-"
 	for {
@@ -246,13 +246,13 @@ func verifyExactlyOnce(t *testing.T, client goredis.UniversalClient, job string,
 			t.Fatal(err)
 		}
 		for _, m := range msgs {
-			data, _ := m.Values[redis.FieldRecord].(string)
+			data, _ := m.Values[stream.FieldRecord].(string)
 			r, err := traj.UnmarshalAdvantage([]byte(data))
 			if err != nil {
 				t.Fatalf("advantages entry %s: %v", m.ID, err)
 			}
-			if m.Values[redis.FieldTrajectoryID] != r.TrajectoryID {
-				t.Fatalf("entry %s: trajectory_id field %v, record %s", m.ID, m.Values[redis.FieldTrajectoryID], r.TrajectoryID)
+			if m.Values[stream.FieldTrajectoryID] != r.TrajectoryID {
+				t.Fatalf("entry %s: trajectory_id field %v, record %s", m.ID, m.Values[stream.FieldTrajectoryID], r.TrajectoryID)
 			}
 			seen[r.TrajectoryID]++
 			// Records are v2 and carry the trajectory's temperature: 0.7,
@@ -286,11 +286,11 @@ func verifyExactlyOnce(t *testing.T, client goredis.UniversalClient, job string,
 		t.Fatalf("dead letters: %d (%v), want 2", len(dead), err)
 	}
 	for _, d := range dead {
-		if d.Values[redis.FieldReason] == "" || d.Values["field:"+redis.FieldGroup] == nil {
+		if d.Values[stream.FieldReason] == "" || d.Values["field:"+stream.FieldGroup] == nil {
 			t.Errorf("dead letter without reason or original fields: %v", d.Values)
 		}
 	}
-	p, err := client.XPending(ctx, keys.Groups, redis.AdvantageGroup).Result()
+	p, err := client.XPending(ctx, keys.Groups, stream.AdvantageGroup).Result()
 	if err != nil || p.Count != 0 {
 		t.Errorf("pending after the run: %+v %v", p, err)
 	}
@@ -298,7 +298,7 @@ func verifyExactlyOnce(t *testing.T, client goredis.UniversalClient, job string,
 
 func connectTest(t *testing.T, url string) goredis.UniversalClient {
 	t.Helper()
-	c, err := redis.Connect(context.Background(), url, redis.ConnectOptions{})
+	c, err := stream.Connect(context.Background(), url, stream.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func killAndRestart(t *testing.T, url string) {
 		t.Fatal(produceErr)
 	}
 	waitFor(t, "the dead letters", 30*time.Second, func() bool {
-		d, _ := client.XLen(ctx, redis.JobKeys(job).Dead).Result()
+		d, _ := client.XLen(ctx, stream.JobKeys(job).Dead).Result()
 		return d == 2
 	})
 	second.stop(t)
@@ -360,13 +360,13 @@ func TestServiceTwoReplicas(t *testing.T) {
 	}
 	waitFor(t, "all groups done", 60*time.Second, func() bool { return doneCount(client, job) == n })
 	waitFor(t, "the dead letters", 30*time.Second, func() bool {
-		d, _ := client.XLen(context.Background(), redis.JobKeys(job).Dead).Result()
+		d, _ := client.XLen(context.Background(), stream.JobKeys(job).Dead).Result()
 		return d == 2
 	})
 	a.stop(t)
 	b.stop(t)
 	verifyExactlyOnce(t, client, job, n)
-	consumers, err := client.XInfoConsumers(context.Background(), redis.JobKeys(job).Groups, redis.AdvantageGroup).Result()
+	consumers, err := client.XInfoConsumers(context.Background(), stream.JobKeys(job).Groups, stream.AdvantageGroup).Result()
 	if err != nil || len(consumers) != 4 {
 		t.Errorf("consumers %d (%v), want 2 replicas × 2 workers", len(consumers), err)
 	}
@@ -398,7 +398,7 @@ func TestServiceSurvivesRedisRestart(t *testing.T) {
 		t.Fatal(produceErr)
 	}
 	waitFor(t, "the dead letters", 30*time.Second, func() bool {
-		d, _ := client.XLen(ctx, redis.JobKeys(job).Dead).Result()
+		d, _ := client.XLen(ctx, stream.JobKeys(job).Dead).Result()
 		return d == 2
 	})
 	cancel()
@@ -424,7 +424,7 @@ func TestServiceMetricsHealthAndStaleness(t *testing.T) {
 		t.Errorf("healthz before start: %s", code)
 	}
 	// Groups are at policy version 5; the trainer is at 7: every group is stale.
-	if err := client.Set(context.Background(), redis.JobKeys(job).PolicyVersion, 7, 0).Err(); err != nil {
+	if err := client.Set(context.Background(), stream.JobKeys(job).PolicyVersion, 7, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel, runDone := startRun(t, svc)
@@ -443,7 +443,7 @@ func TestServiceMetricsHealthAndStaleness(t *testing.T) {
 	if body := get(t, srv.URL+"/healthz"); !strings.HasPrefix(body, "200") {
 		t.Errorf("healthz while running: %s", body)
 	}
-	if n, _ := client.XLen(ctx, redis.JobKeys(job).Advantages).Result(); n != 0 {
+	if n, _ := client.XLen(ctx, stream.JobKeys(job).Advantages).Result(); n != 0 {
 		t.Errorf("stale groups wrote %d records", n)
 	}
 	cancel()
@@ -482,13 +482,13 @@ func tinyRefModel(t *testing.T) *actor.Policy {
 // entry's raw record field.
 func advantageRecords(t *testing.T, client goredis.UniversalClient, job string) (map[string]traj.AdvantageRecord, map[string]string) {
 	t.Helper()
-	msgs, err := client.XRange(context.Background(), redis.JobKeys(job).Advantages, "-", "+").Result()
+	msgs, err := client.XRange(context.Background(), stream.JobKeys(job).Advantages, "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	recs, raw := map[string]traj.AdvantageRecord{}, map[string]string{}
 	for _, m := range msgs {
-		data, _ := m.Values[redis.FieldRecord].(string)
+		data, _ := m.Values[stream.FieldRecord].(string)
 		r, err := traj.UnmarshalAdvantage([]byte(data))
 		if err != nil {
 			t.Fatalf("advantages entry %s: %v", m.ID, err)
@@ -546,13 +546,13 @@ func TestServiceScoresMissingReferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel, runDone := startRun(t, svc)
-	p := redis.NewProducer(client, redis.ProducerOptions{})
+	p := stream.NewProducer(client, stream.ProducerOptions{})
 	if _, err := p.AddGroups(ctx, job, append(groups, bad)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "all groups done", 60*time.Second, func() bool { return doneCount(client, job) == n })
 	waitFor(t, "the dead letter", 30*time.Second, func() bool {
-		d, _ := client.XLen(ctx, redis.JobKeys(job).Dead).Result()
+		d, _ := client.XLen(ctx, stream.JobKeys(job).Dead).Result()
 		return d == 1
 	})
 	srv := httptest.NewServer(svc.Handler())
@@ -570,11 +570,11 @@ func TestServiceScoresMissingReferences(t *testing.T) {
 	if err := <-runDone; err != nil {
 		t.Fatal(err)
 	}
-	dead, err := client.XRange(context.Background(), redis.JobKeys(job).Dead, "-", "+").Result()
+	dead, err := client.XRange(context.Background(), stream.JobKeys(job).Dead, "-", "+").Result()
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("dead letters %v, %v", dead, err)
 	}
-	if reason, _ := dead[0].Values[redis.FieldReason].(string); !strings.Contains(reason, bad.Trajectories[2].ID) ||
+	if reason, _ := dead[0].Values[stream.FieldReason].(string); !strings.Contains(reason, bad.Trajectories[2].ID) ||
 		!strings.Contains(reason, "outside the reference model's vocabulary") {
 		t.Errorf("dead letter reason %q", reason)
 	}
@@ -647,11 +647,11 @@ func TestServiceReferenceScoringFailures(t *testing.T) {
 			if i == 2 {
 				g.Trajectories[3].Tokens[0] = 77
 			}
-			payload, err := redis.EncodeGroup(g)
+			payload, err := stream.EncodeGroup(g)
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := redis.Message{ID: fmt.Sprintf("1-%d", i), Values: map[string]any{redis.FieldGroup: string(payload), redis.FieldGroupID: g.GroupID}}
+			m := stream.Message{ID: fmt.Sprintf("1-%d", i), Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}}
 			groups = append(groups, (&Service{opts: ServiceOptions{Job: job}}).decode(m))
 		}
 		return groups
@@ -731,7 +731,7 @@ func TestServiceGroupsPerSecondFirstInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := redis.NewConsumer(client, redis.ConsumerOptions{Stream: svc.keys.Groups, Group: redis.AdvantageGroup, Consumer: "rate"})
+	c, err := stream.NewConsumer(client, stream.ConsumerOptions{Stream: svc.keys.Groups, Group: stream.AdvantageGroup, Consumer: "rate"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -789,7 +789,7 @@ func TestServiceShutdownCommitsBatchInFlight(t *testing.T) {
 		groups[i] = streamGroup(job, i)
 		groups[i].Trajectories[0].RefLogprobs = nil
 	}
-	if _, err := redis.NewProducer(client, redis.ProducerOptions{}).AddGroups(context.Background(), job, groups); err != nil {
+	if _, err := stream.NewProducer(client, stream.ProducerOptions{}).AddGroups(context.Background(), job, groups); err != nil {
 		t.Fatal(err)
 	}
 	opts := testServiceOptions(job)
@@ -811,7 +811,7 @@ func TestServiceShutdownCommitsBatchInFlight(t *testing.T) {
 	if err := <-runDone; err != nil {
 		t.Fatal(err)
 	}
-	keys := redis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	if d := doneCount(client, job); d != n {
 		t.Errorf("%d groups done after the shutdown, want %d", d, n)
 	}
@@ -819,7 +819,7 @@ func TestServiceShutdownCommitsBatchInFlight(t *testing.T) {
 	if len(got) != n*testG {
 		t.Errorf("%d records, want %d", len(got), n*testG)
 	}
-	p, err := client.XPending(context.Background(), keys.Groups, redis.AdvantageGroup).Result()
+	p, err := client.XPending(context.Background(), keys.Groups, stream.AdvantageGroup).Result()
 	if err != nil || p.Count != 0 {
 		t.Errorf("pending after the shutdown: %+v %v", p, err)
 	}

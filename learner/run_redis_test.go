@@ -16,7 +16,7 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/policystore"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -65,7 +65,7 @@ func freshLearner(t *testing.T, dir string) (*Learner, Base) {
 
 // addRecordEntry appends one advantages-stream entry with the fields the
 // advantage service writes (advantage.RecordFields) and returns its id.
-func addRecordEntry(t *testing.T, client goredis.UniversalClient, keys toolrlredis.Keys, fields []toolrlredis.Field) string {
+func addRecordEntry(t *testing.T, client goredis.UniversalClient, keys stream.Keys, fields []stream.Field) string {
 	t.Helper()
 	values := make([]any, 0, 2*len(fields))
 	for _, f := range fields {
@@ -78,11 +78,11 @@ func addRecordEntry(t *testing.T, client goredis.UniversalClient, keys toolrlred
 	return id
 }
 
-func addRecords(t *testing.T, client goredis.UniversalClient, keys toolrlredis.Keys, recs []traj.AdvantageRecord) []string {
+func addRecords(t *testing.T, client goredis.UniversalClient, keys stream.Keys, recs []traj.AdvantageRecord) []string {
 	t.Helper()
 	ids := make([]string, len(recs))
 	for i := range recs {
-		data, err := toolrlredis.EncodeRecord(&recs[i])
+		data, err := stream.EncodeRecord(&recs[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,8 +93,8 @@ func addRecords(t *testing.T, client goredis.UniversalClient, keys toolrlredis.K
 
 // groupDrained reports whether the learner group has read every entry and
 // acknowledged all it read.
-func groupDrained(ctx context.Context, client goredis.UniversalClient, keys toolrlredis.Keys) (bool, error) {
-	p, err := client.XPending(ctx, keys.Advantages, toolrlredis.LearnerGroup).Result()
+func groupDrained(ctx context.Context, client goredis.UniversalClient, keys stream.Keys) (bool, error) {
+	p, err := client.XPending(ctx, keys.Advantages, stream.LearnerGroup).Result()
 	if err != nil {
 		return false, err
 	}
@@ -103,11 +103,11 @@ func groupDrained(ctx context.Context, client goredis.UniversalClient, keys tool
 		return false, err
 	}
 	for _, g := range infos {
-		if g.Name == toolrlredis.LearnerGroup {
+		if g.Name == stream.LearnerGroup {
 			return p.Count == 0 && g.Lag == 0, nil
 		}
 	}
-	return false, fmt.Errorf("no group %s on %s", toolrlredis.LearnerGroup, keys.Advantages)
+	return false, fmt.Errorf("no group %s on %s", stream.LearnerGroup, keys.Advantages)
 }
 
 // redisRun is one learner process: a fresh learner from the base folder, the
@@ -116,7 +116,7 @@ func groupDrained(ctx context.Context, client goredis.UniversalClient, keys tool
 type redisRun struct {
 	base, store, consumer string
 	client                goredis.UniversalClient
-	keys                  toolrlredis.Keys
+	keys                  stream.Keys
 	// hooks set on RunOptions
 	beforePublish, afterPublish func() error
 	onPublish                   func(policystore.Version, State)
@@ -148,7 +148,7 @@ func (r redisRun) run(t *testing.T) (Summary, *StreamSource, error) {
 	}
 	o := RunOptions{Store: store, Base: base, PublishEvery: max(r.publishEvery, 1), SetAside: true, OnUpdate: r.onUpdate,
 		Announce: func(ctx context.Context, v policystore.Version) error {
-			return toolrlredis.AnnouncePolicy(ctx, r.client, r.keys, toolrlredis.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: v.Manifest.Created})
+			return stream.AnnouncePolicy(ctx, r.client, r.keys, stream.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: v.Manifest.Created})
 		},
 		OnPublish: r.onPublish, beforePublish: r.beforePublish, afterPublish: r.afterPublish}
 	if !r.drain {
@@ -193,10 +193,10 @@ func (r redisRun) run(t *testing.T) (Summary, *StreamSource, error) {
 
 // checkPointer asserts that the Redis policy pointer and policy_version name
 // version v.
-func checkPointer(t *testing.T, client goredis.UniversalClient, keys toolrlredis.Keys, v policystore.Version) {
+func checkPointer(t *testing.T, client goredis.UniversalClient, keys stream.Keys, v policystore.Version) {
 	t.Helper()
 	ctx := context.Background()
-	p, found, err := toolrlredis.ReadPolicy(ctx, client, keys)
+	p, found, err := stream.ReadPolicy(ctx, client, keys)
 	if err != nil || !found || p.Version != v.Number || p.Dir != v.Dir {
 		t.Errorf("policy pointer %+v found=%v err=%v, want version %d at %s", p, found, err, v.Number, v.Dir)
 	}
@@ -249,7 +249,7 @@ func TestRedisExactlyOnceAcrossRestarts(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer client.Close()
-	keys := toolrlredis.JobKeys("learn-once")
+	keys := stream.JobKeys("learn-once")
 	baseDir := writeTinyBase(t)
 	m, _, err := LoadModel(baseDir)
 	if err != nil {
@@ -281,10 +281,10 @@ func TestRedisExactlyOnceAcrossRestarts(t *testing.T) {
 	if !errors.Is(err, errCrash) || sum.Published != 1 {
 		t.Fatalf("run 1: published %d, err %v; want 1 and the crash", sum.Published, err)
 	}
-	if p, err := client.XPending(context.Background(), keys.Advantages, toolrlredis.LearnerGroup).Result(); err != nil || p.Count != 8 {
+	if p, err := client.XPending(context.Background(), keys.Advantages, stream.LearnerGroup).Result(); err != nil || p.Count != 8 {
 		t.Fatalf("after run 1: %d pending (%v), want version 2's 8", p.Count, err)
 	}
-	pointer, _, _ := toolrlredis.ReadPolicy(context.Background(), client, keys)
+	pointer, _, _ := stream.ReadPolicy(context.Background(), client, keys)
 	if pointer.Version != 2 {
 		t.Errorf("after run 1: pointer at version %d, want 2 (announced before the crash)", pointer.Version)
 	}
@@ -361,7 +361,7 @@ func TestRedisDeadLettersBadRecords(t *testing.T) {
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer client.Close()
 	ctx := context.Background()
-	keys := toolrlredis.JobKeys("learn-dead")
+	keys := stream.JobKeys("learn-dead")
 	baseDir := writeTinyBase(t)
 	m, _, err := LoadModel(baseDir)
 	if err != nil {
@@ -372,10 +372,10 @@ func TestRedisDeadLettersBadRecords(t *testing.T) {
 	badVocab := recs[3]
 	var ids []string
 	ids = append(ids, addRecords(t, client, keys, recs[:5])...)
-	badJSON := []toolrlredis.Field{
-		{Name: toolrlredis.FieldTrajectoryID, Value: []byte("job/p/broken")}, {Name: toolrlredis.FieldGroupID, Value: []byte("job/p")},
-		{Name: toolrlredis.FieldPolicyVersion, Value: []byte("0")}, {Name: toolrlredis.FieldSchema, Value: []byte(traj.AdvantageSchema)},
-		{Name: toolrlredis.FieldRecord, Value: []byte(`{"schema":"` + traj.AdvantageSchema + `","trajectory_id":`)},
+	badJSON := []stream.Field{
+		{Name: stream.FieldTrajectoryID, Value: []byte("job/p/broken")}, {Name: stream.FieldGroupID, Value: []byte("job/p")},
+		{Name: stream.FieldPolicyVersion, Value: []byte("0")}, {Name: stream.FieldSchema, Value: []byte(traj.AdvantageSchema)},
+		{Name: stream.FieldRecord, Value: []byte(`{"schema":"` + traj.AdvantageSchema + `","trajectory_id":`)},
 	}
 	badJSONID := addRecordEntry(t, client, keys, badJSON)
 	ids = append(ids, addRecords(t, client, keys, recs[5:])...)
@@ -420,12 +420,12 @@ func TestRedisDeadLettersBadRecords(t *testing.T) {
 	}
 	byID := map[string]map[string]any{}
 	for _, d := range dead {
-		byID[fmt.Sprint(d.Values[toolrlredis.FieldSourceID])] = d.Values
+		byID[fmt.Sprint(d.Values[stream.FieldSourceID])] = d.Values
 	}
-	vocabData, _ := toolrlredis.EncodeRecord(&badVocab)
+	vocabData, _ := stream.EncodeRecord(&badVocab)
 	for _, c := range []struct {
 		id     string
-		fields []toolrlredis.Field
+		fields []stream.Field
 		reason []string // substrings of the reason
 	}{
 		{badJSONID, badJSON, []string{badJSONID}},
@@ -436,14 +436,14 @@ func TestRedisDeadLettersBadRecords(t *testing.T) {
 			t.Errorf("entry %s is not in the dead letters", c.id)
 			continue
 		}
-		reason := fmt.Sprint(d[toolrlredis.FieldReason])
+		reason := fmt.Sprint(d[stream.FieldReason])
 		for _, s := range c.reason {
 			if !strings.Contains(reason, s) {
 				t.Errorf("dead letter of %s: reason %q does not name %q", c.id, reason, s)
 			}
 		}
-		if d[toolrlredis.FieldSourceStream] != keys.Advantages || d[toolrlredis.FieldSourceGroup] != toolrlredis.LearnerGroup {
-			t.Errorf("dead letter of %s: source %v group %v", c.id, d[toolrlredis.FieldSourceStream], d[toolrlredis.FieldSourceGroup])
+		if d[stream.FieldSourceStream] != keys.Advantages || d[stream.FieldSourceGroup] != stream.LearnerGroup {
+			t.Errorf("dead letter of %s: source %v group %v", c.id, d[stream.FieldSourceStream], d[stream.FieldSourceGroup])
 		}
 		for _, f := range c.fields {
 			if got := d["field:"+f.Name]; got != string(f.Value) {
@@ -464,7 +464,7 @@ func TestRedisOwnEntriesReclaimedWhileWaitingAreNotTrainedTwice(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer client.Close()
-	keys := toolrlredis.JobKeys("learn-reclaim")
+	keys := stream.JobKeys("learn-reclaim")
 	baseDir := writeTinyBase(t)
 	m, _, err := LoadModel(baseDir)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/toolrl/toolrl/export"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -112,22 +112,22 @@ type StreamOptions struct {
 // a restart and never acknowledged, then new entries. Entries that do not
 // decode go to the job's dead letters at once.
 type StreamSource struct {
-	consumer *toolrlredis.Consumer
+	consumer *stream.Consumer
 	opts     StreamOptions
 	pending  string // cursor in the own pending list; "" once exhausted
 	rejected int64
 	// held keeps every delivered, unacknowledged entry, so that a rejected
 	// one reaches the dead letters whole.
-	held map[string]toolrlredis.Message
+	held map[string]stream.Message
 }
 
 // NewStreamSource creates the consumer group if missing.
 func NewStreamSource(ctx context.Context, client goredis.UniversalClient, opts StreamOptions) (*StreamSource, error) {
-	if err := toolrlredis.ValidateJob(opts.Job); err != nil {
+	if err := stream.ValidateJob(opts.Job); err != nil {
 		return nil, err
 	}
 	if opts.Group == "" {
-		opts.Group = toolrlredis.LearnerGroup
+		opts.Group = stream.LearnerGroup
 	}
 	if opts.Consumer == "" {
 		opts.Consumer = "learner"
@@ -144,8 +144,8 @@ func NewStreamSource(ctx context.Context, client goredis.UniversalClient, opts S
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	keys := toolrlredis.JobKeys(opts.Job)
-	c, err := toolrlredis.NewConsumer(client, toolrlredis.ConsumerOptions{
+	keys := stream.JobKeys(opts.Job)
+	c, err := stream.NewConsumer(client, stream.ConsumerOptions{
 		Stream: keys.Advantages, Group: opts.Group, Consumer: opts.Consumer, DeadLetter: keys.Dead,
 		Count: int64(min(opts.Size, 512)), Block: min(time.Second, opts.MaxWait), ClaimIdle: opts.ClaimIdle, MaxDeliveries: -1,
 	})
@@ -155,7 +155,7 @@ func NewStreamSource(ctx context.Context, client goredis.UniversalClient, opts S
 	if err := c.EnsureGroup(ctx); err != nil {
 		return nil, err
 	}
-	return &StreamSource{consumer: c, opts: opts, pending: "0", held: map[string]toolrlredis.Message{}}, nil
+	return &StreamSource{consumer: c, opts: opts, pending: "0", held: map[string]stream.Message{}}, nil
 }
 
 // Next returns up to Size records: the own pending list first, then new
@@ -168,7 +168,7 @@ func (s *StreamSource) Next(ctx context.Context) (Batch, error) {
 		if len(b.Records) > 0 && time.Since(first) >= s.opts.MaxWait {
 			break
 		}
-		var msgs []toolrlredis.Message
+		var msgs []stream.Message
 		var err error
 		if s.pending != "" {
 			msgs, err = s.consumer.ReadOwnPending(ctx, s.pending)
@@ -202,7 +202,7 @@ func (s *StreamSource) Next(ctx context.Context) (Batch, error) {
 				}
 				continue
 			}
-			rec, err := toolrlredis.DecodeRecordEntry(m)
+			rec, err := stream.DecodeRecordEntry(m)
 			if err != nil {
 				if err := s.Reject(ctx, m.ID, err.Error()); err != nil {
 					return b, err
@@ -247,7 +247,7 @@ func (s *StreamSource) Reject(ctx context.Context, id, reason string) error {
 	if !ok {
 		return fmt.Errorf("learner: reject entry %s: not an entry this source delivered", id)
 	}
-	if err := s.consumer.DeadLetter(ctx, toolrlredis.DeadLetter{Message: m, Reason: reason}); err != nil {
+	if err := s.consumer.DeadLetter(ctx, stream.DeadLetter{Message: m, Reason: reason}); err != nil {
 		return err
 	}
 	delete(s.held, id)

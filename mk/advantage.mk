@@ -1,4 +1,4 @@
-# advantage/ + redis/: the service-vs-raw Redis benchmark (one run, reports
+# advantage/ + stream/: the service-vs-raw Redis benchmark (one run, reports
 # the groups/s ratio and the client and redis-server CPU per group of both
 # sides) and offline tokens/s. Needs redis-server (make setup).
 .PHONY: advantage-bench

@@ -11,7 +11,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	toolredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -47,17 +47,17 @@ const (
 // queuedKey is the set of prompts already enqueued, by Prompt.Key (id in
 // iteration 0, id@k in iteration k), so enqueueing a prompt twice in one
 // iteration adds nothing and every iteration enqueues it anew.
-func queuedKey(k toolredis.Keys) string { return k.Prompts + ":queued" }
+func queuedKey(k stream.Keys) string { return k.Prompts + ":queued" }
 
 // Enqueue adds prompts to job's prompts stream, each with its iteration and,
 // when above 0, its MinPolicyVersion, skipping those already enqueued in that
 // iteration. It returns how many it added. A prompt id must not contain '@'
 // (see Prompt.Key).
 func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, prompts []Prompt) (int, error) {
-	if err := toolredis.ValidateJob(job); err != nil {
+	if err := stream.ValidateJob(job); err != nil {
 		return 0, err
 	}
-	keys := toolredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	added := 0
 	for _, p := range prompts {
 		if err := p.checkIdentity(); err != nil {
@@ -92,7 +92,7 @@ func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, pr
 }
 
 // entryIteration reads an entry's iteration field: absent is 0.
-func entryIteration(m toolredis.Message) (int, error) {
+func entryIteration(m stream.Message) (int, error) {
 	v, ok := m.Values[FieldIteration]
 	if !ok {
 		return 0, nil
@@ -106,7 +106,7 @@ func entryIteration(m toolredis.Message) (int, error) {
 }
 
 // entryMinPolicyVersion reads an entry's min_policy_version field: absent is 0.
-func entryMinPolicyVersion(m toolredis.Message) (int64, error) {
+func entryMinPolicyVersion(m stream.Message) (int64, error) {
 	v, ok := m.Values[FieldMinPolicyVersion]
 	if !ok {
 		return 0, nil
@@ -139,10 +139,10 @@ type RedisFeedOptions struct {
 // RedisFeed is the PromptFeed of a distributed worker.
 type RedisFeed struct {
 	client   goredis.UniversalClient
-	consumer *toolredis.Consumer
-	keys     toolredis.Keys
+	consumer *stream.Consumer
+	keys     stream.Keys
 	opts     RedisFeedOptions
-	buf      []toolredis.Message
+	buf      []stream.Message
 	// ids maps Prompt.Key to the entries delivered for it (the one being
 	// rolled out first), until Done acknowledges them all.
 	ids      map[string][]string
@@ -165,8 +165,8 @@ func NewRedisFeed(ctx context.Context, client goredis.UniversalClient, opts Redi
 	if opts.Poll <= 0 {
 		opts.Poll = 200 * time.Millisecond
 	}
-	keys := toolredis.JobKeys(opts.Job)
-	c, err := toolredis.NewConsumer(client, toolredis.ConsumerOptions{
+	keys := stream.JobKeys(opts.Job)
+	c, err := stream.NewConsumer(client, stream.ConsumerOptions{
 		Stream: keys.Prompts, Group: ActorsGroup, Consumer: opts.Consumer, DeadLetter: keys.Dead,
 		Count: 16, Block: 20 * time.Millisecond, ClaimIdle: opts.ClaimIdle,
 	})
@@ -243,7 +243,7 @@ func (f *RedisFeed) pop(ctx context.Context) (Prompt, bool, error) {
 		}
 		if err != nil {
 			f.DeadLetters++
-			if derr := f.consumer.DeadLetter(ctx, toolredis.DeadLetter{Message: m, Reason: "decode prompt: " + err.Error()}); derr != nil {
+			if derr := f.consumer.DeadLetter(ctx, stream.DeadLetter{Message: m, Reason: "decode prompt: " + err.Error()}); derr != nil {
 				return Prompt{}, false, derr
 			}
 			continue

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	toolredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 )
 
 // TestDistributedWorkersWriteEachGroupOnce enqueues prompts (twice: the
@@ -25,7 +25,7 @@ func TestDistributedWorkersWriteEachGroupOnce(t *testing.T) {
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer client.Close()
 	const job = "dist"
-	keys := toolredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 
 	set, err := ReadPrompts(writePrompts(t, 8), 0, false)
 	if err != nil {

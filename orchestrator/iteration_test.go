@@ -17,7 +17,7 @@ import (
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
-	toolredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -46,18 +46,18 @@ func readSink(t *testing.T, out, job string) []traj.Trajectory {
 			ts = append(ts, tr)
 		}
 	}
-	client, err := toolredis.Connect(context.Background(), out, toolredis.ConnectOptions{})
+	client, err := stream.Connect(context.Background(), out, stream.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	msgs, err := client.XRange(context.Background(), toolredis.JobKeys(job).Groups, "-", "+").Result()
+	msgs, err := client.XRange(context.Background(), stream.JobKeys(job).Groups, "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ts []traj.Trajectory
 	for _, m := range msgs {
-		g, err := toolredis.DecodeGroupEntry(toolredis.Message{ID: m.ID, Values: m.Values})
+		g, err := stream.DecodeGroupEntry(stream.Message{ID: m.ID, Values: m.Values})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestDistributedIterations(t *testing.T) {
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer client.Close()
 	const job = "distit"
-	keys := toolredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	set, err := ReadPrompts(writePrompts(t, 2), 0, false)
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +311,7 @@ func TestDistributedIterations(t *testing.T) {
 		t.Errorf("%d prompts still pending", p.Count)
 	}
 	dead, _ := client.XRange(ctx, keys.Dead, "-", "+").Result()
-	if len(dead) != 1 || !bytes.Contains([]byte(fmt.Sprint(dead[0].Values[toolredis.FieldReason])), []byte(FieldIteration)) {
+	if len(dead) != 1 || !bytes.Contains([]byte(fmt.Sprint(dead[0].Values[stream.FieldReason])), []byte(FieldIteration)) {
 		t.Errorf("dead letters %v, want the entry with iteration -1, its reason naming the field", dead)
 	}
 }

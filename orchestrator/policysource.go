@@ -8,7 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/policystore"
-	toolredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 )
 
 // PolicyRef names a published policy version: its number and the folder a
@@ -62,24 +62,24 @@ func (s *StorePolicySource) Latest(ctx context.Context) (PolicyRef, bool, error)
 func (s *StorePolicySource) String() string { return "policy store " + s.store.Dir() }
 
 // RedisPolicySource offers the version a job's Redis policy pointer
-// (toolrl:{job}:policy, set by redis.AnnouncePolicy) names. Its dir must be a
+// (toolrl:{job}:policy, set by stream.AnnouncePolicy) names. Its dir must be a
 // path this machine can open (a shared filesystem).
 type RedisPolicySource struct {
 	client goredis.UniversalClient
-	keys   toolredis.Keys
+	keys   stream.Keys
 }
 
 // NewRedisPolicySource reads job's policy pointer through client.
 func NewRedisPolicySource(client goredis.UniversalClient, job string) (*RedisPolicySource, error) {
-	if err := toolredis.ValidateJob(job); err != nil {
+	if err := stream.ValidateJob(job); err != nil {
 		return nil, err
 	}
-	return &RedisPolicySource{client: client, keys: toolredis.JobKeys(job)}, nil
+	return &RedisPolicySource{client: client, keys: stream.JobKeys(job)}, nil
 }
 
-// Latest reads the pointer (redis.ReadPolicy).
+// Latest reads the pointer (stream.ReadPolicy).
 func (s *RedisPolicySource) Latest(ctx context.Context) (PolicyRef, bool, error) {
-	p, ok, err := toolredis.ReadPolicy(ctx, s.client, s.keys)
+	p, ok, err := stream.ReadPolicy(ctx, s.client, s.keys)
 	if err != nil || !ok {
 		return PolicyRef{}, false, err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/policystore"
-	toolredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -361,7 +361,7 @@ func TestGateWaitsForMinPolicyVersion(t *testing.T) {
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer client.Close()
 	const job = "gate"
-	keys := toolredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	storeDir := t.TempDir()
 	store, err := policystore.Open(storeDir)
 	if err != nil {
@@ -370,7 +370,7 @@ func TestGateWaitsForMinPolicyVersion(t *testing.T) {
 	defer store.Close()
 	announce := func(v policystore.Version) {
 		t.Helper()
-		if err := toolredis.AnnouncePolicy(ctx, client, keys, toolredis.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: time.Now()}); err != nil {
+		if err := stream.AnnouncePolicy(ctx, client, keys, stream.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -485,7 +485,7 @@ func TestFollowingWorkerWaitsForNewEntries(t *testing.T) {
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer client.Close()
 	const job = "follow"
-	keys := toolredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	prompts := readPromptSet(t, 2)
 	if _, err := Enqueue(ctx, client, job, prompts); err != nil {
 		t.Fatal(err)

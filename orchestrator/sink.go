@@ -16,7 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/export"
-	toolredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -263,34 +263,34 @@ func rewardParts() []string {
 // the idempotent producer script, so a retried or resumed write never
 // duplicates a group. A write that fails on a connection error (the server
 // restarting, a failover) is retried with backoff for the URL's retry=
-// option (default redis.DefaultWriteRetry, 30 s), then the rollout fails.
+// option (default stream.DefaultWriteRetry, 30 s), then the rollout fails.
 type redisSink struct {
 	client   goredis.UniversalClient
-	producer *toolredis.Producer
+	producer *stream.Producer
 	job      string
 }
 
 func openRedisSink(ctx context.Context, url, job string) (*redisSink, error) {
-	if err := toolredis.ValidateJob(job); err != nil {
+	if err := stream.ValidateJob(job); err != nil {
 		return nil, err
 	}
-	retry, err := toolredis.WriteRetry(url)
+	retry, err := stream.WriteRetry(url)
 	if err != nil {
 		return nil, fmt.Errorf("out: %w", err)
 	}
-	client, err := toolredis.Connect(ctx, url, toolredis.ConnectOptions{})
+	client, err := stream.Connect(ctx, url, stream.ConnectOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("out %s: %w", toolredis.Redact(url), err)
+		return nil, fmt.Errorf("out %s: %w", stream.Redact(url), err)
 	}
 	return &redisSink{client: client, job: job,
-		producer: toolredis.NewProducer(client, toolredis.ProducerOptions{Groups: []string{"advantage"}, RetryFor: retry,
+		producer: stream.NewProducer(client, stream.ProducerOptions{Groups: []string{"advantage"}, RetryFor: retry,
 			OnRetry: func(err error, wait time.Duration) {
-				slog.Warn("redis sink: write failed, retrying", "out", toolredis.Redact(url), "err", err, "wait", wait, "retry_for", retry)
+				slog.Warn("redis sink: write failed, retrying", "out", stream.Redact(url), "err", err, "wait", wait, "retry_for", retry)
 			}})}, nil
 }
 
 func (s *redisSink) Completed(ctx context.Context) (map[string]bool, error) {
-	ids, err := s.client.SMembers(ctx, toolredis.JobKeys(s.job).GroupsWritten).Result()
+	ids, err := s.client.SMembers(ctx, stream.JobKeys(s.job).GroupsWritten).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read written groups: %w", err)
 	}
@@ -308,10 +308,10 @@ func (s *redisSink) WriteGroup(ctx context.Context, g *traj.Group) (bool, error)
 func (s *redisSink) Close() error { return s.client.Close() }
 
 // DisplayOut is how an output (a file path or a Redis URL) is printed: a
-// URL with its password and user name hidden (redis.Redact), a path as is.
+// URL with its password and user name hidden (stream.Redact), a path as is.
 func DisplayOut(out string) string {
 	if strings.Contains(out, "://") {
-		return toolredis.Redact(out)
+		return stream.Redact(out)
 	}
 	return out
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -33,7 +33,7 @@ const DriverConsumer = "train-driver"
 // records, publishes and announces the next version.
 func (r *run) distributed(ctx, work context.Context, client goredis.UniversalClient, first int, res *Result) error {
 	cfg := r.cfg
-	keys := toolrlredis.JobKeys(cfg.Rollout.ID)
+	keys := stream.JobKeys(cfg.Rollout.ID)
 	src, err := learner.NewStreamSource(work, client, learner.StreamOptions{
 		Job: cfg.Rollout.ID, Consumer: DriverConsumer, Size: 1 << 20, MaxWait: 200 * time.Millisecond, Logger: r.log,
 	})
@@ -47,8 +47,8 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 		}
 	}
 	announce := func(ctx context.Context, v policystore.Version) error {
-		err := toolrlredis.AnnouncePolicy(ctx, client, keys, toolrlredis.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: v.Manifest.Created})
-		if errors.Is(err, toolrlredis.ErrPolicyNotNewer) {
+		err := stream.AnnouncePolicy(ctx, client, keys, stream.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: v.Manifest.Created})
+		if errors.Is(err, stream.ErrPolicyNotNewer) {
 			return nil
 		}
 		return err
@@ -58,7 +58,7 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 	if err := r.announceStart(work, client, keys); err != nil {
 		return err
 	}
-	groups, err := toolrlredis.NewConsumer(client, toolrlredis.ConsumerOptions{
+	groups, err := stream.NewConsumer(client, stream.ConsumerOptions{
 		Stream: keys.Groups, Group: StatsGroup, Consumer: DriverConsumer, Count: 256, Block: 10 * time.Millisecond,
 		ClaimIdle: time.Hour, MaxDeliveries: -1,
 	})
@@ -160,8 +160,8 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 
 // announceStart points the job's policy key at the version the driver
 // starts from, unless it already names that version or a newer one.
-func (r *run) announceStart(ctx context.Context, client goredis.UniversalClient, keys toolrlredis.Keys) error {
-	p, found, err := toolrlredis.ReadPolicy(ctx, client, keys)
+func (r *run) announceStart(ctx context.Context, client goredis.UniversalClient, keys stream.Keys) error {
+	p, found, err := stream.ReadPolicy(ctx, client, keys)
 	if err != nil {
 		return err
 	}
@@ -180,8 +180,8 @@ func (r *run) announceStart(ctx context.Context, client goredis.UniversalClient,
 	if found && p.Version == v {
 		return nil
 	}
-	err = toolrlredis.AnnouncePolicy(ctx, client, keys, toolrlredis.PolicyPointer{Version: v, Dir: r.modelDir, PublishedAt: time.Now().UTC()})
-	if errors.Is(err, toolrlredis.ErrPolicyNotNewer) {
+	err = stream.AnnouncePolicy(ctx, client, keys, stream.PolicyPointer{Version: v, Dir: r.modelDir, PublishedAt: time.Now().UTC()})
+	if errors.Is(err, stream.ErrPolicyNotNewer) {
 		return nil
 	}
 	return err
@@ -197,9 +197,9 @@ type iterationSource struct {
 	// groups reads the job's groups stream through the driver's own
 	// consumer group, for the iteration's figures (the records carry no
 	// calls or answers); nil: no figures.
-	groups    *toolrlredis.Consumer
+	groups    *stream.Consumer
 	client    goredis.UniversalClient
-	keys      toolrlredis.Keys
+	keys      stream.Keys
 	groupSize int
 	timeout   time.Duration
 
@@ -307,7 +307,7 @@ func (s *iterationSource) readGroups(ctx context.Context) error {
 		ids := make([]string, 0, len(msgs))
 		for _, m := range msgs {
 			ids = append(ids, m.ID)
-			g, err := toolrlredis.DecodeGroupEntry(m)
+			g, err := stream.DecodeGroupEntry(m)
 			if err != nil {
 				continue // the advantage service dead-letters it
 			}

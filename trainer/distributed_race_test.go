@@ -11,7 +11,7 @@ import (
 	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/learner"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -47,7 +47,7 @@ func TestDriverWaitsForRecordsOfAGroupSeenDone(t *testing.T) {
 	defer driver.Close()
 	ctx := context.Background()
 	const job, G = "race", 4
-	keys := toolrlredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	gid := traj.GroupID(job, "p0", 1)
 	h := &commitOnCheck{commit: func(ctx context.Context) error {
 		_, err := writer.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
@@ -56,7 +56,7 @@ func TestDriverWaitsForRecordsOfAGroupSeenDone(t *testing.T) {
 				rec := traj.AdvantageRecord{Schema: traj.AdvantageSchema, TrajectoryID: fmt.Sprintf("%s/%d", gid, i), GroupID: gid, Iteration: 1,
 					SampleIndex: i, InputIDs: []int32{1, 2, 3, 4, 5}, PromptLen: 3, LossMask: traj.Mask{1, 1}, OldLogprobs: []float32{-1, -1},
 					Advantages: []float32{1, 1}, Mode: "outcome", Estimator: "grpo", Temperature: &temp}
-				data, err := toolrlredis.EncodeRecord(&rec)
+				data, err := stream.EncodeRecord(&rec)
 				if err != nil {
 					return err
 				}

@@ -19,7 +19,7 @@ import (
 	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/samefile"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 )
 
 // advantageMathFlags are the flags that choose the advantage math, shared by
@@ -251,14 +251,14 @@ stops reading, commits the batches in flight and exits with status 130.`,
 			if url == "" || job == "" {
 				return usageErrorf("advantage serve: --redis and --job are required")
 			}
-			if err := toolrlredis.ValidateJob(job); err != nil {
+			if err := stream.ValidateJob(job); err != nil {
 				return usageErrorf("advantage serve: --job: %v", err)
 			}
 			cfg, err := mathFlags.config()
 			if err != nil {
 				return err
 			}
-			if _, err := toolrlredis.ParseURL(url, toolrlredis.ConnectOptions{}); err != nil {
+			if _, err := stream.ParseURL(url, stream.ConnectOptions{}); err != nil {
 				return usageErrorf("advantage serve: --redis: %v", err)
 			}
 			if opts.RefBatch < 1 {
@@ -311,7 +311,7 @@ stops reading, commits the batches in flight and exits with status 130.`,
 func runAdvantageService(ctx context.Context, cmd *cobra.Command, url, listen string, opts advantage.ServiceOptions) error {
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	opts.Logger = logger
-	client, err := toolrlredis.Connect(ctx, url, toolrlredis.ConnectOptions{ClientName: "toolrl-advantage"})
+	client, err := stream.Connect(ctx, url, stream.ConnectOptions{ClientName: "toolrl-advantage"})
 	if err != nil {
 		return fmt.Errorf("advantage serve: %w", err)
 	}
@@ -338,7 +338,7 @@ func runAdvantageService(ctx context.Context, cmd *cobra.Command, url, listen st
 		}()
 		logger.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
 	}
-	logger.Info("advantage service", "redis", toolrlredis.Redact(url), "job", opts.Job)
+	logger.Info("advantage service", "redis", stream.Redact(url), "job", opts.Job)
 	if err := svc.Run(ctx); err != nil {
 		return fmt.Errorf("advantage serve: %w", err)
 	}

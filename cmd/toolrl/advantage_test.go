@@ -16,7 +16,7 @@ import (
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/tinymodel"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -205,7 +205,7 @@ func TestAdvantageCmdServeRefModel(t *testing.T) {
 	const job = "j"
 	model := tinymodel.Write(t, 3, nil)
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
-	client, err := toolrlredis.Connect(context.Background(), r.URL(), toolrlredis.ConnectOptions{})
+	client, err := stream.Connect(context.Background(), r.URL(), stream.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestAdvantageCmdServeRefModel(t *testing.T) {
 		a, b = append(a, advTrajectory("a", i, 3, float64(i))), append(b, advTrajectory("b", i, 3, float64(i%2)))
 	}
 	ga, gb := traj.NewGroup(a), traj.NewGroup(b)
-	p := toolrlredis.NewProducer(client, toolrlredis.ProducerOptions{})
+	p := stream.NewProducer(client, stream.ProducerOptions{})
 	if _, err := p.AddGroups(context.Background(), job, []*traj.Group{&ga, &gb}); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestAdvantageCmdServeRefModel(t *testing.T) {
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
-	keys := toolrlredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	deadline := time.Now().Add(60 * time.Second)
 	for n, _ := client.SCard(ctx, keys.GroupsDone).Result(); n < 2; n, _ = client.SCard(ctx, keys.GroupsDone).Result() {
 		select {
@@ -264,7 +264,7 @@ func TestAdvantageCmdServeRefModel(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, m := range msgs {
-		data, _ := m.Values[toolrlredis.FieldRecord].(string)
+		data, _ := m.Values[stream.FieldRecord].(string)
 		rec, err := traj.UnmarshalAdvantage([]byte(data))
 		if err != nil {
 			t.Fatal(err)

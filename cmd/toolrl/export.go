@@ -16,12 +16,12 @@ import (
 
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/samefile"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
 func newExportCmd() *cobra.Command {
-	var from, to, stream string
+	var from, to, which string
 	var rowsPerGroup int64
 	var parts []string
 	cmd := &cobra.Command{
@@ -61,12 +61,12 @@ over a JSONL input or a stream.`,
 			if rowsPerGroup < 0 {
 				return usageErrorf("export: --rows-per-group is %d, want ≥ 0", rowsPerGroup)
 			}
-			if stream != "groups" && stream != "advantages" {
-				return usageErrorf("export: --stream is %q, want groups or advantages", stream)
+			if which != "groups" && which != "advantages" {
+				return usageErrorf("export: --stream is %q, want groups or advantages", which)
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			src, err := newExportSource(ctx, from, stream)
+			src, err := newExportSource(ctx, from, which)
 			if err != nil {
 				return err
 			}
@@ -93,7 +93,7 @@ over a JSONL input or a stream.`,
 	f := cmd.Flags()
 	f.StringVar(&from, "from", "", "input: a .jsonl, .jsonl.gz or .parquet file, or redis://HOST:PORT/JOB")
 	f.StringVar(&to, "to", "", "output: FILE.parquet, FILE.jsonl or FILE.jsonl.gz")
-	f.StringVar(&stream, "stream", "groups", "with redis://: the stream to read, groups (trajectories) or advantages")
+	f.StringVar(&which, "stream", "groups", "with redis://: the stream to read, groups (trajectories) or advantages")
 	f.Int64Var(&rowsPerGroup, "rows-per-group", 0, fmt.Sprintf("Parquet rows per row group (0: %d)", export.DefaultRowsPerGroup))
 	f.StringSliceVar(&parts, "reward-parts", nil, "extra reward parts to give a reward_<part> column even if no record has them")
 	return cmd
@@ -194,7 +194,7 @@ type exportSource struct {
 	field  string
 }
 
-func newExportSource(ctx context.Context, from, stream string) (*exportSource, error) {
+func newExportSource(ctx context.Context, from, which string) (*exportSource, error) {
 	if !strings.HasPrefix(from, "redis://") && !strings.HasPrefix(from, "rediss://") {
 		if _, err := export.FormatOf(from); err != nil {
 			return nil, usageErrorf("export: --from: %v", err)
@@ -207,21 +207,21 @@ func newExportSource(ctx context.Context, from, stream string) (*exportSource, e
 	}
 	u, err := url.Parse(from)
 	if err != nil {
-		return nil, usageErrorf("export: --from %s does not parse", toolrlredis.Redact(from))
+		return nil, usageErrorf("export: --from %s does not parse", stream.Redact(from))
 	}
 	job := strings.Trim(u.Path, "/")
-	if err := toolrlredis.ValidateJob(job); err != nil {
-		return nil, usageErrorf("export: --from %s: the path names the job: %v", toolrlredis.Redact(from), err)
+	if err := stream.ValidateJob(job); err != nil {
+		return nil, usageErrorf("export: --from %s: the path names the job: %v", stream.Redact(from), err)
 	}
 	u.Path = ""
-	client, err := toolrlredis.Connect(ctx, u.String(), toolrlredis.ConnectOptions{ClientName: "toolrl-export"})
+	client, err := stream.Connect(ctx, u.String(), stream.ConnectOptions{ClientName: "toolrl-export"})
 	if err != nil {
 		return nil, err
 	}
-	keys := toolrlredis.JobKeys(job)
-	src := &exportSource{client: client, ctx: ctx, kind: export.Trajectories, stream: keys.Groups, field: toolrlredis.FieldGroup}
-	if stream == "advantages" {
-		src.kind, src.stream, src.field = export.Advantages, keys.Advantages, toolrlredis.FieldRecord
+	keys := stream.JobKeys(job)
+	src := &exportSource{client: client, ctx: ctx, kind: export.Trajectories, stream: keys.Groups, field: stream.FieldGroup}
+	if which == "advantages" {
+		src.kind, src.stream, src.field = export.Advantages, keys.Advantages, stream.FieldRecord
 	}
 	src.name = src.stream
 	last, err := client.XRevRangeN(ctx, src.stream, "+", "-", 1).Result()
@@ -246,7 +246,7 @@ func (s *exportSource) trajectories() (export.Reader[traj.Trajectory], error) {
 		return export.OpenTrajectories(s.path)
 	}
 	return &streamReader[traj.Trajectory]{src: s, decode: func(payload string) ([]traj.Trajectory, error) {
-		g, err := toolrlredis.DecodeGroup([]byte(payload))
+		g, err := stream.DecodeGroup([]byte(payload))
 		if err != nil {
 			return nil, err
 		}

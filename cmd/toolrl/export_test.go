@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -182,8 +182,8 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer client.Close()
 	const job = "export-job"
-	keys := toolrlredis.JobKeys(job)
-	producer := toolrlredis.NewProducer(client, toolrlredis.ProducerOptions{MaxBacklog: -1})
+	keys := stream.JobKeys(job)
+	producer := stream.NewProducer(client, stream.ProducerOptions{MaxBacklog: -1})
 	var want []traj.Trajectory
 	// More groups than one XRANGE page, so paging is exercised.
 	const groups = streamPage + 44
@@ -194,10 +194,10 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 			t.Fatalf("AddGroup: %v %v", ok, err)
 		}
 	}
-	if err := client.XGroupCreate(ctx, keys.Groups, toolrlredis.AdvantageGroup, "0").Err(); err != nil {
+	if err := client.XGroupCreate(ctx, keys.Groups, stream.AdvantageGroup, "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: toolrlredis.AdvantageGroup, Consumer: "c1", Streams: []string{keys.Groups, ">"}, Count: 1}).Result(); err != nil {
+	if _, err := client.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: stream.AdvantageGroup, Consumer: "c1", Streams: []string{keys.Groups, ">"}, Count: 1}).Result(); err != nil {
 		t.Fatal(err)
 	}
 	before := groupState(t, client, keys.Groups)
@@ -222,11 +222,11 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 		rec := traj.AdvantageRecord{Schema: traj.AdvantageSchema, TrajectoryID: tr.ID, GroupID: tr.GroupID, SampleIndex: tr.SampleIndex,
 			InputIDs: tr.Tokens, PromptLen: tr.PromptLen, LossMask: tr.LossMask, OldLogprobs: tr.Logprobs,
 			Advantages: []float32{1, 1, 0, 0, -1}, Reward: tr.Reward, Mode: "outcome", Estimator: "grpo"}
-		payload, err := toolrlredis.EncodeRecord(&rec)
+		payload, err := stream.EncodeRecord(&rec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Advantages, Values: []any{toolrlredis.FieldRecord, payload}}).Err(); err != nil {
+		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Advantages, Values: []any{stream.FieldRecord, payload}}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

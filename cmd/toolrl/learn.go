@@ -21,7 +21,7 @@ import (
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/models/train"
 	"github.com/toolrl/toolrl/policystore"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 )
 
 type learnFlags struct {
@@ -89,7 +89,7 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 	fs.StringVar(&f.refModel, "ref-model", "", "reference policy of the KL term for records without ref_logprobs (default: the --model folder, version 0)")
 	fs.StringVar(&f.metricsPath, "metrics", "", "append one JSON line of metrics per update to this file")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:9465", "with --redis: address for /metrics and /healthz (empty: none)")
-	fs.StringVar(&f.group, "group", toolrlredis.LearnerGroup, "with --redis: the learner's consumer group")
+	fs.StringVar(&f.group, "group", stream.LearnerGroup, "with --redis: the learner's consumer group")
 	fs.StringVar(&f.consumer, "consumer", "learner", "with --redis: consumer name (keep it across restarts: a restart finds its pending records by it)")
 	fs.IntVar(&f.batch, "batch", 0, "records per update (0: the whole file with --in, 256 with --redis)")
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Second, "with --redis: train on a partial batch after waiting this long")
@@ -162,10 +162,10 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 		return usageErrorf("learn: %v", err)
 	}
 	if f.redisURL != "" {
-		if err := toolrlredis.ValidateJob(f.job); err != nil {
+		if err := stream.ValidateJob(f.job); err != nil {
 			return usageErrorf("learn: --job: %v", err)
 		}
-		if _, err := toolrlredis.ParseURL(f.redisURL, toolrlredis.ConnectOptions{}); err != nil {
+		if _, err := stream.ParseURL(f.redisURL, stream.ConnectOptions{}); err != nil {
 			return usageErrorf("learn: --redis: %v", err)
 		}
 	}
@@ -219,7 +219,7 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 		defer fsrc.Close()
 		src = fsrc
 	} else {
-		client, err := toolrlredis.Connect(ctx, f.redisURL, toolrlredis.ConnectOptions{ClientName: "toolrl-learner"})
+		client, err := stream.Connect(ctx, f.redisURL, stream.ConnectOptions{ClientName: "toolrl-learner"})
 		if err != nil {
 			return fmt.Errorf("learn: %w", err)
 		}
@@ -230,10 +230,10 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 		}
 		src = ssrc
 		ro.SetAside = true
-		keys := toolrlredis.JobKeys(f.job)
+		keys := stream.JobKeys(f.job)
 		ro.Announce = func(ctx context.Context, v policystore.Version) error {
-			err := toolrlredis.AnnouncePolicy(ctx, client, keys, toolrlredis.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: v.Manifest.Created})
-			if errors.Is(err, toolrlredis.ErrPolicyNotNewer) {
+			err := stream.AnnouncePolicy(ctx, client, keys, stream.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: v.Manifest.Created})
+			if errors.Is(err, stream.ErrPolicyNotNewer) {
 				logger.Warn("learn: the Redis policy pointer already holds this version or a newer one; left as it is", "version", v.Number)
 				return nil
 			}
@@ -250,7 +250,7 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 			}
 			defer stopServer()
 		}
-		logger.Info("learner", "redis", toolrlredis.Redact(f.redisURL), "job", f.job, "group", f.group, "consumer", f.consumer)
+		logger.Info("learner", "redis", stream.Redact(f.redisURL), "job", f.job, "group", f.group, "consumer", f.consumer)
 	}
 	st, resumed, err := learner.ResumeFrom(ctx, l, store, src)
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/policystore"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -114,10 +114,10 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 		t.Fatal(err)
 	}
 	const job = "learn-cli"
-	keys := toolrlredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	recs := learnRecords(16, cfg.VocabSize)
 	for i := range recs {
-		data, err := toolrlredis.EncodeRecord(&recs[i])
+		data, err := stream.EncodeRecord(&recs[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,8 +168,8 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 		if m := addrRE.FindStringSubmatch(errOut.String()); m != nil {
 			addr = m[1]
 		}
-		p, perr := client.XPending(ctx, keys.Advantages, toolrlredis.LearnerGroup).Result()
-		ptr, found, _ := toolrlredis.ReadPolicy(ctx, client, keys)
+		p, perr := client.XPending(ctx, keys.Advantages, stream.LearnerGroup).Result()
+		ptr, found, _ := stream.ReadPolicy(ctx, client, keys)
 		if addr != "" && perr == nil && p.Count == 0 && found && ptr.Version == 2 {
 			break
 		}
@@ -236,7 +236,7 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 	if _, _, err := learner.LoadModel(latest.Dir); err != nil {
 		t.Errorf("latest v%d does not load: %v", latest.Number, err)
 	}
-	ptr, found, err := toolrlredis.ReadPolicy(ctx, client, keys)
+	ptr, found, err := stream.ReadPolicy(ctx, client, keys)
 	if err != nil || !found || ptr.Version != latest.Number || ptr.Dir != latest.Dir || latest.Number != 2 {
 		t.Errorf("policy pointer %+v (found %v, %v), store latest v%d at %s; want both at version 2", ptr, found, err, latest.Number, latest.Dir)
 	}

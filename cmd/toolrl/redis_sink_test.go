@@ -11,7 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 )
 
 // TestRolloutRedisSinkOpenErrors runs the rollout in-process against Redis
@@ -84,7 +84,7 @@ func TestRolloutRedisSinkSurvivesRestart(t *testing.T) {
 	defer client.Close()
 	ctx := context.Background()
 	const job, limit = "restart", 256
-	keys := toolrlredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 
 	p := startToolrlProc(t, bin, "rollout", "rollout", "--model", filepath.Join(root, "models", "calc"),
 		"--prompts", filepath.Join(root, "data", "calc", "prompts.jsonl"), "--limit", "256", "--group-size", "4",
@@ -115,7 +115,7 @@ func TestRolloutRedisSinkSurvivesRestart(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for _, e := range entries {
-		id, _ := e.Values[toolrlredis.FieldGroupID].(string)
+		id, _ := e.Values[stream.FieldGroupID].(string)
 		seen[id]++
 	}
 	if len(seen) != limit || len(entries) != limit {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/orchestrator"
-	toolredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 )
 
 func newRolloutCmd() *cobra.Command {
@@ -289,9 +289,9 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 		return usageErrorf("--redis needs --job J: the job names the streams workers share")
 	}
 	ctx := cmd.Context()
-	client, err := toolredis.Connect(ctx, dist.url, toolredis.ConnectOptions{})
+	client, err := stream.Connect(ctx, dist.url, stream.ConnectOptions{})
 	if err != nil {
-		return fmt.Errorf("redis %s: %w", toolredis.Redact(dist.url), err)
+		return fmt.Errorf("redis %s: %w", stream.Redact(dist.url), err)
 	}
 	defer client.Close()
 	if !dist.worker {
@@ -311,7 +311,7 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "enqueued %d prompts (%d already queued, %d malformed lines skipped) into %s\n",
-			n, len(set.Prompts)-n, len(set.Skipped), toolredis.JobKeys(job.ID).Prompts)
+			n, len(set.Prompts)-n, len(set.Skipped), stream.JobKeys(job.ID).Prompts)
 		return nil
 	}
 	if job.Out == "" {

@@ -23,7 +23,7 @@ import (
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -252,7 +252,7 @@ func TestRolloutWorkerFollowsAndWatches(t *testing.T) {
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer client.Close()
 	const job = "follow"
-	keys := toolrlredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	enqueue := func(iteration int) {
 		t.Helper()
 		var ps []orchestrator.Prompt
@@ -334,7 +334,7 @@ func TestRolloutWorkerFollowsAndWatches(t *testing.T) {
 	}
 	versions := map[string]int64{}
 	for _, m := range msgs {
-		g, err := toolrlredis.DecodeGroupEntry(toolrlredis.Message{ID: m.ID, Values: m.Values})
+		g, err := stream.DecodeGroupEntry(stream.Message{ID: m.ID, Values: m.Values})
 		if err != nil {
 			t.Fatal(err)
 		}

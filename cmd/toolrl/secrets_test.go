@@ -13,7 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 )
 
 // runWithEnv runs the binary in dir with extra environment variables; a process
@@ -80,12 +80,12 @@ func TestNoVerbPrintsARedisPassword(t *testing.T) {
 		env  []string
 	}{
 		{"password in url", func(p string) string { return "redis://:" + password + "@" + srv.Addr + "/" + p }, nil},
-		{"password in env", func(p string) string { return "redis://" + srv.Addr + "/" + p }, []string{toolrlredis.PasswordEnv + "=" + password}},
+		{"password in env", func(p string) string { return "redis://" + srv.Addr + "/" + p }, []string{stream.PasswordEnv + "=" + password}},
 		{"password= option", func(p string) string { return "redis://" + srv.Addr + "/" + p + "?password=" + password }, nil},
 		{"lone userinfo", func(p string) string { return "redis://" + password + "@" + srv.Addr + "/" + p }, nil},
 		{"wrong password", func(p string) string { return "redis://:" + wrong + "@" + srv.Addr + "/" + p }, nil},
 		{"wrong lone userinfo", func(p string) string { return "redis://" + wrong + "@" + srv.Addr + "/" + p }, nil},
-		{"wrong env", func(p string) string { return "redis://" + srv.Addr + "/" + p }, []string{toolrlredis.PasswordEnv + "=" + wrong}},
+		{"wrong env", func(p string) string { return "redis://" + srv.Addr + "/" + p }, []string{stream.PasswordEnv + "=" + wrong}},
 	}
 	verbs := []struct {
 		name string

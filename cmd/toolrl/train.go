@@ -15,7 +15,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/trainer"
 )
 
@@ -121,17 +121,17 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 		mode = "async (one version of staleness)"
 	}
 	if redisURL != "" {
-		if _, err := toolrlredis.ParseURL(redisURL, toolrlredis.ConnectOptions{}); err != nil {
+		if _, err := stream.ParseURL(redisURL, stream.ConnectOptions{}); err != nil {
 			return usageErrorf("train: --redis: %v", err)
 		}
-		client, err := toolrlredis.Connect(ctx, redisURL, toolrlredis.ConnectOptions{ClientName: "toolrl-train"})
+		client, err := stream.Connect(ctx, redisURL, stream.ConnectOptions{ClientName: "toolrl-train"})
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 		defer client.Close()
 		opts.Redis = client
 		mode += fmt.Sprintf(", distributed on %s (job %s: start workers with toolrl rollout --worker --follow --watch redis --redis URL --job %s, and toolrl advantage serve --redis URL --job %s)",
-			toolrlredis.Redact(redisURL), cfg.Rollout.ID, cfg.Rollout.ID, cfg.Rollout.ID)
+			stream.Redact(redisURL), cfg.Rollout.ID, cfg.Rollout.ID, cfg.Rollout.ID)
 	}
 	fmt.Fprintf(stderr, "train: %d iterations × %d prompts × G=%d, %s, out %s\n",
 		cfg.Iterations, cfg.PromptsPerIteration, cfg.Rollout.GroupSize, mode, cfg.Out)

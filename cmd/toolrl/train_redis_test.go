@@ -22,7 +22,7 @@ import (
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
-	toolrlredis "github.com/toolrl/toolrl/redis"
+	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/trainer"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -209,7 +209,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer client.Close()
 	ctx := context.Background()
-	keys := toolrlredis.JobKeys(job)
+	keys := stream.JobKeys(job)
 	root := testsupport.RepoRoot(t)
 	dir := t.TempDir()
 	cfgPath := writeTrainConfig(t, dir, job, maxStale)
@@ -284,7 +284,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	// pending, kill it if it still has them (else let it go on and watch
 	// the next group), at the latest once iteration 2's groups are written.
 	svcPending := func() int64 {
-		p, err := client.XPending(ctx, keys.Groups, toolrlredis.AdvantageGroup).Result()
+		p, err := client.XPending(ctx, keys.Groups, stream.AdvantageGroup).Result()
 		if err != nil {
 			return 0
 		}
@@ -364,7 +364,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	}
 	sampled := map[string]int64{}
 	for _, e := range groupEntries {
-		g, err := toolrlredis.DecodeGroupEntry(toolrlredis.Message{ID: e.ID, Values: e.Values})
+		g, err := stream.DecodeGroupEntry(stream.Message{ID: e.ID, Values: e.Values})
 		if err != nil {
 			t.Fatalf("groups entry %s: %v", e.ID, err)
 		}
@@ -402,7 +402,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	scored := map[string]int{}
 	trajectories := map[string]bool{}
 	for _, e := range recEntries {
-		rec, err := toolrlredis.DecodeRecordEntry(toolrlredis.Message{ID: e.ID, Values: e.Values})
+		rec, err := stream.DecodeRecordEntry(stream.Message{ID: e.ID, Values: e.Values})
 		if err != nil {
 			t.Fatalf("advantages entry %s: %v", e.ID, err)
 		}
@@ -483,7 +483,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	if len(trained) != smallGroupSize*len(iterationOf) {
 		t.Errorf("%d records trained, want %d", len(trained), smallGroupSize*len(iterationOf))
 	}
-	ptr, found, err := toolrlredis.ReadPolicy(ctx, client, keys)
+	ptr, found, err := stream.ReadPolicy(ctx, client, keys)
 	if err != nil || !found || ptr.Version != smallIterations || filepath.Clean(ptr.Dir) != filepath.Clean(latest.Dir) {
 		t.Errorf("policy pointer %+v (found %v, %v), want version %d at %s", ptr, found, err, smallIterations, latest.Dir)
 	}

@@ -1,4 +1,4 @@
-// Package redis is toolrl's Redis stream layer: the per-job key layout (all
+// Package stream is toolrl's Redis stream layer: the per-job key layout (all
 // keys of a job share the hash tag {job}, so one Redis Cluster slot holds
 // them), connecting from a URL to a single server, Sentinel or Cluster, a
 // producer with backpressure and an idempotent group writer, and a generic
@@ -14,4 +14,4 @@
 //
 // Everything takes a goredis.UniversalClient (github.com/redis/go-redis/v9),
 // and is safe for concurrent use unless a type says otherwise.
-package redis
+package stream

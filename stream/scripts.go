@@ -1,4 +1,4 @@
-package redis
+package stream
 
 import goredis "github.com/redis/go-redis/v9"
 
