@@ -125,7 +125,13 @@ func kvTensor(shape ortgo.Shape, buf []byte, t ortgo.TensorElementDataType) (ort
 	if len(buf) == 0 {
 		buf = make([]byte, 1)
 	}
-	return ortgo.NewCustomDataTensor(shape, buf, t)
+	// Not return NewCustomDataTensor(...): its nil *CustomDataTensor would
+	// be a non-nil Value, and a caller that destroys what it got would panic.
+	v, err := ortgo.NewCustomDataTensor(shape, buf, t)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // halfToFloat converts IEEE 754 binary16 values (little-endian bytes) to

@@ -121,10 +121,18 @@ func create[T, R any](path string, opts WriterOptions, c *codec[T], rows *rowCod
 	if opts.Append && format != JSONL {
 		return nil, fmt.Errorf("create %s: Append needs a plain .jsonl file, not %s", path, format)
 	}
+	// Not return createParquet(...): a nil *parquetWriter in a Writer is a
+	// non-nil interface, and a caller's deferred Close would panic on it.
+	var w Writer[T]
 	if format == Parquet {
-		return createParquet(path, opts, rows)
+		w, err = createParquet(path, opts, rows)
+	} else {
+		w, err = createJSONL(path, format, opts, c)
 	}
-	return createJSONL(path, format, opts, c)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func open[T, R any](path string, c *codec[T], rows *rowCodec[T, R]) (Reader[T], error) {
@@ -132,10 +140,17 @@ func open[T, R any](path string, c *codec[T], rows *rowCodec[T, R]) (Reader[T], 
 	if err != nil {
 		return nil, err
 	}
+	// A nil interface on error, not a nil *parquetReader (see create).
+	var r Reader[T]
 	if format == Parquet {
-		return openParquet(path, rows)
+		r, err = openParquet(path, rows)
+	} else {
+		r, err = openJSONL(path, format, c)
 	}
-	return openJSONL(path, format, c)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Copy reads every record of src and writes it to dst, in batches, and
