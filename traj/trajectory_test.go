@@ -338,63 +338,10 @@ func TestGroupIDAndTrajectoryIDCarryTheIteration(t *testing.T) {
 	}
 }
 
-// iterationGroup is a valid group of two trajectories sampled in iteration k.
-func iterationGroup(k int) Group {
-	a, b := sample(), sample()
-	for i, tr := range []*Trajectory{&a, &b} {
-		tr.Iteration, tr.SampleIndex = k, i
-		tr.GroupID, tr.ID = GroupID(tr.JobID, tr.PromptID, k), TrajectoryID(tr.JobID, tr.PromptID, k, i)
-	}
-	return NewGroup([]Trajectory{a, b})
-}
-
-func TestIterationSchemaV2(t *testing.T) {
-	// Iteration 0 is omitted on the wire (plain rollouts write what they
-	// wrote before), k > 0 written, and both round trip.
-	g0 := iterationGroup(0)
-	data, err := MarshalGroup(&g0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(data), "iteration") {
-		t.Errorf("iteration 0 written: %s", data)
-	}
-	g := iterationGroup(2)
-	if g.Iteration != 2 || g.GroupID != "job/p1@2" {
-		t.Fatalf("NewGroup took iteration %d, id %q from its trajectories", g.Iteration, g.GroupID)
-	}
-	data, err = MarshalGroup(&g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), `"prompt_id":"p1","iteration":2,"policy_version"`) ||
-		!strings.Contains(string(data), `"prompt_id":"p1","iteration":2,"group_id":"job/p1@2"`) {
-		t.Errorf("iteration not written where expected: %s", data)
-	}
-	back, err := UnmarshalGroup(data)
-	if err != nil || !reflect.DeepEqual(back, g) {
-		t.Fatalf("group round trip: %v", err)
-	}
-
-	// A group's trajectories share its iteration.
+// TestIterationV1 (the v2 side is in iteration_test.go): v1 data has no
+// iteration, so a v1 line or group carrying one is not v1 data.
+func TestIterationV1(t *testing.T) {
 	var fe *FieldError
-	bad := iterationGroup(2)
-	bad.Trajectories[1].Iteration = 1
-	if err := bad.Validate(); !errors.As(err, &fe) || fe.Field != "trajectories[1].iteration" {
-		t.Errorf("member of another iteration: %v, want a trajectories[1].iteration field error", err)
-	}
-	bad = iterationGroup(2)
-	bad.Iteration = 0
-	if err := bad.Validate(); !errors.As(err, &fe) || fe.Field != "trajectories[0].iteration" {
-		t.Errorf("group iteration disagrees with its members: %v", err)
-	}
-	bad = iterationGroup(0)
-	bad.Iteration = -1
-	if err := bad.Validate(); !errors.As(err, &fe) || fe.Field != "iteration" {
-		t.Errorf("negative group iteration: %v", err)
-	}
-
-	// v1 data has no iteration: a v1 line carrying one is not v1 data.
 	v1 := strings.Replace(v1Line, `"prompt_id":"p",`, `"prompt_id":"p","iteration":1,`, 1)
 	if _, err := UnmarshalTrajectory([]byte(v1)); !errors.As(err, &fe) || fe.Field != "iteration" || fe.Record != "old/p/0" {
 		t.Errorf("v1 line with iteration: %v, want an iteration field error", err)
@@ -403,37 +350,5 @@ func TestIterationSchemaV2(t *testing.T) {
 	gv1 := Group{Schema: TrajectorySchemaV1, GroupID: old.GroupID, JobID: old.JobID, PromptID: old.PromptID, Iteration: 1, Trajectories: []Trajectory{old}}
 	if err := gv1.Validate(); !errors.As(err, &fe) || fe.Field != "iteration" {
 		t.Errorf("v1 group with iteration: %v, want an iteration field error", err)
-	}
-}
-
-func TestAdvantageRecordIteration(t *testing.T) {
-	tr := iterationGroup(3).Trajectories[1]
-	r := AdvantageRecord{
-		Schema: AdvantageSchema, TrajectoryID: tr.ID, GroupID: tr.GroupID, Iteration: tr.Iteration, SampleIndex: tr.SampleIndex,
-		Temperature: tr.Temperature, InputIDs: tr.Tokens, PromptLen: tr.PromptLen, LossMask: tr.LossMask, OldLogprobs: tr.Logprobs,
-		Advantages: make([]float32, len(tr.LossMask)), Reward: tr.Reward, Mode: "outcome", Estimator: "grpo",
-	}
-	data, err := MarshalAdvantage(&r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), `"trajectory_id":"job/p1@3/1","group_id":"job/p1@3","iteration":3,"sample_index":1`) {
-		t.Errorf("iteration not written after group_id: %s", data)
-	}
-	if back, err := UnmarshalAdvantage(data); err != nil || !reflect.DeepEqual(back, r) {
-		t.Fatalf("round trip: %v", err)
-	}
-	var fe *FieldError
-	r.Iteration = -2
-	if err := r.Validate(); !errors.As(err, &fe) || fe.Field != "iteration" || fe.Record != tr.ID {
-		t.Errorf("negative iteration: %v", err)
-	}
-	r.Iteration, r.Schema, r.Temperature = 1, AdvantageSchemaV1, nil
-	if err := r.Validate(); !errors.As(err, &fe) || fe.Field != "iteration" {
-		t.Errorf("v1 record with iteration: %v", err)
-	}
-	r.Iteration = 0
-	if err := r.Validate(); err != nil {
-		t.Errorf("v1 record: %v", err)
 	}
 }
