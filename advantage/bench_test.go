@@ -36,8 +36,11 @@ func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
 			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, 0, k), JobID: job, PromptID: prompt,
 			GroupID: traj.GroupID(job, prompt, 0), GroupSize: g, SampleIndex: k, PolicyVersion: 1, Seed: rng.Uint64(), Temperature: &temperature,
 			Model: traj.ModelRef{Name: "synthetic"}, PromptLen: min(32, stepLen), FinishReason: traj.FinishStop,
-			Reward: traj.Reward{Total: float64(rng.IntN(2)), Parts: map[string]float64{"outcome": 1, "call_cost": -0.1}},
 		}
+		// The rollout's rewards: the parts sum to the total, and so do the
+		// step rewards (the outcome is paid to the last step).
+		outcome := float64(rng.IntN(2))
+		t.Reward = traj.Reward{Total: outcome - 0.2, Parts: map[string]float64{"outcome": outcome, "call_cost": -0.2}}
 		for j := 0; j < t.PromptLen; j++ {
 			t.Tokens = append(t.Tokens, int32(rng.IntN(32000)))
 		}
@@ -51,7 +54,7 @@ func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
 				t.RefLogprobs = append(t.RefLogprobs, -float32(rng.ExpFloat64()))
 			}
 			pos += stepLen
-			t.StepRewards = append(t.StepRewards, rng.Float64())
+			t.StepRewards = append(t.StepRewards, -0.1)
 			if s < 2 {
 				n := stepLen / 2
 				t.Segments = append(t.Segments, traj.Segment{Kind: traj.SegmentTool, Turn: s, Start: pos, End: pos + n,
@@ -65,6 +68,7 @@ func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
 				pos += n
 			}
 		}
+		t.StepRewards[2] = outcome
 		trs[k] = t
 	}
 	gr := traj.NewGroup(trs)
