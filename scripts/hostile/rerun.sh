@@ -130,6 +130,42 @@ tools:
       start_timeout: 2s
 YAML
 check "5 mcp server that never answers" fail 'sleep' -- "$TOOLRL" tools list --tools "$WORK/mcp.yaml"
+# 4. The python sandbox: a private /proc, no user namespaces, no leftovers.
+printf 'tools:\n  - type: python\n    timeout: 3s\n' >"$WORK/py.yaml"
+check "4 python sees only its own processes" 0 '^[1-3]$' -- "$TOOLRL" tools call --tools "$WORK/py.yaml" python \
+	'{"code": "import os\nprint(len([p for p in os.listdir(\"/proc\") if p.isdigit()]))"}'
+check "4 python cannot unshare(CLONE_NEWUSER)" 0 'denied' -- "$TOOLRL" tools call --tools "$WORK/py.yaml" python \
+	'{"code": "import ctypes\nr = ctypes.CDLL(None, use_errno=True).unshare(0x10000000)\nprint(\"allowed\" if r == 0 else \"denied\")"}'
+export TMPDIR="$WORK/tmp"; mkdir -p "$TMPDIR"
+check "4 python timed-out call" fail 'timeout' -- "$TOOLRL" tools call --tools "$WORK/py.yaml" python '{"code": "while True: pass"}'
+check "4 python ... no temporary folder left" 0 '' -- test -z "$(ls -A "$TMPDIR")"
+unset TMPDIR
+# 14. The HTTP tool strips terminal control sequences from a response.
+HPORT=$((PORT + 1))
+python3 - "$HPORT" <<'PY' >/dev/null 2>&1 &
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = b"\x1b]0;owned-title\x07\x1b[31mred\x1b[0m 42"
+        self.send_response(200); self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+PIDS+=($!)
+for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$HPORT") 2>/dev/null && break; sleep 0.1; done
+cat >"$WORK/http.yaml" <<YAML
+tools:
+  - type: http
+    function:
+      name: echo
+      description: returns text with escape sequences
+      parameters: {type: object, properties: {}}
+    settings:
+      url: http://127.0.0.1:$HPORT/
+YAML
+check "14 http tool strips control sequences" 0 '^red 42$' -- "$TOOLRL" tools call --tools "$WORK/http.yaml" echo '{}'
 # 9. A 4-second redis-server restart during a rollout to Redis.
 (sleep 3; redis-cli -p "$PORT" -a "$SECRET" --no-auth-warning shutdown >/dev/null 2>&1; sleep 4; start_redis "$PORT" "$SECRET") &
 RESTARTER=$!
