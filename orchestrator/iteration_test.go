@@ -165,12 +165,12 @@ func TestFedIterationsWriteEachGroupOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed := func(iterations ...int) *sliceFeed {
-		f := &sliceFeed{}
+	feed := func(iterations ...int) *PromptList {
+		f := &PromptList{}
 		for _, k := range iterations {
 			p := set.Prompts[0]
 			p.Iteration = k
-			f.prompts = append(f.prompts, p)
+			f.Prompts = append(f.Prompts, p)
 		}
 		return f
 	}
@@ -197,7 +197,7 @@ func TestFedIterationsWriteEachGroupOnce(t *testing.T) {
 	}
 	// A fed prompt must name a group unambiguously.
 	bad := feed(0)
-	bad.prompts[0].ID = "p00@1"
+	bad.Prompts[0].ID = "p00@1"
 	job := tinyJob(model, "fed", filepath.Join(t.TempDir(), "bad.jsonl"))
 	if _, err := quietRun(t, context.Background(), job, RunOptions{Feed: bad}); err == nil {
 		t.Error("a fed prompt id with '@' was sampled")

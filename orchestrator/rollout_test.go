@@ -224,7 +224,7 @@ func TestRolloutStopsCleanlyOnCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed.prompts = set.Prompts
+	feed.Prompts = set.Prompts
 	sum, err := quietRun(t, ctx, job, RunOptions{Feed: feed})
 	if err != nil {
 		t.Fatal(err)
@@ -249,13 +249,13 @@ func TestRolloutStopsCleanlyOnCancel(t *testing.T) {
 
 // cancelAfter feeds prompts and cancels the run's context once n were taken.
 type cancelAfter struct {
-	sliceFeed
+	PromptList
 	n      int
 	cancel context.CancelFunc
 }
 
 func (f *cancelAfter) Next(ctx context.Context, block bool) (Prompt, bool, error) {
-	p, ok, err := f.sliceFeed.Next(ctx, block)
+	p, ok, err := f.PromptList.Next(ctx, block)
 	if f.next == f.n {
 		f.cancel()
 	}

@@ -64,22 +64,6 @@ type PromptFeed interface {
 	Done(ctx context.Context, p Prompt) error
 }
 
-// sliceFeed feeds prompts read from a file.
-type sliceFeed struct {
-	prompts []Prompt
-	next    int
-}
-
-func (f *sliceFeed) Next(ctx context.Context, block bool) (Prompt, bool, error) {
-	if f.next >= len(f.prompts) {
-		return Prompt{}, false, nil
-	}
-	f.next++
-	return f.prompts[f.next-1], true, nil
-}
-
-func (f *sliceFeed) Done(context.Context, Prompt) error { return nil }
-
 // groupRun is one prompt's group in flight.
 type groupRun struct {
 	prompt Prompt
@@ -301,7 +285,7 @@ func (r *runner) open(ctx context.Context) error {
 			}
 			kept = append(kept, p)
 		}
-		r.feed = &sliceFeed{prompts: kept}
+		r.feed = &PromptList{Prompts: kept}
 		total = len(kept)
 	}
 	r.progress = NewProgress(r.opts.ProgressOut, total, r.log)

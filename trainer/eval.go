@@ -47,9 +47,9 @@ func Evaluate(ctx context.Context, job orchestrator.Job, prompts []orchestrator.
 		return EvalMetrics{}, nil, err
 	}
 	job.Batch = max(job.Batch, job.GroupSize)
-	sink := &memorySink{}
+	sink := &orchestrator.MemorySink{}
 	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
-		Logger: logger, ProgressOut: io.Discard, Feed: &promptList{prompts: prompts}, Sink: sink,
+		Logger: logger, ProgressOut: io.Discard, Feed: &orchestrator.PromptList{Prompts: prompts}, Sink: sink,
 	})
 	if err != nil {
 		return EvalMetrics{}, nil, fmt.Errorf("evaluate %s (version %d): %w", job.Model, job.PolicyVersion, err)
@@ -58,14 +58,14 @@ func Evaluate(ctx context.Context, job orchestrator.Job, prompts []orchestrator.
 	if len(splitBy) > 0 {
 		ev.Split = map[string]map[string]RolloutStats{}
 		for _, field := range splitBy {
-			split, err := splitGroups(field, sink.groups, &job)
+			split, err := splitGroups(field, sink.Groups, &job)
 			if err != nil {
-				return ev, sink.groups, err
+				return ev, sink.Groups, err
 			}
 			ev.Split[field] = split
 		}
 	}
-	return ev, sink.groups, nil
+	return ev, sink.Groups, nil
 }
 
 // splitGroups splits the groups by the value of the prompts' meta field

@@ -362,14 +362,14 @@ func (r *run) promptsFor(k int) []orchestrator.Prompt {
 func (r *run) rollout(ctx context.Context, k int, dir string, version int64) ([]traj.Group, *orchestrator.Summary, error) {
 	job := r.cfg.Rollout
 	job.Model, job.PolicyVersion = dir, version
-	sink := &memorySink{}
+	sink := &orchestrator.MemorySink{}
 	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
-		Logger: r.log, ProgressOut: io.Discard, Feed: &promptList{prompts: r.promptsFor(k)}, Sink: sink,
+		Logger: r.log, ProgressOut: io.Discard, Feed: &orchestrator.PromptList{Prompts: r.promptsFor(k)}, Sink: sink,
 	})
 	if err != nil {
 		return nil, sum, err
 	}
-	return sink.groups, sum, nil
+	return sink.Groups, sum, nil
 }
 
 // iterate computes the advantages of one iteration's groups, takes the
@@ -435,29 +435,3 @@ func writeLine(f *os.File, v any) error {
 	_, err = f.Write(append(line, '\n'))
 	return err
 }
-
-// memorySink keeps the groups a rollout writes.
-type memorySink struct{ groups []traj.Group }
-
-func (s *memorySink) Completed(context.Context) (map[string]bool, error) { return nil, nil }
-func (s *memorySink) WriteGroup(_ context.Context, g *traj.Group) (bool, error) {
-	s.groups = append(s.groups, *g)
-	return true, nil
-}
-func (s *memorySink) Close() error { return nil }
-
-// promptList feeds a fixed list of prompts.
-type promptList struct {
-	prompts []orchestrator.Prompt
-	next    int
-}
-
-func (f *promptList) Next(context.Context, bool) (orchestrator.Prompt, bool, error) {
-	if f.next >= len(f.prompts) {
-		return orchestrator.Prompt{}, false, nil
-	}
-	f.next++
-	return f.prompts[f.next-1], true, nil
-}
-
-func (f *promptList) Done(context.Context, orchestrator.Prompt) error { return nil }
