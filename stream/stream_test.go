@@ -13,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -26,26 +27,22 @@ func connect(t *testing.T, url string) goredis.UniversalClient {
 	return c
 }
 
+// testGroup is prompt's group of g in job: a call whose text needs JSON
+// escaping, its result, an answer; a logprob in exponent notation; reward
+// i/3 and step rewards 0.1 and i for sample i.
 func testGroup(job, prompt string, g int) *traj.Group {
-	trs := make([]traj.Trajectory, g)
-	temperature := 0.7
-	for i := range trs {
-		trs[i] = traj.Trajectory{
-			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, 0, i), JobID: job, PromptID: prompt,
-			GroupID: traj.GroupID(job, prompt, 0), GroupSize: g, SampleIndex: i, PolicyVersion: 3, Temperature: &temperature,
-			Model: traj.ModelRef{Name: "m"}, Tokens: []int32{1, 2, 3, 4, 5}, PromptLen: 2,
-			LossMask: traj.Mask{1, 0, 1}, Logprobs: []float32{-0.5, 0, -1.25e-7},
-			Segments: []traj.Segment{
-				{Kind: traj.SegmentModel, Start: 0, End: 1, Text: "<call> & \"q\""},
-				{Kind: traj.SegmentTool, Start: 1, End: 2, Result: &traj.ToolResult{OK: true, Content: "<r>"}},
-				{Kind: traj.SegmentModel, Turn: 1, Start: 2, End: 3},
-			},
-			FinishReason: traj.FinishStop, Reward: traj.Reward{Total: float64(i) / 3, Parts: map[string]float64{"outcome": 1}},
-			StepRewards: []float64{0.1, float64(i)},
-		}
-	}
-	gr := traj.NewGroup(trs)
-	return &gr
+	return iterationGroup(job, prompt, g, 0)
+}
+
+// iterationGroup is testGroup sampled in iteration k of the closed loop.
+func iterationGroup(job, prompt string, g, k int) *traj.Group {
+	return trajtest.Group(trajtest.Options{Job: job, Prompt: prompt, Iteration: k, Size: g, PolicyVersion: 3, Temperature: trajtest.Temperature(0.7), Model: "m",
+		Steps: []trajtest.Step{{Model: 1, Tool: 1, Reward: 0.1, Text: "<call> & \"q\"", Result: &traj.ToolResult{OK: true, Content: "<r>"}}, {Model: 1}},
+		Sample: func(i int, t *traj.Trajectory) {
+			t.Logprobs[0], t.Logprobs[2] = -0.5, -1.25e-7
+			t.Reward = traj.Reward{Total: float64(i) / 3, Parts: map[string]float64{"outcome": 1}}
+			t.StepRewards[1] = float64(i)
+		}})
 }
 
 func TestCodecMatchesTraj(t *testing.T) {
@@ -132,17 +129,6 @@ func TestAddGroupIsIdempotent(t *testing.T) {
 	if len(msgs) != 2 || msgs[1].Values[FieldSchema] != traj.TrajectorySchemaV1 {
 		t.Errorf("v1 group entry: %v", msgs)
 	}
-}
-
-// iterationGroup is testGroup sampled in iteration k of the closed loop.
-func iterationGroup(job, prompt string, g, k int) *traj.Group {
-	gr := testGroup(job, prompt, g)
-	gr.Iteration, gr.GroupID = k, traj.GroupID(job, prompt, k)
-	for i := range gr.Trajectories {
-		t := &gr.Trajectories[i]
-		t.Iteration, t.GroupID, t.ID = k, gr.GroupID, traj.TrajectoryID(job, prompt, k, i)
-	}
-	return gr
 }
 
 // TestAddGroupKeysByVersionedGroupID: one prompt's groups of iterations 0, 1

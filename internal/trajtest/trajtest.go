@@ -164,18 +164,6 @@ func group(trs []traj.Trajectory) *traj.Group {
 	return &g
 }
 
-// Rename gives g (and its trajectories) the identity of prompt's group of
-// job in iteration: ids, job, prompt and iteration, as if it had been built
-// with those Options.
-func Rename(g *traj.Group, job, prompt string, iteration int) {
-	g.GroupID, g.JobID, g.PromptID, g.Iteration = traj.GroupID(job, prompt, iteration), job, prompt, iteration
-	for i := range g.Trajectories {
-		t := &g.Trajectories[i]
-		t.JobID, t.PromptID, t.Iteration, t.GroupID = job, prompt, iteration, g.GroupID
-		t.ID = traj.TrajectoryID(job, prompt, iteration, t.SampleIndex)
-	}
-}
-
 // AsV1 makes g what toolrl wrote before schema v2: group and trajectories
 // toolrl.trajectory/v1, without temperature (and iteration 0, which v1
 // data always has).
