@@ -23,7 +23,11 @@ BENCH_TARGETS :=
 
 -include mk/*.mk
 
-.PHONY: setup ort redis build test lint bench fuzz clean run
+.PHONY: help setup ort redis build test lint bench fuzz clean run
+
+## help: this list, from the "## target: what" comments of Makefile and mk/*.mk
+help:
+	@awk '/^## [A-Za-z0-9_.-]+: / { sub(/^## /, ""); i = index($$0, ": "); printf "  %-22s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }' $(filter Makefile mk/%.mk,$(MAKEFILE_LIST))
 
 ## setup: the ONNX Runtime library (from npm onnxruntime-node) and redis-server
 setup: ort redis
@@ -60,18 +64,44 @@ test: setup $(TEST_DEPS)
 	$(GO) test -count=1 $(PLAIN_PKGS)
 	GOEXPERIMENT=simd $(GO) test -count=1 ./models/train
 
-## lint: gofmt and go vet
-lint:
+# staticcheck is installed by `make lint` into .deps (its version in the path,
+# so that a new version is installed beside the old one). Checks turned off,
+# each with its reason, are in staticcheck.conf.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(DEPS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+
+$(STATICCHECK):
+	@echo "lint: installing staticcheck $(STATICCHECK_VERSION) into $(@D)"
+	@GOBIN=$(abspath $(@D)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+## lint: gofmt, go vet and staticcheck (models/train also with GOEXPERIMENT=simd, its GEMM kernel)
+lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	GOEXPERIMENT=simd $(GO) vet ./models/train
+	$(STATICCHECK) ./...
+	GOEXPERIMENT=simd $(STATICCHECK) ./models/train
 
 ## bench: every benchmark, ratios measured in one run
 bench: setup $(BENCH_TARGETS)
 
-## fuzz: 60 s on the trajectory decoder
-fuzz:
-	$(GO) test ./traj -run '^$$' -fuzz FuzzDecodeValidate -fuzztime 60s
+# Every func Fuzz* in a _test.go file (found by git grep, so a new target is
+# fuzzed without being listed here), in path order, then file order:
+# export, models/safetensors, tokenizer, tools/calculator, tools, traj.
+# FUZZ_PATHS narrows it to some folders (make fuzz FUZZ_PATHS=tokenizer).
+FUZZTIME   ?= 30s
+FUZZ_PATHS ?= .
 
+## fuzz: every fuzz target in the tree, FUZZTIME each (default 30s; FUZZ_PATHS=dir ... for some)
+fuzz:
+	@git grep --untracked -o '^func Fuzz[A-Za-z0-9_]*' -- $(foreach p,$(FUZZ_PATHS),'$(p)/*_test.go') \
+	| sed -E 's#^(.*)/[^/]*:func (Fuzz.*)$$#\1 \2#' \
+	| while read -r dir name; do \
+		echo "fuzz: ./$$dir $$name for $(FUZZTIME)"; \
+		$(GO) test "./$$dir" -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
+## clean: bin/ and out/
 clean:
 	rm -rf bin out
 

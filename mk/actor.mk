@@ -28,9 +28,8 @@ $(ACTOR_NPM_STAMP): scripts/actor/package.json scripts/actor/package-lock.json
 	@touch $@
 
 ## bench-actor: actor throughput, overhead, peer ratio and RSS, one run
-bench-actor: ort actor-npm
-	@mkdir -p bin out
-	$(GO) build -o bin/toolrl ./cmd/toolrl
+bench-actor: ort actor-npm build
+	@mkdir -p out
 	@test -f $(ACTOR_TINY_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape tiny --seed 1 --out $(ACTOR_TINY_DIR) >/dev/null
 	@test -f $(ACTOR_135M_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --out $(ACTOR_135M_DIR) >/dev/null
 	@set -o pipefail; bin/toolrl bench actor --model $(ACTOR_TINY_DIR) --model $(ACTOR_135M_DIR) \

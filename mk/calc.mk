@@ -13,17 +13,28 @@ CALC_EVAL_BIN := out/calc/toolrl
 
 .PHONY: model model-data model-eval
 
+# Everything is built into $(CALC_STAGE) first; the committed folder and
+# prompt files are replaced only once all of it has been built, so a failed
+# or interrupted run leaves them as they were.
+CALC_STAGE := out/calc/stage
+
+## model: rebuild data/calc and models/calc from scratch, deterministically (about 24 minutes; not in make test)
 model:
-	@mkdir -p out/calc $(dir $(CALC_PROMPTS)) $(dir $(CALC_RL_PROMPTS))
+	@mkdir -p out/calc
 	GOEXPERIMENT=simd $(GO) build -o $(CALC_BIN) ./cmd/toolrl
-	rm -rf $(CALC_DIR) && mkdir -p $(CALC_DIR)
-	$(CALC_BIN) model data --split test --out $(CALC_PROMPTS)
-	$(CALC_BIN) model data --split rl --out $(CALC_RL_PROMPTS)
-	$(CALC_BIN) model tokenizer --out $(CALC_DIR)/tokenizer.json
-	set -o pipefail; $(CALC_BIN) model train --out $(CALC_DIR) $(CALC_TRAIN_FLAGS) 2>&1 | tee out/calc/train.log
+	rm -rf $(CALC_STAGE) && mkdir -p $(CALC_STAGE)/data $(CALC_STAGE)/model
+	$(CALC_BIN) model data --split test --out $(CALC_STAGE)/data/prompts.jsonl
+	$(CALC_BIN) model data --split rl --out $(CALC_STAGE)/data/rl.jsonl
+	$(CALC_BIN) model tokenizer --out $(CALC_STAGE)/model/tokenizer.json
+	set -o pipefail; $(CALC_BIN) model train --out $(CALC_STAGE)/model $(CALC_TRAIN_FLAGS) 2>&1 | tee out/calc/train.log
+	mkdir -p $(dir $(CALC_PROMPTS)) $(dir $(CALC_RL_PROMPTS)) $(dir $(CALC_DIR))
+	mv -f $(CALC_STAGE)/data/prompts.jsonl $(CALC_PROMPTS)
+	mv -f $(CALC_STAGE)/data/rl.jsonl $(CALC_RL_PROMPTS)
+	rm -rf $(CALC_DIR).old && if [ -e $(CALC_DIR) ]; then mv $(CALC_DIR) $(CALC_DIR).old; fi
+	mv $(CALC_STAGE)/model $(CALC_DIR) && rm -rf $(CALC_DIR).old
 	@cd $(CALC_DIR) && sha256sum $$(find . -type f | sort) && sha256sum $(CURDIR)/$(CALC_PROMPTS) $(CURDIR)/$(CALC_RL_PROMPTS)
 
-# The two prompt sets only (no training): the held-out test set and the RL set.
+## model-data: rewrite only data/calc's two prompt sets, held-out and RL (no training)
 model-data:
 	@mkdir -p out/calc $(dir $(CALC_PROMPTS)) $(dir $(CALC_RL_PROMPTS))
 	$(GO) build -o $(CALC_EVAL_BIN) ./cmd/toolrl
@@ -34,6 +45,7 @@ model-data:
 # Measure the shipped policy on the held-out prompts, T=1.0, G=8, seed 1,
 # through the orchestrator (trainer.Evaluate: the rollout's loop, tools and
 # rewards), overall and by meta.difficulty.
+## model-eval: the shipped policy on the held-out prompts (T=1, G=8, seed 1), overall and by difficulty
 model-eval:
 	@mkdir -p out/calc
 	$(GO) build -o $(CALC_EVAL_BIN) ./cmd/toolrl

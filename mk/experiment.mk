@@ -11,8 +11,10 @@ EXP_SEEDS ?= 1 2
 
 .PHONY: experiment experiment-ablations
 
+## experiment: plain GRPO vs tool-use RL, seeds EXP_SEEDS, into docs/experiment/main/
 experiment: setup build
 	scripts/experiment/run.sh $(EXP_OUT)/main docs/experiment/main "$(EXP_SEEDS)" grpo toolrl
 
+## experiment-ablations: the ablation arms, seed 1, into docs/experiment/ablations/
 experiment-ablations: setup build
 	scripts/experiment/run.sh $(EXP_OUT)/ablations docs/experiment/ablations "1" toolrl-outcome toolrl-drgrpo toolrl-outcome-drgrpo call-bonus

@@ -11,5 +11,6 @@ BENCH_TARGETS += bench-learner
 
 .PHONY: bench-learner
 
+## bench-learner: Learner.Update tokens/s and the GEMM share of CPU (GOEXPERIMENT=simd)
 bench-learner:
 	GOEXPERIMENT=simd $(GO) test -run '^$$' -bench 'LearnerUpdate' -benchtime 10x ./learner

@@ -13,6 +13,7 @@ BENCH_TARGETS += bench-models
 
 .PHONY: models-npm interop-models bench-models
 
+## models-npm: npm install of transformers.js for the interop tests (idempotent)
 models-npm: $(MODELS_NPM_STAMP)
 
 $(MODELS_NPM_STAMP): scripts/models/package.json scripts/models/package-lock.json
@@ -20,13 +21,13 @@ $(MODELS_NPM_STAMP): scripts/models/package.json scripts/models/package-lock.jso
 	@ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefix scripts/models --no-audit --no-fund --silent >/dev/null
 	@touch $@
 
+## interop-models: transformers.js loads a built tiny folder and decodes the Go reference's greedy tokens
 interop-models: ort models-npm
 	$(GO) test -count=1 -v -run 'TestTransformersJSInterop' ./models/llama
 
-$(MODELS_BENCH_DIR)/onnx/model.onnx:
-	@mkdir -p bin
-	$(GO) build -o bin/toolrl ./cmd/toolrl
+$(MODELS_BENCH_DIR)/onnx/model.onnx: | build
 	bin/toolrl model build --random --shape smollm2-135m --seed 1 --out $(MODELS_BENCH_DIR)
 
+## bench-models: ORT against the Go reference on the random SmolLM2-135M-shaped model (built into out/)
 bench-models: ort $(MODELS_BENCH_DIR)/onnx/model.onnx
 	TOOLRL_BENCH_MODEL=$(abspath $(MODELS_BENCH_DIR)) $(GO) test -run '^$$' -bench 'SmolLM2' -benchtime 3x ./models/llama

@@ -25,15 +25,12 @@ tokenizer-unicode: tokenizer-deps
 	$(GO) run ./tokenizer/internal/genunicode
 
 ## tokenizer-diff: encode/decode SEED-seeded random strings (COUNT, default 2000) with the reference and toolrl tokenize
-tokenizer-diff: tokenizer-deps
-	@mkdir -p bin
-	$(GO) build -o bin/toolrl ./cmd/toolrl
+tokenizer-diff: tokenizer-deps build
 	node $(TOKENIZER_SCRIPTS)/diff.js bin/toolrl $(or $(SEED),1) $(or $(COUNT),2000)
 
-## fuzz-tokenizer: 60 s each on the scanner-vs-regexp2 and encode/decode round-trip fuzz targets
-fuzz-tokenizer:
-	$(GO) test ./tokenizer -run '^$$' -fuzz FuzzScannerVsRegexp2 -fuzztime 60s
-	$(GO) test ./tokenizer -run '^$$' -fuzz FuzzRoundTrip -fuzztime 60s
+## fuzz-tokenizer: make fuzz on tokenizer/ only (round trip, scanner vs regexp2), FUZZTIME each
+fuzz-tokenizer: FUZZ_PATHS = tokenizer
+fuzz-tokenizer: fuzz
 
 ## bench-tokenizer: Go vs the npm reference on the same corpus, one run, ratios
 bench-tokenizer: tokenizer-deps
