@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -48,7 +49,7 @@ func FuzzParquetRoundTrip(f *testing.F) {
 			t.Fatal(err)
 		}
 		r, err := OpenTrajectories(path)
-		got := readAll(t, r, err)
+		got := trajtest.ReadAll(t, r, err)
 		if len(got) != 1 {
 			t.Fatalf("read %d records", len(got))
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -22,10 +22,9 @@ import (
 // without arguments, extreme integers and float32 values.
 func edgeTrajectories() []traj.Trajectory {
 	base := func(id string) traj.Trajectory {
-		return traj.Trajectory{
-			Schema: traj.TrajectorySchema, ID: "edge/" + id + "/0", JobID: "edge", PromptID: id, GroupID: "edge/" + id,
-			GroupSize: 1, Model: traj.ModelRef{Name: "m"}, Tokens: []int32{5, 6}, PromptLen: 2, FinishReason: traj.FinishLength,
-		}
+		t := trajtest.Trajectory(trajtest.Options{Job: "edge", Prompt: id, Model: "m", PromptTokens: []int32{5, 6}, Steps: []trajtest.Step{}}, 0)
+		t.StepRewards, t.FinishReason = nil, traj.FinishLength
+		return t
 	}
 	emptyNil := base("empty-nil") // loss_mask, logprobs, segments are null in JSON
 	emptyLists := base("empty-lists")
@@ -58,18 +57,10 @@ func edgeTrajectories() []traj.Trajectory {
 func edgeAdvantages() []traj.AdvantageRecord {
 	var out []traj.AdvantageRecord
 	for _, t := range edgeTrajectories() {
-		a := traj.AdvantageRecord{
-			Schema: traj.AdvantageSchema, TrajectoryID: t.ID, GroupID: t.GroupID, PolicyVersion: t.PolicyVersion,
-			Temperature: t.Temperature, InputIDs: t.Tokens, PromptLen: t.PromptLen, LossMask: t.LossMask, OldLogprobs: t.Logprobs,
-			RefLogprobs: t.RefLogprobs, Reward: t.Reward, StepRewards: t.StepRewards, Segments: t.Segments,
-			Mode: "outcome", Estimator: "rloo",
-		}
-		if t.LossMask != nil {
-			a.Advantages = make([]float32, len(t.LossMask))
-		}
+		a := trajtest.Record(t, 0)
+		a.Estimator = "rloo"
 		if len(t.RefLogprobs) > 0 {
 			a.KL = make([]float32, len(t.LossMask)) // KL may come without a named estimator
-			a.Advantages[0] = float32(math.Inf(1)) * 0
 			a.Advantages[0] = -3.5
 		}
 		out = append(out, a)
@@ -124,25 +115,6 @@ func writeAll[T any](t *testing.T, w Writer[T], recs []T) {
 	}
 }
 
-func readAll[T any](t *testing.T, r Reader[T], err error) []T {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	defer r.Close()
-	var out []T
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("Next after %d records: %v", len(out), err)
-		}
-		out = append(out, rec)
-	}
-}
-
 func compareRecords[T any](t *testing.T, got, want []T, marshal func(*T) ([]byte, error), wantLines [][]byte) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -174,7 +146,7 @@ func TestTrajectoriesRoundTripEveryFormat(t *testing.T) {
 			}
 			writeAll(t, w, in)
 			r, err := OpenTrajectories(path)
-			compareRecords(t, readAll(t, r, err), want, traj.MarshalTrajectory, lines)
+			compareRecords(t, trajtest.ReadAll(t, r, err), want, traj.MarshalTrajectory, lines)
 		})
 	}
 }
@@ -191,7 +163,7 @@ func TestAdvantagesRoundTripEveryFormat(t *testing.T) {
 			}
 			writeAll(t, w, in)
 			r, err := OpenAdvantages(path)
-			compareRecords(t, readAll(t, r, err), want, traj.MarshalAdvantage, lines)
+			compareRecords(t, trajtest.ReadAll(t, r, err), want, traj.MarshalAdvantage, lines)
 		})
 	}
 }
@@ -278,7 +250,7 @@ func TestWritersRejectNonFiniteValues(t *testing.T) {
 					t.Fatal(err)
 				}
 				r, err := OpenAdvantages(path)
-				if got := readAll(t, r, err); len(got) != 0 {
+				if got := trajtest.ReadAll(t, r, err); len(got) != 0 {
 					t.Errorf("a rejected batch wrote %d records", len(got))
 				}
 			})
@@ -392,7 +364,7 @@ func TestJSONLOfGroupsYieldsTrajectories(t *testing.T) {
 	gz.Close()
 	f.Close()
 	r, err := OpenTrajectories(path)
-	got := readAll(t, r, err)
+	got := trajtest.ReadAll(t, r, err)
 	want, lines := viaJSON(t, ts, traj.MarshalTrajectory, traj.UnmarshalTrajectory)
 	compareRecords(t, got, want, traj.MarshalTrajectory, lines)
 	if kind, err := DetectKind(path); err != nil || kind != Trajectories {
@@ -533,7 +505,7 @@ func TestJSONLAppendCutsTornLine(t *testing.T) {
 	}
 	writeAll(t, w, ts[3:])
 	r, err := OpenTrajectories(path)
-	got := readAll(t, r, err)
+	got := trajtest.ReadAll(t, r, err)
 	want, lines := viaJSON(t, ts, traj.MarshalTrajectory, traj.UnmarshalTrajectory)
 	compareRecords(t, got, want, traj.MarshalTrajectory, lines)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -61,9 +62,9 @@ func TestV1FilesStillRead(t *testing.T) {
 				t.Errorf("DetectKind(%s) = %v, %v", apath, kind, err)
 			}
 			tr, err := OpenTrajectories(tpath)
-			compareRecords(t, readAll(t, tr, err), ts, traj.MarshalTrajectory, tlines)
+			compareRecords(t, trajtest.ReadAll(t, tr, err), ts, traj.MarshalTrajectory, tlines)
 			ar, err := OpenAdvantages(apath)
-			compareRecords(t, readAll(t, ar, err), as, traj.MarshalAdvantage, alines)
+			compareRecords(t, trajtest.ReadAll(t, ar, err), as, traj.MarshalAdvantage, alines)
 			if _, err := ScanRewardParts(apath); err != nil {
 				t.Errorf("ScanRewardParts(%s): %v", apath, err)
 			}
@@ -85,7 +86,7 @@ func TestV1RecordsConvertToV2Parquet(t *testing.T) {
 	}
 	writeAll(t, w, ts)
 	r, err := OpenTrajectories(jpath)
-	compareRecords(t, readAll(t, r, err), ts, traj.MarshalTrajectory, tlines)
+	compareRecords(t, trajtest.ReadAll(t, r, err), ts, traj.MarshalTrajectory, tlines)
 
 	ppath := filepath.Join(dir, "t.parquet")
 	if w, err = CreateTrajectories(ppath, WriterOptions{}); err != nil {
@@ -97,7 +98,7 @@ func TestV1RecordsConvertToV2Parquet(t *testing.T) {
 		t.Fatalf("Stat: %s = %q, %v; want %s", MetaSchema, info.Metadata[MetaSchema], err, traj.TrajectorySchema)
 	}
 	r, err = OpenTrajectories(ppath)
-	got := readAll(t, r, err)
+	got := trajtest.ReadAll(t, r, err)
 	if len(got) != len(ts) {
 		t.Fatalf("read %d records, wrote %d", len(got), len(ts))
 	}
@@ -157,7 +158,7 @@ func TestTemperatureColumn(t *testing.T) {
 	}
 	writeAll(t, w, in)
 	r, err := OpenAdvantages(path)
-	got := readAll(t, r, err)
+	got := trajtest.ReadAll(t, r, err)
 	for i := range in {
 		if !reflect.DeepEqual(got[i].Temperature, in[i].Temperature) {
 			t.Fatalf("record %d: temperature %v, wrote %v", i, got[i].Temperature, in[i].Temperature)
@@ -188,10 +189,10 @@ func TestFilesWithoutIterationRead(t *testing.T) {
 		}
 	}
 	tr, err := OpenTrajectories("testdata/v2-pre-iteration-trajectories.parquet")
-	got := readAll(t, tr, err)
+	got := trajtest.ReadAll(t, tr, err)
 	compareRecords(t, got, ts, traj.MarshalTrajectory, tlines)
 	ar, err := OpenAdvantages("testdata/v2-pre-iteration-advantages.parquet")
-	gotA := readAll(t, ar, err)
+	gotA := trajtest.ReadAll(t, ar, err)
 	compareRecords(t, gotA, as, traj.MarshalAdvantage, alines)
 	for i := range got {
 		if got[i].Iteration != 0 || got[i].Temperature == nil {
@@ -233,7 +234,7 @@ func TestIterationColumn(t *testing.T) {
 	}
 	writeAll(t, w, in)
 	r, err := OpenTrajectories(path)
-	got := readAll(t, r, err)
+	got := trajtest.ReadAll(t, r, err)
 	for i := range in {
 		if got[i].Iteration != in[i].Iteration || got[i].GroupID != in[i].GroupID {
 			t.Fatalf("record %d: iteration %d of %s, wrote %d of %s", i, got[i].Iteration, got[i].GroupID, in[i].Iteration, in[i].GroupID)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -77,7 +78,7 @@ func TestEmptyFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := OpenAdvantages(pq)
-	if got := readAll(t, r, err); len(got) != 0 {
+	if got := trajtest.ReadAll(t, r, err); len(got) != 0 {
 		t.Errorf("read %d records from an empty file", len(got))
 	}
 	info, err := Stat(pq)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -345,7 +346,7 @@ func TestReadParquetThatDuckDBRewrote(t *testing.T) {
 		t.Fatalf("DetectKind of the rewritten file = %v, %v", kind, err)
 	}
 	r, err := OpenAdvantages(rewritten)
-	compareRecords(t, readAll(t, r, err), advantages, traj.MarshalAdvantage, lines)
+	compareRecords(t, trajtest.ReadAll(t, r, err), advantages, traj.MarshalAdvantage, lines)
 
 	trajectories, tlines := viaJSON(t, allTrajectories(), traj.MarshalTrajectory, traj.UnmarshalTrajectory)
 	tpath := filepath.Join(dir, "t.parquet")
@@ -355,7 +356,7 @@ func TestReadParquetThatDuckDBRewrote(t *testing.T) {
 	}
 	writeAll(t, tw, trajectories)
 	tr, err := OpenTrajectories(rewrite(tpath))
-	compareRecords(t, readAll(t, tr, err), trajectories, traj.MarshalTrajectory, tlines)
+	compareRecords(t, trajtest.ReadAll(t, tr, err), trajectories, traj.MarshalTrajectory, tlines)
 
 	// A v1 file (no temperature column) rewritten: no metadata either, so the
 	// kind comes from the columns, and the records read as v2 without
@@ -374,7 +375,7 @@ func TestReadParquetThatDuckDBRewrote(t *testing.T) {
 		t.Fatalf("DetectKind of the rewritten v1 file = %v, %v", kind, err)
 	}
 	r, err = OpenAdvantages(rewritten)
-	got := readAll(t, r, err)
+	got := trajtest.ReadAll(t, r, err)
 	if len(got) != len(v1) {
 		t.Fatalf("rewritten v1 file: %d records, want %d", len(got), len(v1))
 	}
