@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
-	"github.com/toolrl/toolrl/traj"
 )
 
 // smallConfig is a quick loop on the default policy: 3 iterations of 8 RL
@@ -71,7 +72,8 @@ func TestTrainThreeIterations(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	versions := map[int]map[int64]int{}
-	for _, tr := range testsupport.ReadJSONLines[traj.Trajectory](t, filepath.Join(outA, TrajectoriesFile)) {
+	r, err := export.OpenTrajectories(filepath.Join(outA, TrajectoriesFile))
+	for _, tr := range trajtest.ReadAll(t, r, err) {
 		if versions[tr.Iteration] == nil {
 			versions[tr.Iteration] = map[int64]int{}
 		}
