@@ -15,6 +15,7 @@ import (
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/tinymodel"
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -58,24 +59,11 @@ func quietRun(t *testing.T, ctx context.Context, job Job, opts RunOptions) (*Sum
 	return Run(ctx, job, opts)
 }
 
+// readTrajectories reads a file of trajectories with export's reader.
 func readTrajectories(t *testing.T, path string) []traj.Trajectory {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []traj.Trajectory
-	for i, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		tr, err := traj.UnmarshalTrajectory(line)
-		if err != nil {
-			t.Fatalf("%s:%d: %v", path, i+1, err)
-		}
-		out = append(out, tr)
-	}
-	return out
+	r, err := export.OpenTrajectories(path)
+	return trajtest.ReadAll(t, r, err)
 }
 
 func TestRolloutWritesWholeValidGroupsAndIsReproducible(t *testing.T) {
@@ -326,27 +314,14 @@ func TestRolloutToParquetResumes(t *testing.T) {
 	for _, tr := range readTrajectories(t, jsonl) {
 		want[tr.ID] = fmt.Sprint(tr.Tokens, tr.Logprobs, tr.Reward.Total)
 	}
-	r, err := export.OpenTrajectories(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	n := 0
-	for {
-		tr, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
+	got := readTrajectories(t, out)
+	for _, tr := range got {
 		if got := fmt.Sprint(tr.Tokens, tr.Logprobs, tr.Reward.Total); got != want[tr.ID] {
 			t.Errorf("%s differs between the Parquet and the JSONL run", tr.ID)
 		}
 	}
-	if n != 16 {
-		t.Fatalf("parquet holds %d trajectories, want 16", n)
+	if len(got) != 16 {
+		t.Fatalf("parquet holds %d trajectories, want 16", len(got))
 	}
 }
 
