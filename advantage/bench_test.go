@@ -20,6 +20,7 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // syntheticGroup is a realistic-sized group: g trajectories with a prompt of
@@ -92,7 +93,7 @@ func benchGroups(n, g, stepLen int) ([]*traj.Group, [][]byte) {
 	payloads := make([][]byte, n)
 	for i := range groups {
 		groups[i] = syntheticGroup("bench", i, g, stepLen)
-		payloads[i], _ = stream.EncodeGroup(groups[i])
+		payloads[i], _ = wire.EncodeGroup(groups[i])
 	}
 	return groups, payloads
 }
@@ -482,13 +483,13 @@ func TestWriteSyntheticTrajectories(t *testing.T) {
 // BenchmarkServiceDecode is the service's per-group decode (lean codec, strict,
 // validated) of one benchmark group (8 × 288 tokens, 60 KB).
 func BenchmarkServiceDecode(b *testing.B) {
-	data, err := stream.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
+	data, err := wire.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(data)))
 	for i := 0; i < b.N; i++ {
-		if _, _, err := decodeWireGroup(data); err != nil {
+		if _, _, err := wire.DecodeGroupArrays(data); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -497,11 +498,11 @@ func BenchmarkServiceDecode(b *testing.B) {
 // BenchmarkServiceComputeEncode is Compute (hybrid, k3) plus writing the
 // group's 8 records.
 func BenchmarkServiceComputeEncode(b *testing.B) {
-	data, err := stream.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
+	data, err := wire.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, raws, err := decodeWireGroup(data)
+	g, raws, err := wire.DecodeGroupArrays(data)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -514,7 +515,7 @@ func BenchmarkServiceComputeEncode(b *testing.B) {
 			b.Fatal(err)
 		}
 		for k := range recs {
-			if buf, err = appendRecord(buf[:0], &recs[k], &raws[k]); err != nil {
+			if buf, err = wire.AppendRecord(buf[:0], &recs[k], &raws[k]); err != nil {
 				b.Fatal(err)
 			}
 		}

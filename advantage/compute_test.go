@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 const tol = 1e-6
@@ -391,12 +392,12 @@ func TestDocsWorkedExample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := traj.UnmarshalGroup(data)
+		g, err := wire.DecodeGroup(data)
 		if err != nil {
 			t.Fatalf("%s: %v", c.file, err)
 		}
-		wire, raws, err := decodeWireGroup(data)
-		if err != nil || !reflect.DeepEqual(*wire, g) {
+		arrays, raws, err := wire.DecodeGroupArrays(data)
+		if err != nil || !reflect.DeepEqual(*arrays, g) {
 			t.Fatalf("%s: the service's decoder: %v", c.file, err)
 		}
 		cfg := DefaultConfig()
@@ -410,8 +411,8 @@ func TestDocsWorkedExample(t *testing.T) {
 			if recs[i].Schema != traj.AdvantageSchema || !reflect.DeepEqual(recs[i].Temperature, c.temperature) {
 				t.Errorf("%s record %d: schema %s temperature %v, want %s and %v", c.file, i, recs[i].Schema, recs[i].Temperature, traj.AdvantageSchema, c.temperature)
 			}
-			want, _ := traj.MarshalAdvantage(&recs[i])
-			got, err := appendRecord(nil, &recs[i], &raws[i])
+			want, _ := wire.EncodeRecord(&recs[i])
+			got, err := wire.AppendRecord(nil, &recs[i], &raws[i])
 			if err != nil || string(got) != string(want) {
 				t.Errorf("%s record %d: the service's encoder: %v\n got %s\nwant %s", c.file, i, err, got, want)
 			}

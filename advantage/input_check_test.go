@@ -11,6 +11,7 @@ import (
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // badRewards are rewards the advantage stage must refuse, each with the words
@@ -33,12 +34,12 @@ func TestServiceDeadLettersInconsistentReward(t *testing.T) {
 	for _, tc := range badRewards {
 		g := streamGroup("job", 3)
 		g.Trajectories[1].Reward = tc.reward
-		payload, err := stream.EncodeGroup(g)
+		payload, err := wire.EncodeGroup(g)
 		if err != nil && !math.IsInf(tc.reward.Total, 0) {
 			t.Fatal(err)
 		}
 		if err != nil { // the encoder refuses +Inf: write the JSON by hand
-			good, _ := stream.EncodeGroup(streamGroup("job", 3))
+			good, _ := wire.EncodeGroup(streamGroup("job", 3))
 			payload = []byte(strings.Replace(string(good), `"reward":{"total":`, `"reward":{"total":1e999,"x":`, 1))
 		}
 		wg := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}})
@@ -53,7 +54,7 @@ func TestServiceDeadLettersInconsistentReward(t *testing.T) {
 	// Rounding noise is not an error: parts that sum to the total only in exact arithmetic.
 	g := streamGroup("job", 3)
 	g.Trajectories[0].Reward = traj.Reward{Total: 0.3, Parts: map[string]float64{"outcome": 0.1, "format": 0.2}}
-	payload, _ := stream.EncodeGroup(g)
+	payload, _ := wire.EncodeGroup(g)
 	if wg := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}}); wg.err != nil {
 		t.Errorf("0.1 + 0.2 = 0.3 refused: %v", wg.err)
 	}

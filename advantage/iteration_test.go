@@ -13,6 +13,7 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // iterationGroup is prompt's group of job sampled in iteration k: its own
@@ -49,7 +50,7 @@ func TestServiceOutputsEachIterationOfAPromptOnce(t *testing.T) {
 	}
 	// The same group again, around the producer's written set: a second
 	// entry of iteration 1.
-	data, err := stream.EncodeGroup(groups[1])
+	data, err := wire.EncodeGroup(groups[1])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // ServiceOptions configures a Service. Job is required; the rest have the
@@ -356,14 +357,14 @@ func outputBytes(o *stream.Output) int {
 	return n
 }
 
-// wireGroup is one groups-stream entry, decoded with the lean codec of
-// wire.go, or the reason it goes to the dead letters.
+// wireGroup is one groups-stream entry, decoded (wire.DecodeGroupArrays),
+// or the reason it goes to the dead letters.
 type wireGroup struct {
 	m       stream.Message
 	g       *traj.Group
-	raws    []rawArrays // views into the entry's payload, or scored references
-	payload int         // bytes of the entry's payload
-	err     error       // set: the entry is dead-lettered with this reason
+	raws    []wire.Arrays // views into the entry's payload (RefLogprobs nil once scored)
+	payload int           // bytes of the entry's payload
+	err     error         // set: the entry is dead-lettered with this reason
 }
 
 // decode decodes and checks one groups-stream entry.
@@ -375,7 +376,7 @@ func (s *Service) decode(m stream.Message) wireGroup {
 		return wg
 	}
 	wg.payload = len(payload)
-	g, raws, err := decodeWireGroup(unsafe.Slice(unsafe.StringData(payload), len(payload)))
+	g, raws, err := wire.DecodeGroupArrays(unsafe.Slice(unsafe.StringData(payload), len(payload)))
 	switch {
 	case err != nil:
 		wg.err = fmt.Errorf("entry %s: %w", m.ID, err)
@@ -457,7 +458,7 @@ func (s *Service) scoreReferences(ctx context.Context, groups []wireGroup, cfg C
 			return
 		}
 		t.RefLogprobs = refs
-		wg.raws[r.t].refLogprobs = appendFloat32s(nil, refs)
+		wg.raws[r.t].RefLogprobs = nil // AppendRecord formats the scores
 		scored++
 	}
 	for start := 0; start < len(targets); {
@@ -586,8 +587,8 @@ func graceContext(ctx context.Context, grace time.Duration) (context.Context, co
 	}
 }
 
-// compute turns one groups-stream entry into its output, with the lean codec
-// of wire.go (no reference scoring).
+// compute turns one groups-stream entry into its output (no reference
+// scoring).
 func (s *Service) compute(m stream.Message, cfg Config) (stream.Output, Stats, error) {
 	wg := s.decode(m)
 	if wg.err != nil {
@@ -605,7 +606,7 @@ func (s *Service) computeGroup(wg *wireGroup, cfg Config) (stream.Output, Stats,
 	}
 	out := stream.Output{ID: m.ID, Done: g.GroupID, Entries: make([][]stream.Field, len(recs))}
 	for i := range recs {
-		data, err := appendRecord(make([]byte, 0, wg.payload/len(recs)*2), &recs[i], &raws[i])
+		data, err := wire.AppendRecord(make([]byte, 0, wg.payload/len(recs)*2), &recs[i], &raws[i])
 		if err != nil {
 			return stream.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 		}

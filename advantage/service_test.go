@@ -30,6 +30,7 @@ import (
 	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // The reliability tests run the service as a subprocess (this test binary,
@@ -192,7 +193,7 @@ func addCorrupt(t *testing.T, client goredis.UniversalClient, job string) {
 	t.Helper()
 	ctx := context.Background()
 	keys := stream.JobKeys(job)
-	good, _ := stream.EncodeGroup(streamGroup(job, 100000))
+	good, _ := wire.EncodeGroup(streamGroup(job, 100000))
 	for _, values := range [][]any{
 		{stream.FieldGroupID, job + "/bad", stream.FieldGroup, `{"schema":"toolrl.trajectory/v2","trajectories":[{`},
 		{stream.FieldGroupID, job + "/other", stream.FieldGroup, good},
@@ -247,7 +248,7 @@ func verifyExactlyOnce(t *testing.T, client goredis.UniversalClient, job string,
 		}
 		for _, m := range msgs {
 			data, _ := m.Values[stream.FieldRecord].(string)
-			r, err := traj.UnmarshalAdvantage([]byte(data))
+			r, err := wire.DecodeRecord([]byte(data))
 			if err != nil {
 				t.Fatalf("advantages entry %s: %v", m.ID, err)
 			}
@@ -489,7 +490,7 @@ func advantageRecords(t *testing.T, client goredis.UniversalClient, job string) 
 	recs, raw := map[string]traj.AdvantageRecord{}, map[string]string{}
 	for _, m := range msgs {
 		data, _ := m.Values[stream.FieldRecord].(string)
-		r, err := traj.UnmarshalAdvantage([]byte(data))
+		r, err := wire.DecodeRecord([]byte(data))
 		if err != nil {
 			t.Fatalf("advantages entry %s: %v", m.ID, err)
 		}
@@ -608,8 +609,8 @@ func TestServiceScoresMissingReferences(t *testing.T) {
 			t.Errorf("record %s: kl or advantages differ from offline's by %g", id, d)
 		}
 		// The spliced references are formatted as traj's encoder would.
-		if data, err := traj.MarshalAdvantage(&g); err != nil || string(data) != raw[id] {
-			t.Errorf("record %s: service JSON differs from traj.MarshalAdvantage (%v):\n%s\n%s", id, err, raw[id], data)
+		if data, err := wire.EncodeRecord(&g); err != nil || string(data) != raw[id] {
+			t.Errorf("record %s: service JSON differs from wire.EncodeRecord (%v):\n%s\n%s", id, err, raw[id], data)
 		}
 	}
 }
@@ -647,7 +648,7 @@ func TestServiceReferenceScoringFailures(t *testing.T) {
 			if i == 2 {
 				g.Trajectories[3].Tokens[0] = 77
 			}
-			payload, err := stream.EncodeGroup(g)
+			payload, err := wire.EncodeGroup(g)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -682,7 +683,7 @@ func TestServiceReferenceScoringFailures(t *testing.T) {
 		if err != nil || len(out.Entries) != testG {
 			t.Fatalf("group %d: %d entries, %v", i, len(out.Entries), err)
 		}
-		rec, err := traj.UnmarshalAdvantage(out.Entries[0][len(out.Entries[0])-1].Value)
+		rec, err := wire.DecodeRecord(out.Entries[0][len(out.Entries[0])-1].Value)
 		if err != nil || len(rec.RefLogprobs) == 0 || len(rec.KL) == 0 {
 			t.Fatalf("group %d: record %+v, %v", i, rec, err)
 		}

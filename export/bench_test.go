@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // benchRecords is the benchmark data set: advantage records of the random
@@ -24,7 +25,7 @@ func benchData(b *testing.B) ([]traj.AdvantageRecord, int64) {
 	_, recs := genRecords(42, benchRows)
 	var n int64
 	for i := range recs {
-		line, err := traj.MarshalAdvantage(&recs[i])
+		line, err := wire.EncodeRecord(&recs[i])
 		if err != nil {
 			b.Fatal(err)
 		}

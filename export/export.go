@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // Writer writes records of one kind to one file. Write validates every record
@@ -196,17 +197,17 @@ type codec[T any] struct {
 
 var trajectoryCodec = &codec[traj.Trajectory]{
 	kind:     Trajectories,
-	marshal:  traj.MarshalTrajectory,
+	marshal:  wire.EncodeTrajectory,
 	validate: (*traj.Trajectory).Validate,
 	decode:   decodeTrajectoryLine,
 }
 
 var advantageCodec = &codec[traj.AdvantageRecord]{
 	kind:     Advantages,
-	marshal:  traj.MarshalAdvantage,
+	marshal:  wire.EncodeRecord,
 	validate: (*traj.AdvantageRecord).Validate,
 	decode: func(line []byte) ([]traj.AdvantageRecord, error) {
-		r, err := traj.UnmarshalAdvantage(line)
+		r, err := wire.DecodeRecord(line)
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +218,7 @@ var advantageCodec = &codec[traj.AdvantageRecord]{
 // decodeTrajectoryLine decodes a trajectory line or, failing that, a group
 // line; the error is the trajectory's when neither decodes.
 func decodeTrajectoryLine(line []byte) ([]traj.Trajectory, error) {
-	t, err := traj.UnmarshalTrajectory(line)
+	t, err := wire.DecodeTrajectory(line)
 	if err == nil {
 		return []traj.Trajectory{t}, nil
 	}
@@ -227,7 +228,7 @@ func decodeTrajectoryLine(line []byte) ([]traj.Trajectory, error) {
 	if json.Unmarshal(line, &probe) != nil || probe.Trajectories == nil {
 		return nil, err
 	}
-	g, gerr := traj.UnmarshalGroup(line)
+	g, gerr := wire.DecodeGroup(line)
 	if gerr != nil {
 		return nil, gerr
 	}

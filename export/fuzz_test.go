@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/trajtest"
-	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // FuzzParquetRoundTrip takes a JSON trajectory line; when traj accepts it,
@@ -15,18 +15,18 @@ import (
 func FuzzParquetRoundTrip(f *testing.F) {
 	ts, _ := genRecords(9, 8)
 	for _, t := range append(edgeTrajectories(), ts...) {
-		line, err := traj.MarshalTrajectory(&t)
+		line, err := wire.EncodeTrajectory(&t)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(line)
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		in, err := traj.UnmarshalTrajectory(line)
+		in, err := wire.DecodeTrajectory(line)
 		if err != nil {
 			return
 		}
-		want, err := traj.MarshalTrajectory(&in)
+		want, err := wire.EncodeTrajectory(&in)
 		if err != nil {
 			return // e.g. invalid raw JSON that traj does not check
 		}
@@ -53,7 +53,7 @@ func FuzzParquetRoundTrip(f *testing.F) {
 		if len(got) != 1 {
 			t.Fatalf("read %d records", len(got))
 		}
-		data, err := traj.MarshalTrajectory(&got[0])
+		data, err := wire.EncodeTrajectory(&got[0])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // edgeTrajectories are hand-made corner cases on top of the random ones:
@@ -136,7 +137,7 @@ func compareRecords[T any](t *testing.T, got, want []T, marshal func(*T) ([]byte
 
 func TestTrajectoriesRoundTripEveryFormat(t *testing.T) {
 	in := allTrajectories()
-	want, lines := viaJSON(t, in, traj.MarshalTrajectory, traj.UnmarshalTrajectory)
+	want, lines := viaJSON(t, in, wire.EncodeTrajectory, wire.DecodeTrajectory)
 	for _, ext := range []string{".jsonl", ".jsonl.gz", ".parquet"} {
 		t.Run(ext, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "t"+ext)
@@ -146,14 +147,14 @@ func TestTrajectoriesRoundTripEveryFormat(t *testing.T) {
 			}
 			writeAll(t, w, in)
 			r, err := OpenTrajectories(path)
-			compareRecords(t, trajtest.ReadAll(t, r, err), want, traj.MarshalTrajectory, lines)
+			compareRecords(t, trajtest.ReadAll(t, r, err), want, wire.EncodeTrajectory, lines)
 		})
 	}
 }
 
 func TestAdvantagesRoundTripEveryFormat(t *testing.T) {
 	in := allAdvantages()
-	want, lines := viaJSON(t, in, traj.MarshalAdvantage, traj.UnmarshalAdvantage)
+	want, lines := viaJSON(t, in, wire.EncodeRecord, wire.DecodeRecord)
 	for _, ext := range []string{".jsonl", ".jsonl.gz", ".parquet"} {
 		t.Run(ext, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "a"+ext)
@@ -163,7 +164,7 @@ func TestAdvantagesRoundTripEveryFormat(t *testing.T) {
 			}
 			writeAll(t, w, in)
 			r, err := OpenAdvantages(path)
-			compareRecords(t, trajtest.ReadAll(t, r, err), want, traj.MarshalAdvantage, lines)
+			compareRecords(t, trajtest.ReadAll(t, r, err), want, wire.EncodeRecord, lines)
 		})
 	}
 }
@@ -259,7 +260,7 @@ func TestWritersRejectNonFiniteValues(t *testing.T) {
 }
 
 func cloneAdvantage(a traj.AdvantageRecord) traj.AdvantageRecord {
-	data, err := traj.MarshalAdvantage(&a)
+	data, err := wire.EncodeRecord(&a)
 	if err != nil {
 		panic(err)
 	}
@@ -322,7 +323,7 @@ func TestJSONLReaderNamesFileAndLine(t *testing.T) {
 	ts := allTrajectories()[:2]
 	var buf bytes.Buffer
 	for i := range ts {
-		line, _ := traj.MarshalTrajectory(&ts[i])
+		line, _ := wire.EncodeTrajectory(&ts[i])
 		buf.Write(line)
 		buf.WriteString("\n\n") // blank lines are skipped but counted
 	}
@@ -355,7 +356,7 @@ func TestJSONLOfGroupsYieldsTrajectories(t *testing.T) {
 	gz := gzip.NewWriter(f)
 	for i := 0; i < len(ts); i += 4 {
 		g := traj.NewGroup(ts[i : i+4])
-		line, err := traj.MarshalGroup(&g)
+		line, err := wire.EncodeGroup(&g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,8 +366,8 @@ func TestJSONLOfGroupsYieldsTrajectories(t *testing.T) {
 	f.Close()
 	r, err := OpenTrajectories(path)
 	got := trajtest.ReadAll(t, r, err)
-	want, lines := viaJSON(t, ts, traj.MarshalTrajectory, traj.UnmarshalTrajectory)
-	compareRecords(t, got, want, traj.MarshalTrajectory, lines)
+	want, lines := viaJSON(t, ts, wire.EncodeTrajectory, wire.DecodeTrajectory)
+	compareRecords(t, got, want, wire.EncodeTrajectory, lines)
 	if kind, err := DetectKind(path); err != nil || kind != Trajectories {
 		t.Errorf("DetectKind = %v, %v", kind, err)
 	}
@@ -506,8 +507,8 @@ func TestJSONLAppendCutsTornLine(t *testing.T) {
 	writeAll(t, w, ts[3:])
 	r, err := OpenTrajectories(path)
 	got := trajtest.ReadAll(t, r, err)
-	want, lines := viaJSON(t, ts, traj.MarshalTrajectory, traj.UnmarshalTrajectory)
-	compareRecords(t, got, want, traj.MarshalTrajectory, lines)
+	want, lines := viaJSON(t, ts, wire.EncodeTrajectory, wire.DecodeTrajectory)
+	compareRecords(t, got, want, wire.EncodeTrajectory, lines)
 }
 
 // firstDifference names the first path at which two values differ.

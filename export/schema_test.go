@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // The testdata/v1-* files were written by toolrl before schema v2 (commit
@@ -40,13 +41,13 @@ func readV1Lines[T any](t *testing.T, path string, unmarshal func([]byte) (T, er
 // detected and read as v1 records without temperature, and the Parquet file
 // (no temperature column) reads to exactly what its JSONL twin holds.
 func TestV1FilesStillRead(t *testing.T) {
-	ts, tlines := readV1Lines(t, "testdata/v1-trajectories.jsonl", traj.UnmarshalTrajectory)
+	ts, tlines := readV1Lines(t, "testdata/v1-trajectories.jsonl", wire.DecodeTrajectory)
 	for _, tr := range ts {
 		if tr.Schema != traj.TrajectorySchemaV1 || tr.Temperature != nil {
 			t.Fatalf("%s: schema %s temperature %v", tr.ID, tr.Schema, tr.Temperature)
 		}
 	}
-	as, alines := readV1Lines(t, "testdata/v1-advantages.jsonl", traj.UnmarshalAdvantage)
+	as, alines := readV1Lines(t, "testdata/v1-advantages.jsonl", wire.DecodeRecord)
 	for _, a := range as {
 		if a.Schema != traj.AdvantageSchemaV1 || a.Temperature != nil {
 			t.Fatalf("%s: schema %s temperature %v", a.TrajectoryID, a.Schema, a.Temperature)
@@ -62,9 +63,9 @@ func TestV1FilesStillRead(t *testing.T) {
 				t.Errorf("DetectKind(%s) = %v, %v", apath, kind, err)
 			}
 			tr, err := OpenTrajectories(tpath)
-			compareRecords(t, trajtest.ReadAll(t, tr, err), ts, traj.MarshalTrajectory, tlines)
+			compareRecords(t, trajtest.ReadAll(t, tr, err), ts, wire.EncodeTrajectory, tlines)
 			ar, err := OpenAdvantages(apath)
-			compareRecords(t, trajtest.ReadAll(t, ar, err), as, traj.MarshalAdvantage, alines)
+			compareRecords(t, trajtest.ReadAll(t, ar, err), as, wire.EncodeRecord, alines)
 			if _, err := ScanRewardParts(apath); err != nil {
 				t.Errorf("ScanRewardParts(%s): %v", apath, err)
 			}
@@ -77,7 +78,7 @@ func TestV1FilesStillRead(t *testing.T) {
 // back as v2 without temperature, otherwise unchanged; JSONL passes v1
 // through as it is.
 func TestV1RecordsConvertToV2Parquet(t *testing.T) {
-	ts, tlines := readV1Lines(t, "testdata/v1-trajectories.jsonl", traj.UnmarshalTrajectory)
+	ts, tlines := readV1Lines(t, "testdata/v1-trajectories.jsonl", wire.DecodeTrajectory)
 	dir := t.TempDir()
 	jpath := filepath.Join(dir, "t.jsonl")
 	w, err := CreateTrajectories(jpath, WriterOptions{})
@@ -86,7 +87,7 @@ func TestV1RecordsConvertToV2Parquet(t *testing.T) {
 	}
 	writeAll(t, w, ts)
 	r, err := OpenTrajectories(jpath)
-	compareRecords(t, trajtest.ReadAll(t, r, err), ts, traj.MarshalTrajectory, tlines)
+	compareRecords(t, trajtest.ReadAll(t, r, err), ts, wire.EncodeTrajectory, tlines)
 
 	ppath := filepath.Join(dir, "t.parquet")
 	if w, err = CreateTrajectories(ppath, WriterOptions{}); err != nil {
@@ -175,8 +176,8 @@ func TestTemperatureColumn(t *testing.T) {
 // TestFilesWithoutIterationRead: Parquet files written before the iteration
 // column read as iteration 0, exactly as their JSONL twins decode.
 func TestFilesWithoutIterationRead(t *testing.T) {
-	ts, tlines := readV1Lines(t, "testdata/v2-pre-iteration-trajectories.jsonl", traj.UnmarshalTrajectory)
-	as, alines := readV1Lines(t, "testdata/v2-pre-iteration-advantages.jsonl", traj.UnmarshalAdvantage)
+	ts, tlines := readV1Lines(t, "testdata/v2-pre-iteration-trajectories.jsonl", wire.DecodeTrajectory)
+	as, alines := readV1Lines(t, "testdata/v2-pre-iteration-advantages.jsonl", wire.DecodeRecord)
 	for _, path := range []string{"testdata/v2-pre-iteration-trajectories.parquet", "testdata/v2-pre-iteration-advantages.parquet"} {
 		info, err := Stat(path)
 		if err != nil {
@@ -190,10 +191,10 @@ func TestFilesWithoutIterationRead(t *testing.T) {
 	}
 	tr, err := OpenTrajectories("testdata/v2-pre-iteration-trajectories.parquet")
 	got := trajtest.ReadAll(t, tr, err)
-	compareRecords(t, got, ts, traj.MarshalTrajectory, tlines)
+	compareRecords(t, got, ts, wire.EncodeTrajectory, tlines)
 	ar, err := OpenAdvantages("testdata/v2-pre-iteration-advantages.parquet")
 	gotA := trajtest.ReadAll(t, ar, err)
-	compareRecords(t, gotA, as, traj.MarshalAdvantage, alines)
+	compareRecords(t, gotA, as, wire.EncodeRecord, alines)
 	for i := range got {
 		if got[i].Iteration != 0 || got[i].Temperature == nil {
 			t.Fatalf("trajectory %s: iteration %d temperature %v, want 0 and set", got[i].ID, got[i].Iteration, got[i].Temperature)

@@ -16,6 +16,7 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // readerDump is what scripts/export/check.mjs (DuckDB) and
@@ -289,7 +290,7 @@ func checkDump(t *testing.T, dump readerDump, schema string, want []map[string]a
 // lists included, and the schema metadata.
 func TestThirdPartyReadersReadOurParquet(t *testing.T) {
 	dir := t.TempDir()
-	advantages, _ := viaJSON(t, allAdvantages(), traj.MarshalAdvantage, traj.UnmarshalAdvantage)
+	advantages, _ := viaJSON(t, allAdvantages(), wire.EncodeRecord, wire.DecodeRecord)
 	apath := filepath.Join(dir, "advantages.parquet")
 	aw, err := CreateAdvantages(apath, WriterOptions{RowsPerGroup: 32, RewardParts: testParts})
 	if err != nil {
@@ -301,7 +302,7 @@ func TestThirdPartyReadersReadOurParquet(t *testing.T) {
 		wantA = append(wantA, expectedAdvantageRow(a, testParts))
 	}
 
-	trajectories, _ := viaJSON(t, allTrajectories(), traj.MarshalTrajectory, traj.UnmarshalTrajectory)
+	trajectories, _ := viaJSON(t, allTrajectories(), wire.EncodeTrajectory, wire.DecodeTrajectory)
 	tpath := filepath.Join(dir, "trajectories.parquet")
 	tw, err := CreateTrajectories(tpath, WriterOptions{RowsPerGroup: 32, RewardParts: testParts})
 	if err != nil {
@@ -334,7 +335,7 @@ func TestReadParquetThatDuckDBRewrote(t *testing.T) {
 		return dst
 	}
 
-	advantages, lines := viaJSON(t, allAdvantages(), traj.MarshalAdvantage, traj.UnmarshalAdvantage)
+	advantages, lines := viaJSON(t, allAdvantages(), wire.EncodeRecord, wire.DecodeRecord)
 	apath := filepath.Join(dir, "a.parquet")
 	aw, err := CreateAdvantages(apath, WriterOptions{RewardParts: testParts})
 	if err != nil {
@@ -346,9 +347,9 @@ func TestReadParquetThatDuckDBRewrote(t *testing.T) {
 		t.Fatalf("DetectKind of the rewritten file = %v, %v", kind, err)
 	}
 	r, err := OpenAdvantages(rewritten)
-	compareRecords(t, trajtest.ReadAll(t, r, err), advantages, traj.MarshalAdvantage, lines)
+	compareRecords(t, trajtest.ReadAll(t, r, err), advantages, wire.EncodeRecord, lines)
 
-	trajectories, tlines := viaJSON(t, allTrajectories(), traj.MarshalTrajectory, traj.UnmarshalTrajectory)
+	trajectories, tlines := viaJSON(t, allTrajectories(), wire.EncodeTrajectory, wire.DecodeTrajectory)
 	tpath := filepath.Join(dir, "t.parquet")
 	tw, err := CreateTrajectories(tpath, WriterOptions{RewardParts: testParts})
 	if err != nil {
@@ -356,12 +357,12 @@ func TestReadParquetThatDuckDBRewrote(t *testing.T) {
 	}
 	writeAll(t, tw, trajectories)
 	tr, err := OpenTrajectories(rewrite(tpath))
-	compareRecords(t, trajtest.ReadAll(t, tr, err), trajectories, traj.MarshalTrajectory, tlines)
+	compareRecords(t, trajtest.ReadAll(t, tr, err), trajectories, wire.EncodeTrajectory, tlines)
 
 	// A v1 file (no temperature column) rewritten: no metadata either, so the
 	// kind comes from the columns, and the records read as v2 without
 	// temperature, otherwise as written.
-	v1, _ := readV1Lines(t, "testdata/v1-advantages.jsonl", traj.UnmarshalAdvantage)
+	v1, _ := readV1Lines(t, "testdata/v1-advantages.jsonl", wire.DecodeRecord)
 	src := filepath.Join(dir, "v1.parquet")
 	data, err := os.ReadFile("testdata/v1-advantages.parquet")
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // errCrash stands for a process dying at a test hook.
@@ -82,7 +83,7 @@ func addRecords(t *testing.T, client goredis.UniversalClient, keys stream.Keys, 
 	t.Helper()
 	ids := make([]string, len(recs))
 	for i := range recs {
-		data, err := stream.EncodeRecord(&recs[i])
+		data, err := wire.EncodeRecord(&recs[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,7 +423,7 @@ func TestRedisDeadLettersBadRecords(t *testing.T) {
 	for _, d := range dead {
 		byID[fmt.Sprint(d.Values[stream.FieldSourceID])] = d.Values
 	}
-	vocabData, _ := stream.EncodeRecord(&badVocab)
+	vocabData, _ := wire.EncodeRecord(&badVocab)
 	for _, c := range []struct {
 		id     string
 		fields []stream.Field

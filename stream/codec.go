@@ -1,11 +1,10 @@
 package stream
 
 import (
-	"bytes"
 	"fmt"
 
-	json "github.com/goccy/go-json"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // Fields of a groups-stream entry (toolrl:{job}:groups).
@@ -13,12 +12,12 @@ const (
 	FieldGroupID       = "group_id"       // traj.Group.GroupID
 	FieldPolicyVersion = "policy_version" // decimal
 	FieldSchema        = "schema"         // the group's schema: traj.TrajectorySchema (v2), or v1 for old data
-	FieldGroup         = "group"          // the JSON of traj.Group
+	FieldGroup         = "group"          // the JSON of traj.Group (wire.EncodeGroup)
 )
 
 // Fields of an advantages-stream entry (toolrl:{job}:advantages).
 const (
-	FieldRecord       = "record"        // the JSON of traj.AdvantageRecord
+	FieldRecord       = "record"        // the JSON of traj.AdvantageRecord (wire.EncodeRecord)
 	FieldTrajectoryID = "trajectory_id" // traj.AdvantageRecord.TrajectoryID
 	// group_id, policy_version and schema as on the groups stream.
 )
@@ -34,31 +33,20 @@ const (
 	FieldDeliveries   = "deliveries"
 )
 
-// EncodeGroup is the JSON of g as the groups stream carries it: the same
-// bytes as traj.MarshalGroup, produced by a faster encoder.
-func EncodeGroup(g *traj.Group) ([]byte, error) {
-	data, err := json.Marshal(g)
-	if err != nil {
-		return nil, fmt.Errorf("redis: encode group %s: %w", g.GroupID, err)
-	}
-	return data, nil
-}
+// EncodeGroup is wire.EncodeGroup.
+//
+// Deprecated: use wire.EncodeGroup; this forwarder goes once its last
+// callers have moved.
+func EncodeGroup(g *traj.Group) ([]byte, error) { return wire.EncodeGroup(g) }
 
-// DecodeGroup decodes a group strictly (unknown fields are an error, as in
-// traj.UnmarshalGroup) and validates it; schema v2 and v1 groups are accepted
-// (traj.Group.Validate).
+// DecodeGroup is wire.DecodeGroup, returning a pointer.
+//
+// Deprecated: use wire.DecodeGroup; this forwarder goes once its last
+// callers have moved.
 func DecodeGroup(data []byte) (*traj.Group, error) {
-	var g traj.Group
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&g); err != nil {
-		return nil, fmt.Errorf("decode group: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("decode group: trailing data after the JSON value")
-	}
-	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("decode group: %w", err)
+	g, err := wire.DecodeGroup(data)
+	if err != nil {
+		return nil, err
 	}
 	return &g, nil
 }
@@ -70,22 +58,18 @@ func DecodeGroupEntry(m Message) (*traj.Group, error) {
 	if !ok {
 		return nil, fmt.Errorf("entry %s: no %q field", m.ID, FieldGroup)
 	}
-	g, err := DecodeGroup([]byte(payload))
+	g, err := wire.DecodeGroup([]byte(payload))
 	if err != nil {
 		return nil, fmt.Errorf("entry %s: %w", m.ID, err)
 	}
 	if id, _ := m.Values[FieldGroupID].(string); id != g.GroupID {
 		return nil, fmt.Errorf("entry %s: field %s is %q but the group's id is %q", m.ID, FieldGroupID, id, g.GroupID)
 	}
-	return g, nil
+	return &g, nil
 }
 
-// EncodeRecord is the JSON of an advantage record as the advantages stream
-// carries it: the same bytes as traj.MarshalAdvantage.
-func EncodeRecord(r *traj.AdvantageRecord) ([]byte, error) {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("redis: encode advantage record %s: %w", r.TrajectoryID, err)
-	}
-	return data, nil
-}
+// EncodeRecord is wire.EncodeRecord.
+//
+// Deprecated: use wire.EncodeRecord; this forwarder goes once its last
+// callers have moved.
+func EncodeRecord(r *traj.AdvantageRecord) ([]byte, error) { return wire.EncodeRecord(r) }

@@ -7,6 +7,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // LearnerGroup is the default consumer group of toolrl's learner on the
@@ -21,7 +22,7 @@ func DecodeRecordEntry(m Message) (*traj.AdvantageRecord, error) {
 	if !ok {
 		return nil, fmt.Errorf("entry %s: no %q field", m.ID, FieldRecord)
 	}
-	r, err := traj.UnmarshalAdvantage([]byte(payload))
+	r, err := wire.DecodeRecord([]byte(payload))
 	if err != nil {
 		return nil, fmt.Errorf("entry %s: %w", m.ID, err)
 	}

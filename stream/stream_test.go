@@ -1,13 +1,11 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 func connect(t *testing.T, url string) goredis.UniversalClient {
@@ -43,55 +42,6 @@ func iterationGroup(job, prompt string, g, k int) *traj.Group {
 			t.Reward = traj.Reward{Total: float64(i) / 3, Parts: map[string]float64{"outcome": 1}}
 			t.StepRewards[1] = float64(i)
 		}})
-}
-
-func TestCodecMatchesTraj(t *testing.T) {
-	g := testGroup("j", "p", 3)
-	fast, err := EncodeGroup(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	std, err := traj.MarshalGroup(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(fast) != string(std) {
-		t.Fatalf("EncodeGroup differs from traj.MarshalGroup:\n%s\n%s", fast, std)
-	}
-	back, err := DecodeGroup(fast)
-	if err != nil || !reflect.DeepEqual(back, g) {
-		t.Fatalf("round trip: %v", err)
-	}
-	if _, err := DecodeGroup(append(fast[:len(fast)-1:len(fast)-1], []byte(`,"extra":1}`)...)); err == nil {
-		t.Error("unknown field accepted")
-	}
-}
-
-// A group as toolrl wrote it before schema v2 (group and trajectories v1, no
-// temperature) still decodes, and a v1 group with a temperature does not.
-func TestCodecReadsV1Groups(t *testing.T) {
-	g := testGroup("j", "p", 2)
-	g.Schema = traj.TrajectorySchemaV1
-	for i := range g.Trajectories {
-		g.Trajectories[i].Schema, g.Trajectories[i].Temperature = traj.TrajectorySchemaV1, nil
-	}
-	data, err := EncodeGroup(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(data, []byte("temperature")) || !bytes.Contains(data, []byte(`"schema":"toolrl.trajectory/v1"`)) {
-		t.Fatalf("not a v1 group: %s", data)
-	}
-	back, err := DecodeGroup(data)
-	if err != nil || !reflect.DeepEqual(back, g) {
-		t.Fatalf("v1 group: %v", err)
-	}
-	temperature := 1.0
-	g.Trajectories[1].Temperature = &temperature
-	data, _ = EncodeGroup(g)
-	if _, err := DecodeGroup(data); err == nil || !strings.Contains(err.Error(), "temperature") {
-		t.Errorf("v1 group with a temperature: %v", err)
-	}
 }
 
 func TestAddGroupIsIdempotent(t *testing.T) {
@@ -363,7 +313,7 @@ func TestGroupFieldsCommitMatchesAddGroup(t *testing.T) {
 		t.Fatalf("read prompts: %d %v", len(msgs), err)
 	}
 	g := testGroup("j", "p1", 2)
-	data, _ := EncodeGroup(g)
+	data, _ := wire.EncodeGroup(g)
 	payload := GroupPayload{GroupID: g.GroupID, PolicyVersion: g.PolicyVersion, JSON: data}
 	written, err := prompts.Commit(ctx, keys.GroupsWritten, keys.Groups, []Output{{ID: msgs[0].ID, Done: g.GroupID, Entries: [][]Field{GroupFields(payload)}}})
 	if err != nil || !written[0] {

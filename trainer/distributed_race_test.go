@@ -13,6 +13,7 @@ import (
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // commitOnCheck commits a group (its records and its done mark, one
@@ -56,7 +57,7 @@ func TestDriverWaitsForRecordsOfAGroupSeenDone(t *testing.T) {
 				rec := traj.AdvantageRecord{Schema: traj.AdvantageSchema, TrajectoryID: fmt.Sprintf("%s/%d", gid, i), GroupID: gid, Iteration: 1,
 					SampleIndex: i, InputIDs: []int32{1, 2, 3, 4, 5}, PromptLen: 3, LossMask: traj.Mask{1, 1}, OldLogprobs: []float32{-1, -1},
 					Advantages: []float32{1, 1}, Mode: "outcome", Estimator: "grpo", Temperature: &temp}
-				data, err := stream.EncodeRecord(&rec)
+				data, err := wire.EncodeRecord(&rec)
 				if err != nil {
 					return err
 				}

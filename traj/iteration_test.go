@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // iterationGroup is a valid group of two trajectories of job/p1 sampled in
@@ -20,7 +21,7 @@ func TestIterationSchemaV2(t *testing.T) {
 	// Iteration 0 is omitted on the wire (plain rollouts write what they
 	// wrote before), k > 0 written, and both round trip.
 	g0 := iterationGroup(0)
-	data, err := traj.MarshalGroup(&g0)
+	data, err := wire.EncodeGroup(&g0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestIterationSchemaV2(t *testing.T) {
 	if g.Iteration != 2 || g.GroupID != "job/p1@2" {
 		t.Fatalf("NewGroup took iteration %d, id %q from its trajectories", g.Iteration, g.GroupID)
 	}
-	data, err = traj.MarshalGroup(&g)
+	data, err = wire.EncodeGroup(&g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestIterationSchemaV2(t *testing.T) {
 		!strings.Contains(string(data), `"prompt_id":"p1","iteration":2,"group_id":"job/p1@2"`) {
 		t.Errorf("iteration not written where expected: %s", data)
 	}
-	back, err := traj.UnmarshalGroup(data)
+	back, err := wire.DecodeGroup(data)
 	if err != nil || !reflect.DeepEqual(back, g) {
 		t.Fatalf("group round trip: %v", err)
 	}
@@ -66,14 +67,14 @@ func TestIterationSchemaV2(t *testing.T) {
 func TestAdvantageRecordIteration(t *testing.T) {
 	tr := iterationGroup(3).Trajectories[1]
 	r := trajtest.Record(tr, 0)
-	data, err := traj.MarshalAdvantage(&r)
+	data, err := wire.EncodeRecord(&r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(data), `"trajectory_id":"job/p1@3/1","group_id":"job/p1@3","iteration":3,"sample_index":1`) {
 		t.Errorf("iteration not written after group_id: %s", data)
 	}
-	if back, err := traj.UnmarshalAdvantage(data); err != nil || !reflect.DeepEqual(back, r) {
+	if back, err := wire.DecodeRecord(data); err != nil || !reflect.DeepEqual(back, r) {
 		t.Fatalf("round trip: %v", err)
 	}
 	var fe *traj.FieldError

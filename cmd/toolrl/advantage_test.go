@@ -18,6 +18,7 @@ import (
 	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 func runAdvantageCmd(t *testing.T, args ...string) (string, error) {
@@ -265,7 +266,7 @@ func TestAdvantageCmdServeRefModel(t *testing.T) {
 	seen := map[string]bool{}
 	for _, m := range msgs {
 		data, _ := m.Values[stream.FieldRecord].(string)
-		rec, err := traj.UnmarshalAdvantage([]byte(data))
+		rec, err := wire.DecodeRecord([]byte(data))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 func newExportCmd() *cobra.Command {
@@ -259,7 +260,7 @@ func (s *exportSource) advantages() (export.Reader[traj.AdvantageRecord], error)
 		return export.OpenAdvantages(s.path)
 	}
 	return &streamReader[traj.AdvantageRecord]{src: s, decode: func(payload string) ([]traj.AdvantageRecord, error) {
-		r, err := traj.UnmarshalAdvantage([]byte(payload))
+		r, err := wire.DecodeRecord([]byte(payload))
 		if err != nil {
 			return nil, err
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // lockedBuffer collects a subprocess's output while the test reads it.
@@ -117,7 +118,7 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 	keys := stream.JobKeys(job)
 	recs := learnRecords(16, cfg.VocabSize)
 	for i := range recs {
-		data, err := stream.EncodeRecord(&recs[i])
+		data, err := wire.EncodeRecord(&recs[i])
 		if err != nil {
 			t.Fatal(err)
 		}

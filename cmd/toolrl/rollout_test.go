@@ -25,6 +25,7 @@ import (
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 func TestRolloutUsageErrorsExit2(t *testing.T) {
@@ -168,7 +169,7 @@ func TestRolloutIterationFlag(t *testing.T) {
 	}
 	var groups []string
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		tr, err := traj.UnmarshalTrajectory([]byte(line))
+		tr, err := wire.DecodeTrajectory([]byte(line))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package advantage
+package wire
 
 import (
 	encjson "encoding/json"
@@ -6,142 +6,43 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unsafe"
 
 	"github.com/toolrl/toolrl/traj"
 )
 
-// The service's lean codec. A group's per-token arrays are most of its bytes,
-// and an advantage record repeats four of them (input_ids, loss_mask,
-// old_logprobs, ref_logprobs). The service therefore decodes a group in one
-// pass that keeps those arrays' raw JSON (wirescan.go), and writes each
-// record by splicing the raw arrays back in, so that only advantages and KL
-// are formatted. For input written by traj's
-// encoder the output is byte for byte traj.MarshalAdvantage's (a test checks
-// this); otherwise it is the same JSON value.
-
-// pow10 holds the powers of ten that float64 represents exactly.
-var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
-// fastFloat32 parses s, one JSON number, exactly as strconv.ParseFloat(s,
-// 32) would, or reports false (not a JSON number, or not on the fast path:
-// strconv must decide).
-func fastFloat32(s []byte) (float32, bool) {
-	end, v, fast, err := scanFloat32(s, 0)
-	return v, err == nil && fast && end == len(s)
+// EncodeRecord is the JSON of an advantage record, one line (no trailing
+// newline): the advantages stream's record field and a JSONL line. It does
+// not validate.
+func EncodeRecord(r *traj.AdvantageRecord) ([]byte, error) {
+	return AppendRecord(nil, r, nil)
 }
 
-// scanFloat32 reads the JSON number (strict grammar) that starts at b[i] and
-// returns where it ends and, when fast, its value as a float32. fast false
-// means the caller must parse b[i:end] with strconv. The fast path takes the
-// common decimal forms (-d.ddd, -d.ddde-x): with a mantissa m below 2^53 and
-// |exponent| ≤ 22, m·10^e in float64 is correctly rounded (Clinger 1990, the
-// fast path strconv also takes). Rounding that float64 to float32 rounds once
-// more, which differs from rounding the decimal directly only when the
-// float64 lands exactly on a float32 halfway point: those go to strconv, as
-// do subnormals and overflows.
-func scanFloat32(b []byte, i int) (end int, v float32, fast bool, err error) {
-	start := i
-	neg := false
-	if i < len(b) && b[i] == '-' {
-		neg, i = true, i+1
+// AppendRecord appends the JSON of r to b. Where raw has an array (the raw
+// JSON of the trajectory the record was computed from, DecodeGroupArrays),
+// it is copied as is instead of formatting r's values: the service's records
+// repeat four of their trajectory's arrays. It follows encoding/json's rules
+// (field order, omitempty, float formatting, string escaping), so the result
+// is what encoding/json writes for r when raw is nil or holds what
+// EncodeGroup wrote (a test checks both).
+func AppendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays) ([]byte, error) {
+	if raw == nil {
+		raw = &Arrays{}
 	}
-	if i >= len(b) {
-		return i, 0, false, errUnexpectedEnd
-	}
-	var m uint64
-	digits, e10, trunc := 0, 0, false
-	switch c := b[i]; {
-	case c == '0':
-		i++
-	case c >= '1' && c <= '9':
-		for ; i < len(b) && isDigit(b[i]); i++ {
-			if digits < 19 {
-				m, digits = m*10+uint64(b[i]-'0'), digits+1
-			} else {
-				trunc, e10 = true, e10+1
-			}
+	for _, a := range []struct {
+		name   string
+		values []float32
+		raw    []byte
+	}{{"old_logprobs", r.OldLogprobs, raw.Logprobs}, {"ref_logprobs", r.RefLogprobs, raw.RefLogprobs},
+		{"advantages", r.Advantages, nil}, {"kl", r.KL, nil}} {
+		if a.raw != nil {
+			continue
 		}
-	default:
-		return i, 0, false, fmt.Errorf("want a number at byte %d", start)
-	}
-	if i < len(b) && b[i] == '.' {
-		if i++; i >= len(b) || !isDigit(b[i]) {
-			return i, 0, false, fmt.Errorf("bad number at byte %d", start)
-		}
-		for ; i < len(b) && isDigit(b[i]); i++ {
-			switch {
-			case m == 0 && b[i] == '0':
-				e10--
-			case digits < 19:
-				m, digits, e10 = m*10+uint64(b[i]-'0'), digits+1, e10-1
-			default:
-				trunc = true
+		for i, v := range a.values {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, fmt.Errorf("encode advantage record %s %s[%d]: unsupported value %v", r.TrajectoryID, a.name, i, v)
 			}
 		}
 	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		eneg := false
-		if i++; i < len(b) && (b[i] == '+' || b[i] == '-') {
-			eneg, i = b[i] == '-', i+1
-		}
-		if i >= len(b) || !isDigit(b[i]) {
-			return i, 0, false, fmt.Errorf("bad number at byte %d", start)
-		}
-		x := 0
-		for ; i < len(b) && isDigit(b[i]); i++ {
-			if x < 100000 {
-				x = x*10 + int(b[i]-'0')
-			}
-		}
-		if eneg {
-			x = -x
-		}
-		e10 += x
-	}
-	if trunc {
-		return i, 0, false, nil
-	}
-	if m == 0 {
-		if neg {
-			return i, float32(math.Copysign(0, -1)), true, nil
-		}
-		return i, 0, true, nil
-	}
-	if m >= 1<<53 {
-		return i, 0, false, nil
-	}
-	f := float64(m)
-	switch {
-	case e10 > 0 && e10 <= 22:
-		f *= pow10[e10]
-	case e10 < 0 && e10 >= -22:
-		f /= pow10[-e10]
-	case e10 != 0:
-		return i, 0, false, nil
-	}
-	if f < 0x1p-126 || f > math.MaxFloat32 {
-		return i, 0, false, nil
-	}
-	if math.Float64bits(f)&(1<<29-1) == 1<<28 {
-		return i, 0, false, nil // exactly halfway between two float32s
-	}
-	if neg {
-		f = -f
-	}
-	return i, float32(f), true, nil
-}
-
-// unsafeString views b as a string without copying; the string must not
-// outlive b's next modification (the parsers only read it).
-func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// appendRecord appends the JSON of r, splicing raw for the arrays r shares
-// with its trajectory. It follows encoding/json's rules (field order,
-// omitempty, float formatting, string escaping) so that the result equals
-// traj.MarshalAdvantage's for canonical input.
-func appendRecord(b []byte, r *traj.AdvantageRecord, raw *rawArrays) ([]byte, error) {
 	b = append(b, `{"schema":`...)
 	b = appendString(b, r.Schema)
 	b = append(b, `,"trajectory_id":`...)
@@ -164,16 +65,23 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *rawArrays) ([]byte, er
 		}
 	}
 	b = append(b, `,"input_ids":`...)
-	b = append(b, raw.tokens...)
+	b = appendRaw(b, raw.Tokens, r.InputIDs, appendInt32s)
 	b = append(b, `,"prompt_len":`...)
 	b = strconv.AppendInt(b, int64(r.PromptLen), 10)
 	b = append(b, `,"loss_mask":`...)
-	b = append(b, raw.lossMask...)
+	if raw.LossMask == nil {
+		for _, v := range r.LossMask {
+			if v > 9 {
+				return nil, fmt.Errorf("encode advantage record %s: loss_mask value %d is not 0 or 1", r.TrajectoryID, v)
+			}
+		}
+	}
+	b = appendRaw(b, raw.LossMask, r.LossMask, appendMask)
 	b = append(b, `,"old_logprobs":`...)
-	b = append(b, raw.logprobs...)
+	b = appendRaw(b, raw.Logprobs, r.OldLogprobs, appendFloat32s)
 	if len(r.RefLogprobs) > 0 {
 		b = append(b, `,"ref_logprobs":`...)
-		b = append(b, raw.refLogprobs...)
+		b = appendRaw(b, raw.RefLogprobs, r.RefLogprobs, appendFloat32s)
 	}
 	b = append(b, `,"advantages":`...)
 	b = appendFloat32s(b, r.Advantages)
@@ -272,8 +180,48 @@ func appendSegments(b []byte, segs []traj.Segment) ([]byte, error) {
 	return append(b, ']'), nil
 }
 
+// appendRaw appends raw when it is set, else vs formatted by format.
+func appendRaw[T any](b, raw []byte, vs []T, format func([]byte, []T) []byte) []byte {
+	if raw != nil {
+		return append(b, raw...)
+	}
+	return format(b, vs)
+}
+
+// appendInt32s writes an int32 array (nil: null, as encoding/json).
+func appendInt32s(b []byte, vs []int32) []byte {
+	if vs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(v), 10)
+	}
+	return append(b, ']')
+}
+
+// appendMask writes a 0/1 mask as numbers (traj.Mask's MarshalJSON); values
+// were checked to be single digits.
+func appendMask(b []byte, vs []uint8) []byte {
+	if vs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '0'+v)
+	}
+	return append(b, ']')
+}
+
 // appendFloat32s writes a float32 array, formatting each distinct run of
-// equal values once (advantages are constant over a step).
+// equal values once (advantages are constant over a step). The values must
+// be finite (the caller checks).
 func appendFloat32s(b []byte, vs []float32) []byte {
 	if vs == nil {
 		return append(b, "null"...)
@@ -290,7 +238,7 @@ func appendFloat32s(b []byte, vs []float32) []byte {
 			continue
 		}
 		start := len(b)
-		b, _ = appendFloat(b, float64(v), 32) // values are finite: Compute's output
+		b, _ = appendFloat(b, float64(v), 32)
 		last, lastStart, lastEnd = v, start, len(b)
 	}
 	return append(b, ']')
@@ -334,4 +282,89 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// recordFields are the JSON names of traj.AdvantageRecord, in its order (a
+// test checks them against the type).
+var recordFields = []string{"schema", "trajectory_id", "group_id", "iteration", "sample_index", "policy_version",
+	"temperature", "input_ids", "prompt_len", "loss_mask", "old_logprobs", "ref_logprobs", "advantages", "kl",
+	"kl_estimator", "reward", "step_rewards", "segments", "mode", "estimator", "zero_variance", "stale"}
+
+// DecodeRecord decodes one JSON advantage record strictly and validates it
+// (traj.AdvantageRecord.Validate: schema v2 and v1 are accepted). An error
+// names the record's trajectory id when it was read, and the field at fault.
+func DecodeRecord(data []byte) (traj.AdvantageRecord, error) {
+	s := &scanner{b: data}
+	var r traj.AdvantageRecord
+	err := s.record(&r)
+	if err == nil {
+		err = s.end()
+	}
+	if err != nil {
+		if r.TrajectoryID != "" {
+			return traj.AdvantageRecord{}, fmt.Errorf("decode advantage record %s: %w", r.TrajectoryID, err)
+		}
+		return traj.AdvantageRecord{}, fmt.Errorf("decode advantage record: %w", err)
+	}
+	if err := r.Validate(); err != nil {
+		return traj.AdvantageRecord{}, fmt.Errorf("decode advantage record: %w", err)
+	}
+	return r, nil
+}
+
+// record decodes one advantage record object into r.
+func (s *scanner) record(r *traj.AdvantageRecord) error {
+	return s.object(recordFields, func(key string) error {
+		var err error
+		switch key {
+		case "schema":
+			r.Schema, err = s.str()
+		case "trajectory_id":
+			r.TrajectoryID, err = s.str()
+		case "group_id":
+			r.GroupID, err = s.str()
+		case "iteration":
+			r.Iteration, err = s.int()
+		case "sample_index":
+			r.SampleIndex, err = s.int()
+		case "policy_version":
+			r.PolicyVersion, err = s.int64()
+		case "temperature":
+			r.Temperature, err = s.float64Ptr()
+		case "input_ids":
+			r.InputIDs, _, err = s.int32s()
+		case "prompt_len":
+			r.PromptLen, err = s.int()
+		case "loss_mask":
+			r.LossMask, _, err = s.uint8s()
+		case "old_logprobs":
+			r.OldLogprobs, _, err = s.float32s()
+		case "ref_logprobs":
+			r.RefLogprobs, _, err = s.float32s()
+		case "advantages":
+			r.Advantages, _, err = s.float32s()
+		case "kl":
+			r.KL, _, err = s.float32s()
+		case "kl_estimator":
+			r.KLEstimator, err = s.str()
+		case "reward":
+			err = s.reward(&r.Reward)
+		case "step_rewards":
+			r.StepRewards, err = s.float64s()
+		case "segments":
+			r.Segments, err = s.segments()
+		case "mode":
+			r.Mode, err = s.str()
+		case "estimator":
+			r.Estimator, err = s.str()
+		case "zero_variance":
+			r.ZeroVariance, err = s.bool(r.ZeroVariance)
+		case "stale":
+			r.Stale, err = s.bool(r.Stale)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return nil
+	})
 }

@@ -1,4 +1,4 @@
-package advantage
+package wire
 
 import (
 	"bytes"
@@ -6,159 +6,134 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
-
-	"github.com/toolrl/toolrl/traj"
+	"unsafe"
 )
 
-// The service's group decoder: one pass over the entry's JSON that parses
-// the per-token arrays in place (strict JSON number grammar, the fast
-// float32 path of wire.go) and keeps their raw bytes for the records, and
-// reads every other value directly as well (raw JSON values such as meta and
-// call arguments are checked with encoding/json.Valid). Unknown fields are an
-// error at every level, keys match case-insensitively as in encoding/json,
-// and the result is validated (traj.Group.Validate), so a corrupt entry is
-// dead-lettered with the field at fault.
+// The decoder: one pass over a document that parses the per-token arrays in
+// place (strict JSON number grammar, a fast float32 path) and keeps their raw
+// bytes, and reads every other value directly as well (raw JSON values such
+// as meta and call arguments are checked with encoding/json.Valid). Unknown
+// fields are an error at every level and keys match case-insensitively, as in
+// encoding/json with DisallowUnknownFields.
 
-// The JSON names the decoder knows for each traj type, in traj's order (a
-// test checks them against the types: a field added there must be decoded
-// here, or the service would reject every group carrying it).
-var (
-	modelFields   = []string{"name", "hash"}
-	segmentFields = []string{"kind", "turn", "start", "end", "text", "call", "result"}
-	callFields    = []string{"name", "arguments", "raw", "parse_error"}
-	resultFields  = []string{"ok", "error_class", "error", "content", "latency_ms", "truncated"}
-	rewardFields  = []string{"total", "parts"}
+// pow10 holds the powers of ten that float64 represents exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
-	groupFields      = []string{"schema", "group_id", "job_id", "prompt_id", "iteration", "policy_version", "trajectories"}
-	trajectoryFields = []string{"schema", "id", "job_id", "prompt_id", "iteration", "group_id", "group_size", "sample_index",
-		"policy_version", "seed", "temperature", "model", "tokens", "prompt_len", "loss_mask", "logprobs", "ref_logprobs",
-		"segments", "finish_reason", "reward", "step_rewards", "answer", "meta"}
-)
-
-// rawArrays are the raw JSON of one trajectory's per-token arrays (views into
-// the decoded entry).
-type rawArrays struct {
-	tokens, lossMask, logprobs, refLogprobs []byte
+// fastFloat32 parses s, one JSON number, exactly as strconv.ParseFloat(s,
+// 32) would, or reports false (not a JSON number, or not on the fast path:
+// strconv must decide).
+func fastFloat32(s []byte) (float32, bool) {
+	end, v, fast, err := scanFloat32(s, 0)
+	return v, err == nil && fast && end == len(s)
 }
 
-// decodeWireGroup decodes a group strictly (unknown fields are an error),
-// validates it, and returns it with each trajectory's raw arrays, which view
-// data: data must not change while they are in use.
-func decodeWireGroup(data []byte) (*traj.Group, []rawArrays, error) {
-	s := &scanner{b: data}
-	g := &traj.Group{}
-	var raws []rawArrays
-	err := s.object(groupFields, func(key string) error {
-		var err error
-		switch key {
-		case "schema":
-			g.Schema, err = s.str()
-		case "group_id":
-			g.GroupID, err = s.str()
-		case "job_id":
-			g.JobID, err = s.str()
-		case "prompt_id":
-			g.PromptID, err = s.str()
-		case "iteration":
-			g.Iteration, err = s.int()
-		case "policy_version":
-			g.PolicyVersion, err = s.int64()
-		case "trajectories":
-			g.Trajectories, raws = nil, nil
-			if s.null() {
-				return nil
+// scanFloat32 reads the JSON number (strict grammar) that starts at b[i] and
+// returns where it ends and, when fast, its value as a float32. fast false
+// means the caller must parse b[i:end] with strconv. The fast path takes the
+// common decimal forms (-d.ddd, -d.ddde-x): with a mantissa m below 2^53 and
+// |exponent| ≤ 22, m·10^e in float64 is correctly rounded (Clinger 1990, the
+// fast path strconv also takes). Rounding that float64 to float32 rounds once
+// more, which differs from rounding the decimal directly only when the
+// float64 lands exactly on a float32 halfway point: those go to strconv, as
+// do subnormals and overflows.
+func scanFloat32(b []byte, i int) (end int, v float32, fast bool, err error) {
+	start := i
+	neg := false
+	if i < len(b) && b[i] == '-' {
+		neg, i = true, i+1
+	}
+	if i >= len(b) {
+		return i, 0, false, errUnexpectedEnd
+	}
+	var m uint64
+	digits, e10, trunc := 0, 0, false
+	switch c := b[i]; {
+	case c == '0':
+		i++
+	case c >= '1' && c <= '9':
+		for ; i < len(b) && isDigit(b[i]); i++ {
+			if digits < 19 {
+				m, digits = m*10+uint64(b[i]-'0'), digits+1
+			} else {
+				trunc, e10 = true, e10+1
 			}
-			err = s.array(func(i int) error {
-				g.Trajectories = append(g.Trajectories, traj.Trajectory{})
-				raws = append(raws, rawArrays{})
-				if err := s.trajectory(&g.Trajectories[i], &raws[i]); err != nil {
-					return fmt.Errorf("trajectories[%d]: %w", i, err)
-				}
-				return nil
-			})
 		}
-		if err != nil && key != "trajectories" {
-			return fmt.Errorf("%s: %w", key, err)
+	default:
+		return i, 0, false, fmt.Errorf("want a number at byte %d", start)
+	}
+	if i < len(b) && b[i] == '.' {
+		if i++; i >= len(b) || !isDigit(b[i]) {
+			return i, 0, false, fmt.Errorf("bad number at byte %d", start)
 		}
-		return err
-	})
-	if err == nil {
-		if s.ws(); s.i < len(s.b) {
-			err = s.syntax("trailing data after the group")
+		for ; i < len(b) && isDigit(b[i]); i++ {
+			switch {
+			case m == 0 && b[i] == '0':
+				e10--
+			case digits < 19:
+				m, digits, e10 = m*10+uint64(b[i]-'0'), digits+1, e10-1
+			default:
+				trunc = true
+			}
 		}
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("decode group: %w", err)
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		eneg := false
+		if i++; i < len(b) && (b[i] == '+' || b[i] == '-') {
+			eneg, i = b[i] == '-', i+1
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return i, 0, false, fmt.Errorf("bad number at byte %d", start)
+		}
+		x := 0
+		for ; i < len(b) && isDigit(b[i]); i++ {
+			if x < 100000 {
+				x = x*10 + int(b[i]-'0')
+			}
+		}
+		if eneg {
+			x = -x
+		}
+		e10 += x
 	}
-	if err := g.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("decode group: %w", err)
+	if trunc {
+		return i, 0, false, nil
 	}
-	return g, raws, nil
+	if m == 0 {
+		if neg {
+			return i, float32(math.Copysign(0, -1)), true, nil
+		}
+		return i, 0, true, nil
+	}
+	if m >= 1<<53 {
+		return i, 0, false, nil
+	}
+	f := float64(m)
+	switch {
+	case e10 > 0 && e10 <= 22:
+		f *= pow10[e10]
+	case e10 < 0 && e10 >= -22:
+		f /= pow10[-e10]
+	case e10 != 0:
+		return i, 0, false, nil
+	}
+	if f < 0x1p-126 || f > math.MaxFloat32 {
+		return i, 0, false, nil
+	}
+	if math.Float64bits(f)&(1<<29-1) == 1<<28 {
+		return i, 0, false, nil // exactly halfway between two float32s
+	}
+	if neg {
+		f = -f
+	}
+	return i, float32(f), true, nil
 }
 
-// trajectory decodes one trajectory object into t and raw.
-func (s *scanner) trajectory(t *traj.Trajectory, raw *rawArrays) error {
-	return s.object(trajectoryFields, func(key string) error {
-		var err error
-		switch key {
-		case "schema":
-			t.Schema, err = s.str()
-		case "id":
-			t.ID, err = s.str()
-		case "job_id":
-			t.JobID, err = s.str()
-		case "prompt_id":
-			t.PromptID, err = s.str()
-		case "iteration":
-			t.Iteration, err = s.int()
-		case "group_id":
-			t.GroupID, err = s.str()
-		case "group_size":
-			t.GroupSize, err = s.int()
-		case "sample_index":
-			t.SampleIndex, err = s.int()
-		case "policy_version":
-			t.PolicyVersion, err = s.int64()
-		case "seed":
-			t.Seed, err = s.uint64()
-		case "temperature":
-			t.Temperature, err = s.float64Ptr()
-		case "model":
-			err = s.model(&t.Model)
-		case "tokens":
-			t.Tokens, raw.tokens, err = s.int32s()
-		case "prompt_len":
-			t.PromptLen, err = s.int()
-		case "loss_mask":
-			var m []uint8
-			m, raw.lossMask, err = s.uint8s()
-			t.LossMask = m
-		case "logprobs":
-			t.Logprobs, raw.logprobs, err = s.float32s()
-		case "ref_logprobs":
-			t.RefLogprobs, raw.refLogprobs, err = s.float32s()
-		case "segments":
-			t.Segments, err = s.segments()
-		case "finish_reason":
-			var r string
-			r, err = s.str()
-			t.FinishReason = traj.FinishReason(r)
-		case "reward":
-			err = s.reward(&t.Reward)
-		case "step_rewards":
-			t.StepRewards, err = s.float64s()
-		case "answer":
-			t.Answer, err = s.str()
-		case "meta":
-			t.Meta, err = s.raw()
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		return nil
-	})
-}
+// unsafeString views b as a string without copying; the string must not
+// outlive b's next modification (the parsers only read it).
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // scanner walks one JSON document.
 type scanner struct {
@@ -170,6 +145,14 @@ type scanner struct {
 }
 
 var errUnexpectedEnd = io.ErrUnexpectedEOF
+
+// end checks that only white space follows the value just read.
+func (s *scanner) end() error {
+	if s.ws(); s.i < len(s.b) {
+		return s.syntax("trailing data after the value")
+	}
+	return nil
+}
 
 func (s *scanner) syntax(what string) error {
 	return fmt.Errorf("invalid JSON at byte %d: %s", s.i, what)
@@ -609,128 +592,6 @@ func (s *scanner) nested(names []string, field func(key string) error) error {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 		return nil
-	})
-}
-
-func (s *scanner) model(m *traj.ModelRef) error {
-	return s.nested(modelFields, func(key string) (err error) {
-		switch key {
-		case "name":
-			m.Name, err = s.str()
-		case "hash":
-			m.Hash, err = s.str()
-		}
-		return err
-	})
-}
-
-func (s *scanner) reward(r *traj.Reward) error {
-	return s.nested(rewardFields, func(key string) (err error) {
-		switch key {
-		case "total":
-			r.Total, err = s.float64()
-		case "parts":
-			if s.null() {
-				r.Parts = nil
-				return nil
-			}
-			if r.Parts == nil {
-				r.Parts = map[string]float64{}
-			}
-			return s.mapObject(func(name string) error {
-				v, err := s.float64()
-				r.Parts[name] = v
-				return err
-			})
-		}
-		return err
-	})
-}
-
-func (s *scanner) segments() ([]traj.Segment, error) {
-	if s.null() {
-		return nil, nil
-	}
-	out := make([]traj.Segment, 0, 8)
-	err := s.array(func(i int) error {
-		out = append(out, traj.Segment{})
-		seg := &out[i]
-		err := s.nested(segmentFields, func(key string) (err error) {
-			switch key {
-			case "kind":
-				var k string
-				k, err = s.str()
-				seg.Kind = traj.SegmentKind(k)
-			case "turn":
-				seg.Turn, err = s.int()
-			case "start":
-				seg.Start, err = s.int()
-			case "end":
-				seg.End, err = s.int()
-			case "text":
-				seg.Text, err = s.str()
-			case "call":
-				if s.null() {
-					seg.Call = nil
-					return nil
-				}
-				if seg.Call == nil {
-					seg.Call = &traj.ToolCall{}
-				}
-				err = s.call(seg.Call)
-			case "result":
-				if s.null() {
-					seg.Result = nil
-					return nil
-				}
-				if seg.Result == nil {
-					seg.Result = &traj.ToolResult{}
-				}
-				err = s.result(seg.Result)
-			}
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("[%d].%w", i, err)
-		}
-		return nil
-	})
-	return out, err
-}
-
-func (s *scanner) call(c *traj.ToolCall) error {
-	return s.nested(callFields, func(key string) (err error) {
-		switch key {
-		case "name":
-			c.Name, err = s.str()
-		case "arguments":
-			c.Arguments, err = s.raw()
-		case "raw":
-			c.Raw, err = s.str()
-		case "parse_error":
-			c.ParseError, err = s.str()
-		}
-		return err
-	})
-}
-
-func (s *scanner) result(r *traj.ToolResult) error {
-	return s.nested(resultFields, func(key string) (err error) {
-		switch key {
-		case "ok":
-			r.OK, err = s.bool(r.OK)
-		case "error_class":
-			r.ErrorClass, err = s.str()
-		case "error":
-			r.Error, err = s.str()
-		case "content":
-			r.Content, err = s.str()
-		case "latency_ms":
-			r.LatencyMS, err = s.float64()
-		case "truncated":
-			r.Truncated, err = s.bool(r.Truncated)
-		}
-		return err
 	})
 }
 

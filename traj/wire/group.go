@@ -1,0 +1,331 @@
+package wire
+
+import (
+	"fmt"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/toolrl/toolrl/traj"
+)
+
+// The JSON names the decoder knows for each traj type, in traj's order (a
+// test checks them against the types: a field added there must be decoded
+// here, or every group carrying it would be refused).
+var (
+	modelFields   = []string{"name", "hash"}
+	segmentFields = []string{"kind", "turn", "start", "end", "text", "call", "result"}
+	callFields    = []string{"name", "arguments", "raw", "parse_error"}
+	resultFields  = []string{"ok", "error_class", "error", "content", "latency_ms", "truncated"}
+	rewardFields  = []string{"total", "parts"}
+
+	groupFields      = []string{"schema", "group_id", "job_id", "prompt_id", "iteration", "policy_version", "trajectories"}
+	trajectoryFields = []string{"schema", "id", "job_id", "prompt_id", "iteration", "group_id", "group_size", "sample_index",
+		"policy_version", "seed", "temperature", "model", "tokens", "prompt_len", "loss_mask", "logprobs", "ref_logprobs",
+		"segments", "finish_reason", "reward", "step_rewards", "answer", "meta"}
+)
+
+// Arrays are the raw JSON of one trajectory's per-token arrays, as
+// DecodeGroupArrays found them (views into its input), for AppendRecord to
+// copy into the trajectory's advantage record without formatting them again.
+// A nil field is formatted from the record's values instead.
+type Arrays struct {
+	Tokens, LossMask, Logprobs, RefLogprobs []byte
+}
+
+// EncodeGroup is the JSON of g, one line (no trailing newline): the groups
+// stream's payload and a JSONL line. It does not validate; callers validate
+// what they did not build.
+func EncodeGroup(g *traj.Group) ([]byte, error) {
+	data, err := json.Marshal(g)
+	if err != nil {
+		return nil, fmt.Errorf("encode group %s: %w", g.GroupID, err)
+	}
+	return data, nil
+}
+
+// EncodeTrajectory is the JSON of t, one line (no trailing newline). It does
+// not validate.
+func EncodeTrajectory(t *traj.Trajectory) ([]byte, error) {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encode trajectory %s: %w", t.ID, err)
+	}
+	return data, nil
+}
+
+// DecodeGroup decodes one JSON group strictly and validates it
+// (traj.Group.Validate: schema v2 and v1 are accepted). An error names the
+// group's id when it was read, and the field at fault.
+func DecodeGroup(data []byte) (traj.Group, error) {
+	g, _, err := DecodeGroupArrays(data)
+	if err != nil {
+		return traj.Group{}, err
+	}
+	return *g, nil
+}
+
+// DecodeGroupArrays is DecodeGroup that also returns each trajectory's raw
+// per-token arrays, which view data: data must not change while they are in
+// use.
+func DecodeGroupArrays(data []byte) (*traj.Group, []Arrays, error) {
+	s := &scanner{b: data}
+	g := &traj.Group{}
+	var raws []Arrays
+	err := s.object(groupFields, func(key string) error {
+		var err error
+		switch key {
+		case "schema":
+			g.Schema, err = s.str()
+		case "group_id":
+			g.GroupID, err = s.str()
+		case "job_id":
+			g.JobID, err = s.str()
+		case "prompt_id":
+			g.PromptID, err = s.str()
+		case "iteration":
+			g.Iteration, err = s.int()
+		case "policy_version":
+			g.PolicyVersion, err = s.int64()
+		case "trajectories":
+			g.Trajectories, raws = nil, nil
+			if s.null() {
+				return nil
+			}
+			err = s.array(func(i int) error {
+				g.Trajectories = append(g.Trajectories, traj.Trajectory{})
+				raws = append(raws, Arrays{})
+				if err := s.trajectory(&g.Trajectories[i], &raws[i]); err != nil {
+					if id := g.Trajectories[i].ID; id != "" {
+						return fmt.Errorf("trajectories[%d] (%s): %w", i, id, err)
+					}
+					return fmt.Errorf("trajectories[%d]: %w", i, err)
+				}
+				return nil
+			})
+		}
+		if err != nil && key != "trajectories" {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return err
+	})
+	if err == nil {
+		err = s.end()
+	}
+	if err != nil {
+		if g.GroupID != "" {
+			return nil, nil, fmt.Errorf("decode group %s: %w", g.GroupID, err)
+		}
+		return nil, nil, fmt.Errorf("decode group: %w", err)
+	}
+	if err := g.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("decode group: %w", err)
+	}
+	return g, raws, nil
+}
+
+// DecodeTrajectory decodes one JSON trajectory strictly and validates it
+// (traj.Trajectory.Validate). An error names the trajectory's id when it was
+// read, and the field at fault.
+func DecodeTrajectory(data []byte) (traj.Trajectory, error) {
+	s := &scanner{b: data}
+	var t traj.Trajectory
+	err := s.trajectory(&t, &Arrays{})
+	if err == nil {
+		err = s.end()
+	}
+	if err != nil {
+		if t.ID != "" {
+			return traj.Trajectory{}, fmt.Errorf("decode trajectory %s: %w", t.ID, err)
+		}
+		return traj.Trajectory{}, fmt.Errorf("decode trajectory: %w", err)
+	}
+	if err := t.Validate(); err != nil {
+		return traj.Trajectory{}, fmt.Errorf("decode trajectory: %w", err)
+	}
+	return t, nil
+}
+
+// trajectory decodes one trajectory object into t and raw.
+func (s *scanner) trajectory(t *traj.Trajectory, raw *Arrays) error {
+	return s.object(trajectoryFields, func(key string) error {
+		var err error
+		switch key {
+		case "schema":
+			t.Schema, err = s.str()
+		case "id":
+			t.ID, err = s.str()
+		case "job_id":
+			t.JobID, err = s.str()
+		case "prompt_id":
+			t.PromptID, err = s.str()
+		case "iteration":
+			t.Iteration, err = s.int()
+		case "group_id":
+			t.GroupID, err = s.str()
+		case "group_size":
+			t.GroupSize, err = s.int()
+		case "sample_index":
+			t.SampleIndex, err = s.int()
+		case "policy_version":
+			t.PolicyVersion, err = s.int64()
+		case "seed":
+			t.Seed, err = s.uint64()
+		case "temperature":
+			t.Temperature, err = s.float64Ptr()
+		case "model":
+			err = s.model(&t.Model)
+		case "tokens":
+			t.Tokens, raw.Tokens, err = s.int32s()
+		case "prompt_len":
+			t.PromptLen, err = s.int()
+		case "loss_mask":
+			var m []uint8
+			m, raw.LossMask, err = s.uint8s()
+			t.LossMask = m
+		case "logprobs":
+			t.Logprobs, raw.Logprobs, err = s.float32s()
+		case "ref_logprobs":
+			t.RefLogprobs, raw.RefLogprobs, err = s.float32s()
+		case "segments":
+			t.Segments, err = s.segments()
+		case "finish_reason":
+			var r string
+			r, err = s.str()
+			t.FinishReason = traj.FinishReason(r)
+		case "reward":
+			err = s.reward(&t.Reward)
+		case "step_rewards":
+			t.StepRewards, err = s.float64s()
+		case "answer":
+			t.Answer, err = s.str()
+		case "meta":
+			t.Meta, err = s.raw()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return nil
+	})
+}
+
+func (s *scanner) model(m *traj.ModelRef) error {
+	return s.nested(modelFields, func(key string) (err error) {
+		switch key {
+		case "name":
+			m.Name, err = s.str()
+		case "hash":
+			m.Hash, err = s.str()
+		}
+		return err
+	})
+}
+
+func (s *scanner) reward(r *traj.Reward) error {
+	return s.nested(rewardFields, func(key string) (err error) {
+		switch key {
+		case "total":
+			r.Total, err = s.float64()
+		case "parts":
+			if s.null() {
+				r.Parts = nil
+				return nil
+			}
+			if r.Parts == nil {
+				r.Parts = map[string]float64{}
+			}
+			return s.mapObject(func(name string) error {
+				v, err := s.float64()
+				r.Parts[name] = v
+				return err
+			})
+		}
+		return err
+	})
+}
+
+func (s *scanner) segments() ([]traj.Segment, error) {
+	if s.null() {
+		return nil, nil
+	}
+	out := make([]traj.Segment, 0, 8)
+	err := s.array(func(i int) error {
+		out = append(out, traj.Segment{})
+		seg := &out[i]
+		err := s.nested(segmentFields, func(key string) (err error) {
+			switch key {
+			case "kind":
+				var k string
+				k, err = s.str()
+				seg.Kind = traj.SegmentKind(k)
+			case "turn":
+				seg.Turn, err = s.int()
+			case "start":
+				seg.Start, err = s.int()
+			case "end":
+				seg.End, err = s.int()
+			case "text":
+				seg.Text, err = s.str()
+			case "call":
+				if s.null() {
+					seg.Call = nil
+					return nil
+				}
+				if seg.Call == nil {
+					seg.Call = &traj.ToolCall{}
+				}
+				err = s.call(seg.Call)
+			case "result":
+				if s.null() {
+					seg.Result = nil
+					return nil
+				}
+				if seg.Result == nil {
+					seg.Result = &traj.ToolResult{}
+				}
+				err = s.result(seg.Result)
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("[%d].%w", i, err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *scanner) call(c *traj.ToolCall) error {
+	return s.nested(callFields, func(key string) (err error) {
+		switch key {
+		case "name":
+			c.Name, err = s.str()
+		case "arguments":
+			c.Arguments, err = s.raw()
+		case "raw":
+			c.Raw, err = s.str()
+		case "parse_error":
+			c.ParseError, err = s.str()
+		}
+		return err
+	})
+}
+
+func (s *scanner) result(r *traj.ToolResult) error {
+	return s.nested(resultFields, func(key string) (err error) {
+		switch key {
+		case "ok":
+			r.OK, err = s.bool(r.OK)
+		case "error_class":
+			r.ErrorClass, err = s.str()
+		case "error":
+			r.Error, err = s.str()
+		case "content":
+			r.Content, err = s.str()
+		case "latency_ms":
+			r.LatencyMS, err = s.float64()
+		case "truncated":
+			r.Truncated, err = s.bool(r.Truncated)
+		}
+		return err
+	})
+}
