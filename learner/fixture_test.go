@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/models/train"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -38,28 +39,22 @@ func shapedRecords(tb testing.TB, m *train.Model, s recordShape) []traj.Advantag
 		for j := range prompt {
 			prompt[j] = int32(r.IntN(m.Config.Vocab))
 		}
-		gid := fmt.Sprintf("job/p%d", g)
 		for i := range s.size {
 			respLen := between(s.response[0], s.response[1])
 			span := between(s.span[0], s.span[1])
 			at := min(between(s.spanAt[0], s.spanAt[1]), max(0, respLen-span))
-			tokens := append(append([]int32(nil), prompt...), make([]int32, respLen)...)
-			mask := make(traj.Mask, respLen)
-			full := make([]uint8, len(tokens))
-			for j := range respLen {
-				tokens[len(prompt)+j] = int32(r.IntN(m.Config.Vocab))
-				if j < at || j >= at+span {
-					mask[j], full[len(prompt)+j] = 1, 1
-				}
+			span = min(span, respLen-at)
+			response := make([]int32, respLen)
+			for j := range response {
+				response[j] = int32(r.IntN(m.Config.Vocab))
 			}
-			temp := s.temp
-			recs = append(recs, traj.AdvantageRecord{
-				Schema: traj.AdvantageSchema, TrajectoryID: fmt.Sprintf("%s/%d", gid, i), GroupID: gid, SampleIndex: i,
-				InputIDs: tokens, PromptLen: len(prompt), LossMask: mask,
-				OldLogprobs: make([]float32, respLen), Advantages: make([]float32, respLen),
-				Mode: "outcome", Estimator: "grpo", Temperature: &temp,
-			})
-			seqs = append(seqs, train.Sequence{Tokens: tokens, LossMask: full})
+			// The injected span is a tool segment between two model ones.
+			t := trajtest.Trajectory(trajtest.Options{Prompt: fmt.Sprintf("p%d", g), Size: s.size, Temperature: &s.temp, PromptTokens: prompt,
+				Steps:  []trajtest.Step{{Model: at, Tool: span}, {Model: respLen - at - span}},
+				Sample: func(_ int, t *traj.Trajectory) { copy(t.Response(), response) }}, i)
+			recs = append(recs, trajtest.Record(t, 0))
+			full := append(make([]uint8, len(prompt)), t.LossMask...)
+			seqs = append(seqs, train.Sequence{Tokens: t.Tokens, LossMask: full})
 			advs = append(advs, s.adv(g, i))
 		}
 	}
