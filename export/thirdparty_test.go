@@ -43,13 +43,7 @@ var thirdPartyReaders = []struct{ name, script, pkg string }{
 func runNodeScript(t *testing.T, script, pkg string, args ...string) []byte {
 	t.Helper()
 	dir := filepath.Join(testsupport.RepoRoot(t), "scripts", "export")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
-		testsupport.SkipOrFail(t, "npm package %s is not installed in scripts/export (make export-npm)", pkg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testsupport.SkipOrFail(t, "node is not installed")
-	}
+	_, node := testsupport.NodePackage(t, pkg)
 	cmd := exec.Command(node, append([]string{filepath.Join(dir, script)}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -1,7 +1,5 @@
 # actor/: ONNX policy runtime (KV cache, continuous batching, sampling, logprobs).
 #
-#   make actor-npm    installs @huggingface/transformers 4.3.2 (onnxruntime-node 1.30.0)
-#                     into scripts/actor, the peer of the actor benchmark
 #   make bench-actor  in one run, on the tiny and the SmolLM2-135M-shaped random models
 #                     (and models/calc when it has been built): generated tokens/s at
 #                     concurrency 1, 4, 16, 64; Go-side overhead (wall time outside ORT
@@ -9,7 +7,6 @@
 #                     trajectories. Writes out/bench-actor.md and out/bench-actor.json.
 #                     The random models are built into out/ (never committed).
 
-ACTOR_NPM_STAMP  := scripts/actor/node_modules/.toolrl-installed
 ACTOR_TINY_DIR   := out/models/tiny-random
 ACTOR_135M_DIR   := out/models/smollm2-135m-random
 ACTOR_CALC_DIR   := models/calc
@@ -17,18 +14,11 @@ ACTOR_BENCH_ARGS ?= --prompt-len 64 --new-tokens 64 --tools-every 8 --peer --pee
 
 BENCH_TARGETS += bench-actor
 
-.PHONY: actor-npm bench-actor
-
-## actor-npm: npm install of the transformers.js peer (idempotent)
-actor-npm: $(ACTOR_NPM_STAMP)
-
-$(ACTOR_NPM_STAMP): scripts/actor/package.json scripts/actor/package-lock.json
-	@echo "actor: installing @huggingface/transformers into scripts/actor"
-	@ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefix scripts/actor --no-audit --no-fund --silent >/dev/null
-	@touch $@
+.PHONY: bench-actor
 
 ## bench-actor: actor throughput, overhead, peer ratio and RSS, one run
-bench-actor: ort actor-npm build
+# The transformers.js peer (scripts/actor) comes from the scripts/ workspace.
+bench-actor: ort scripts-npm build
 	@mkdir -p out
 	@test -f $(ACTOR_TINY_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape tiny --seed 1 --out $(ACTOR_TINY_DIR) >/dev/null
 	@test -f $(ACTOR_135M_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --out $(ACTOR_135M_DIR) >/dev/null

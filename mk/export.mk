@@ -1,20 +1,10 @@
-# export/: the npm packages of the third-party Parquet reader checks (DuckDB,
-# hyparquet), and the JSONL vs Parquet benchmark.
+# export/: the JSONL vs Parquet benchmark. The third-party Parquet reader
+# checks' npm packages (DuckDB, hyparquet) come from the scripts/ workspace
+# (make scripts-npm).
 
-EXPORT_NPM_STAMP := scripts/export/node_modules/.toolrl-installed
-
-TEST_DEPS += export-npm
 BENCH_TARGETS += bench-export
 
-.PHONY: export-npm bench-export
-
-## export-npm: DuckDB and hyparquet for node (exact versions from scripts/export/package-lock.json)
-export-npm: $(EXPORT_NPM_STAMP)
-
-$(EXPORT_NPM_STAMP): scripts/export/package.json scripts/export/package-lock.json
-	@echo "export: installing @duckdb/node-api and hyparquet into scripts/export for the Parquet reader checks"
-	@npm ci --prefix scripts/export --no-audit --no-fund --silent
-	@touch $@
+.PHONY: bench-export
 
 ## bench-export: write/read MB/s and rows/s of JSONL, JSONL.gz and Parquet, with ratios
 bench-export:

