@@ -48,7 +48,7 @@ func edgeTrajectories() []traj.Trajectory {
 			Result: &traj.ToolResult{}},
 		{Kind: traj.SegmentModel, Turn: 1 << 40, Start: 2, End: 3, Text: "日本語 \u0000 \"quoted\"\n"},
 	}
-	extreme.Reward = traj.Reward{Total: -math.MaxFloat64, Parts: map[string]float64{"outcome": math.SmallestNonzeroFloat64, "call-cost": -0.0}}
+	extreme.Reward = traj.Reward{Total: -math.MaxFloat64, Parts: map[string]float64{"outcome": math.SmallestNonzeroFloat64, "call-cost": math.Copysign(0, -1)}}
 	extreme.StepRewards = []float64{1e308, -1e-308}
 	extreme.Meta = json.RawMessage(`null`)
 	extreme.Answer = "  spaces  "

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -213,7 +214,7 @@ func buildMetaspace(c *componentJSON, where string) (preTokenizer, error) {
 func (ms *metaspacePreTokenizer) preTokenize(pieces []piece, sc *bpeScratch) ([]piece, error) {
 	return splitEach(pieces, sc, func(p piece, out []piece) ([]piece, error) {
 		if p.byteLevel {
-			return nil, fmt.Errorf("Metaspace after a ByteLevel pre_tokenizer is not supported")
+			return nil, errors.New("a Metaspace pre_tokenizer after a ByteLevel one is not supported")
 		}
 		p.text = strings.ReplaceAll(p.text, " ", ms.replacement)
 		if !strings.HasPrefix(p.text, ms.replacement) && (ms.prepend == "always" || ms.prepend == "first" && p.first) {

@@ -33,7 +33,7 @@ func NewMCP(ctx context.Context, opts mcptool.Options) ([]Tool, *mcptool.Server,
 	return out, srv, nil
 }
 
-func (b builder) mcp() ([]Tool, error) {
+func (b builder) mcp(ctx context.Context) ([]Tool, error) {
 	var opts mcptool.Options
 	if err := b.decodeSettings(&opts); err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (b builder) mcp() ([]Tool, error) {
 		opts.Command[0] = b.path(c)
 	}
 	opts.Dir = b.path(opts.Dir)
-	built, srv, err := NewMCP(b.ctx, opts)
+	built, srv, err := NewMCP(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -24,13 +24,13 @@ func NewPython(ctx context.Context, opts python.Options) (Tool, error) {
 	return &pythonTool{runner: r}, nil
 }
 
-func (b builder) python() ([]Tool, error) {
+func (b builder) python(ctx context.Context) ([]Tool, error) {
 	var opts python.Options
 	if err := b.decodeSettings(&opts); err != nil {
 		return nil, err
 	}
 	opts.TempRoot = b.path(opts.TempRoot)
-	t, err := NewPython(b.ctx, opts)
+	t, err := NewPython(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -22,7 +21,7 @@ import (
 func TestRegistryAllBuiltins(t *testing.T) {
 	dir := t.TempDir()
 	server := filepath.Join(dir, "mcp-server")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", server, "./mcptool/testdata/server")
+	build := exec.Command("go", "build", "-o", server, "./mcptool/testdata/server")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the test MCP server: %v\n%s", err, out)
 	}

@@ -142,13 +142,13 @@ func addEntry(ctx context.Context, reg *Registry, ent, defaults entryDoc, defTim
 	if s.MaxOutput == 0 {
 		s.MaxOutput = defaults.MaxOutput
 	}
-	b := builder{ctx: ctx, reg: reg, settings: &ent.Settings, baseDir: baseDir}
+	b := builder{reg: reg, settings: &ent.Settings, baseDir: baseDir}
 	var built []Tool
 	switch ent.Type {
 	case "calculator":
 		built, err = b.calculator()
 	case "python":
-		built, err = b.python()
+		built, err = b.python(ctx)
 	case "search":
 		built, err = b.search()
 	case "http":
@@ -160,7 +160,7 @@ func addEntry(ctx context.Context, reg *Registry, ent, defaults entryDoc, defTim
 		if s.Bracket != "" {
 			return errors.New("an mcp entry takes no bracket name")
 		}
-		built, err = b.mcp()
+		built, err = b.mcp(ctx)
 	case "":
 		return errors.New("missing type (calculator|python|search|http|mcp)")
 	default:
@@ -183,9 +183,9 @@ func addEntry(ctx context.Context, reg *Registry, ent, defaults entryDoc, defTim
 	return nil
 }
 
-// builder builds the built-in tools of one registry entry.
+// builder builds the built-in tools of one registry entry. The builders that
+// start something (python, mcp) take the registry load's ctx as an argument.
 type builder struct {
-	ctx      context.Context
 	reg      *Registry
 	settings *yaml.Node
 	baseDir  string

@@ -37,10 +37,6 @@ type exitError struct {
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
-func notBuilt(capability string) error {
-	return usageErrorf("%s is not built yet in this version of toolrl", capability)
-}
-
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "toolrl",

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +19,8 @@ import (
 func BuildTestServer(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "mcp-test-server")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(gobin, "build", "-o", bin, "./testdata/server")
+	// go test puts its own GOROOT/bin first on the PATH.
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/server")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the test MCP server: %v\n%s", err, out)
 	}
