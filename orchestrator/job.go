@@ -111,13 +111,23 @@ type Sampling struct {
 type Limits struct {
 	// MaxTurns is the most model turns (a turn ends at a tool call or EOS). Default 4.
 	MaxTurns int `yaml:"max_turns"`
-	// MaxToolCalls is the most tool calls per trajectory. Default 3.
-	MaxToolCalls int `yaml:"max_tool_calls"`
+	// MaxToolCalls is the most tool calls per trajectory; a call past it is
+	// not executed and ends the trajectory (finish reason max_tool_calls).
+	// Unset (nil) means the default 3; 0 means no tool calls (the first call
+	// ends the trajectory). Normalize sets it.
+	MaxToolCalls *int `yaml:"max_tool_calls"`
 	// MaxToolCallsPerTurn is the most calls executed in one turn. Default 1.
 	MaxToolCallsPerTurn int `yaml:"max_tool_calls_per_turn"`
 	// MaxTokens caps the whole response (sampled + injected). Default 512.
 	MaxTokens int `yaml:"max_tokens"`
 }
+
+// DefaultMaxToolCalls is Limits.MaxToolCalls when a job leaves it unset.
+const DefaultMaxToolCalls = 3
+
+// IntPtr returns a pointer to n, for the *int fields of a Job built in code
+// (Limits.MaxToolCalls).
+func IntPtr(n int) *int { return &n }
 
 // LoadJob reads a YAML job file strictly: an unknown key is an error naming
 // the file and line, because a misspelt key would otherwise silently mean
@@ -159,22 +169,32 @@ var zeroIsUnset = []struct{ key, def string }{
 	{"sampling.top_p", "1"},
 	{"sampling.max_new_tokens", "256"},
 	{"limits.max_turns", "4"},
-	{"limits.max_tool_calls", "3"},
 	{"limits.max_tool_calls_per_turn", "1"},
 	{"limits.max_tokens", "512"},
 }
 
-// checkExplicitZeros looks at the keys the job file actually sets: an
-// explicit 0 for a key of zeroIsUnset is an error naming the key, an
-// explicit sampling.temperature 0 means greedy (as documented; unset means
-// 1), and greedy: true with a temperature > 0 is a contradiction.
+// checkExplicitZeros applies CheckJobKeys to a job file's document.
 func checkExplicitZeros(data []byte, job *Job) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
 		return nil // Decode already reported a malformed file; an empty one sets nothing
 	}
+	return CheckJobKeys(doc.Content[0], job)
+}
+
+// CheckJobKeys applies the rules on the keys a job's YAML actually sets to
+// job, decoded from the mapping node m: a job file's document, or the
+// rollout key of a `toolrl train` config (which must follow the same rules).
+// An explicit 0 for a key whose 0 would silently mean its default is an
+// error naming the key, an explicit sampling.temperature 0 means greedy (as
+// documented; unset means 1), and greedy: true with a temperature > 0 is a
+// contradiction. Errors name the key relative to m.
+func CheckJobKeys(m *yaml.Node, job *Job) error {
+	if m == nil {
+		return nil
+	}
 	zero := func(key string) bool {
-		n := lookupKey(doc.Content[0], strings.Split(key, "."))
+		n := lookupKey(m, strings.Split(key, "."))
 		var v float64
 		return n != nil && n.Tag != "!!null" && n.Decode(&v) == nil && v == 0
 	}
@@ -187,7 +207,7 @@ func checkExplicitZeros(data []byte, job *Job) error {
 		return fmt.Errorf("sampling: greedy: true with temperature %g; greedy decoding is temperature 0, give one of them", job.Sampling.Temperature)
 	}
 	if zero("sampling.temperature") {
-		if lookupKey(doc.Content[0], []string{"sampling", "greedy"}) != nil && !job.Sampling.Greedy {
+		if lookupKey(m, []string{"sampling", "greedy"}) != nil && !job.Sampling.Greedy {
 			return errors.New("sampling: temperature 0 with greedy: false; temperature 0 is greedy decoding")
 		}
 		job.Sampling.Greedy = true
@@ -277,8 +297,11 @@ func (j *Job) Normalize() error {
 	if l.MaxTurns == 0 {
 		l.MaxTurns = 4
 	}
-	if l.MaxToolCalls == 0 {
-		l.MaxToolCalls = 3
+	if l.MaxToolCalls == nil {
+		l.MaxToolCalls = IntPtr(DefaultMaxToolCalls)
+	}
+	if *l.MaxToolCalls < 0 {
+		return fmt.Errorf("limits.max_tool_calls: %d, want ≥ 0 (0: no tool calls; omit the key for the default %d)", *l.MaxToolCalls, DefaultMaxToolCalls)
 	}
 	if l.MaxToolCallsPerTurn == 0 {
 		l.MaxToolCallsPerTurn = 1
@@ -286,8 +309,8 @@ func (j *Job) Normalize() error {
 	if l.MaxTokens == 0 {
 		l.MaxTokens = 512
 	}
-	if l.MaxTurns < 1 || l.MaxToolCalls < 0 || l.MaxTokens < 1 || l.MaxToolCallsPerTurn < 1 {
-		return fmt.Errorf("limits: max_turns %d, max_tool_calls %d, max_tool_calls_per_turn %d, max_tokens %d: want positive values", l.MaxTurns, l.MaxToolCalls, l.MaxToolCallsPerTurn, l.MaxTokens)
+	if l.MaxTurns < 1 || l.MaxTokens < 1 || l.MaxToolCallsPerTurn < 1 {
+		return fmt.Errorf("limits: max_turns %d, max_tool_calls_per_turn %d, max_tokens %d: want positive values", l.MaxTurns, l.MaxToolCallsPerTurn, l.MaxTokens)
 	}
 	if j.Out == "" {
 		j.Out = filepath.Join("out", j.ID+".jsonl")

@@ -326,7 +326,8 @@ func (r *runner) openTools(ctx context.Context) error {
 	r.exec = tools.NewExecutor(r.registry, tools.ExecutorOptions{
 		GlobalLimit:           r.job.ToolConcurrency,
 		MaxCallsPerTurn:       r.job.Limits.MaxToolCallsPerTurn,
-		MaxCallsPerTrajectory: r.job.Limits.MaxToolCalls,
+		MaxCallsPerTrajectory: *r.job.Limits.MaxToolCalls,
+		NoCalls:               *r.job.Limits.MaxToolCalls == 0,
 		Logger:                r.log,
 		CountTokens: func(s string) int {
 			ids, err := tok.Encode(s, false)

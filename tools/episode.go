@@ -36,7 +36,7 @@ func (ep *Episode) Exhausted() bool {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	max := ep.e.opts.MaxCallsPerTrajectory
-	return max > 0 && ep.total >= max
+	return ep.e.opts.NoCalls || max > 0 && ep.total >= max
 }
 
 // admit counts a call of the given turn and returns the cap it breaks, if any.
@@ -49,6 +49,9 @@ func (ep *Episode) admit(turn int) string {
 	ep.inTurn++
 	ep.total++
 	opts := ep.e.opts
+	if opts.NoCalls {
+		return fmt.Sprintf("call %d of the trajectory: no calls are allowed (cap 0)", ep.total)
+	}
 	if opts.MaxCallsPerTrajectory > 0 && ep.total > opts.MaxCallsPerTrajectory {
 		return fmt.Sprintf("call %d of the trajectory is past the cap of %d", ep.total, opts.MaxCallsPerTrajectory)
 	}

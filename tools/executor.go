@@ -32,6 +32,10 @@ type ExecutorOptions struct {
 	// executes; calls past a cap fail as over_cap (0: no cap).
 	MaxCallsPerTurn       int
 	MaxCallsPerTrajectory int
+	// NoCalls executes no call: every call fails as over_cap (a job's
+	// max_tool_calls: 0, which MaxCallsPerTrajectory 0, "no cap", cannot
+	// say).
+	NoCalls bool
 	// OverrunAfter is how long after its deadline a tool may return before
 	// the call counts as an overrun in Stats and is logged (default 100ms).
 	// The caller gets its timeout at the deadline either way.

@@ -199,6 +199,25 @@ func TestEpisodeCaps(t *testing.T) {
 	}
 }
 
+// TestEpisodeNoCalls: NoCalls (a job's max_tool_calls: 0) executes no call,
+// where MaxCallsPerTrajectory 0 means no cap.
+func TestEpisodeNoCalls(t *testing.T) {
+	reg := newReg(t, reg1{NewCalculator(calcLimits()), Settings{}})
+	ex := NewExecutor(reg, ExecutorOptions{NoCalls: true, Logger: quiet})
+	ep := ex.NewEpisode()
+	if !ep.Exhausted() {
+		t.Error("a NoCalls episode is not Exhausted before its first call")
+	}
+	ok := Call{Name: "calculator", Arguments: json.RawMessage(`{"expression":"1+1"}`)}
+	tc, tr := ep.Execute(context.Background(), 0, ok)
+	if tr.ErrorClass != ClassOverCap || tr.OK || !strings.HasPrefix(tc.ParseError, "over_cap: ") {
+		t.Errorf("call with NoCalls: %+v, %+v; want over_cap, not executed", tc, tr)
+	}
+	if n := ex.Stats().Calls; n != 0 {
+		t.Errorf("executor ran %d calls, want 0", n)
+	}
+}
+
 func TestTruncate(t *testing.T) {
 	s := strings.Repeat("é", 100) // 200 bytes, 50 estimated tokens
 	out, cut := Truncate(s, 10, nil)

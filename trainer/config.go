@@ -125,6 +125,17 @@ func LoadConfig(path string) (Config, error) {
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("train config %s: %w", path, err)
 	}
+	// The rollout key follows a job file's rules on explicit values (an
+	// explicit 0 that would mean the default is refused, temperature 0 is
+	// greedy, max_tool_calls 0 is no calls): the same check as LoadJob's.
+	var keys struct {
+		Rollout yaml.Node `yaml:"rollout"`
+	}
+	if err := yaml.Unmarshal(data, &keys); err == nil && keys.Rollout.Kind == yaml.MappingNode {
+		if err := orchestrator.CheckJobKeys(&keys.Rollout, &c.Rollout); err != nil {
+			return Config{}, fmt.Errorf("train config %s: rollout.%w", path, err)
+		}
+	}
 	base := filepath.Dir(path)
 	for _, p := range []*string{&c.Rollout.Model, &c.Rollout.RefModel, &c.Rollout.Prompts, &c.Rollout.Tools, &c.Eval.Prompts, &c.Out, &c.Learner.RefModel} {
 		if *p != "" && !filepath.IsAbs(*p) {

@@ -149,7 +149,7 @@ func TestJobFileExplicitZerosAreRefused(t *testing.T) {
 		{"sampling:\n  top_p: 0", "sampling.top_p"},
 		{"sampling:\n  greedy: true\n  temperature: 0.7", "greedy"},
 		{"sampling:\n  greedy: false\n  temperature: 0", "greedy"},
-		{"limits:\n  max_tool_calls: 0", "limits.max_tool_calls"},
+		{"limits:\n  max_tool_calls: -1", "limits.max_tool_calls: -1"}, // 0 is "no calls" (TestLoadJobMaxToolCalls)
 		{"limits:\n  max_tokens: 0", "limits.max_tokens"},
 	} {
 		path := filepath.Join(dir, "job.yaml")

@@ -1,0 +1,53 @@
+package trainer
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoadConfigRolloutKeysFollowJobFileRules: the rollout key of a train
+// config gets a job file's rules on explicit values (orchestrator.CheckJobKeys):
+// an explicit 0 that would silently mean the default is refused naming the
+// key, temperature 0 is greedy (which a train run refuses), max_tool_calls 0
+// means no calls and a negative one is refused. Before, rollout.group_size: 0
+// ran with 8 and temperature: 0 trained at temperature 1.
+func TestLoadConfigRolloutKeysFollowJobFileRules(t *testing.T) {
+	dir := t.TempDir()
+	head := "iterations: 1\nprompts_per_iteration: 2\nout: o\nrollout:\n  model: m\n  prompts: p.jsonl\n"
+	for _, c := range []struct {
+		body, wantErr string
+		wantCalls     int
+	}{
+		{body: "  group_size: 0\n", wantErr: "rollout.group_size: 0 is not a valid value"},
+		{body: "  limits:\n    max_turns: 0\n", wantErr: "rollout.limits.max_turns: 0 is not a valid value"},
+		{body: "  sampling:\n    temperature: 0\n", wantErr: "greedy samples cannot be trained"},
+		{body: "  sampling:\n    temperature: 0\n    greedy: false\n", wantErr: "rollout.sampling: temperature 0 with greedy: false"},
+		{body: "  limits:\n    max_tool_calls: -2\n", wantErr: "limits.max_tool_calls: -2"},
+		{body: "  limits:\n    max_tool_calls: 0\n", wantCalls: 0},
+		{body: "  group_size: 4\n", wantCalls: 3},
+	} {
+		path := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(path, []byte(head+c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(path)
+		if err == nil {
+			err = cfg.Normalize()
+		}
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%q: err = %v, want %q", c.body, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.body, err)
+			continue
+		}
+		if got := *cfg.Rollout.Limits.MaxToolCalls; got != c.wantCalls {
+			t.Errorf("%q: rollout max_tool_calls %d, want %d", c.body, got, c.wantCalls)
+		}
+	}
+}
