@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -25,29 +27,11 @@ import (
 // timeout. A prompt whose group is already written is acknowledged without
 // being redone, so a redelivery never duplicates a group. A worker exits
 // when the stream is drained, unless it follows (RedisFeedOptions.Follow):
-// the workers of a training run wait for the next iterations' entries.
-
-// ActorsGroup is the consumer group of rollout workers on the prompts stream.
-const ActorsGroup = "actors"
-
-// Fields of a prompts-stream entry (toolrl:{job}:prompts).
-const (
-	// FieldPrompt holds one prompt's JSON (a prompts-file line).
-	FieldPrompt = "prompt"
-	// FieldIteration holds the iteration the prompt is to be sampled in
-	// (Prompt.Iteration), a decimal ≥ 0. An entry without it (written
-	// before iterations existed) is iteration 0.
-	FieldIteration = "iteration"
-	// FieldMinPolicyVersion holds the least policy version the prompt may
-	// be sampled with (Prompt.MinPolicyVersion), a decimal ≥ 0; absent is 0.
-	// Enqueue writes it only when it is above 0.
-	FieldMinPolicyVersion = "min_policy_version"
-)
-
-// queuedKey is the set of prompts already enqueued, by Prompt.Key (id in
-// iteration 0, id@k in iteration k), so enqueueing a prompt twice in one
-// iteration adds nothing and every iteration enqueues it anew.
-func queuedKey(k stream.Keys) string { return k.Prompts + ":queued" }
+// the workers of a training run wait for the next iterations' entries. A
+// prompt the runner refuses (longer than the model's context) is
+// dead-lettered alone with the reason; the worker goes on. The key layout
+// and the entries' fields are package stream's (stream.JobKeys,
+// stream.FieldPrompt, stream.ActorsGroup).
 
 // Enqueue adds prompts to job's prompts stream, each with its iteration and,
 // when above 0, its MinPolicyVersion, skipping those already enqueued in that
@@ -70,20 +54,20 @@ func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, pr
 		if err != nil {
 			return added, fmt.Errorf("encode prompt %s: %w", p.Key(), err)
 		}
-		fresh, err := client.SAdd(ctx, queuedKey(keys), p.Key()).Result()
+		fresh, err := client.SAdd(ctx, keys.Queued, p.Key()).Result()
 		if err != nil {
 			return added, fmt.Errorf("enqueue prompt %s: %w", p.Key(), err)
 		}
 		if fresh == 0 {
 			continue
 		}
-		values := []any{FieldPrompt, data, FieldIteration, strconv.Itoa(p.Iteration)}
+		values := []any{stream.FieldPrompt, data, stream.FieldIteration, strconv.Itoa(p.Iteration)}
 		if p.MinPolicyVersion > 0 {
-			values = append(values, FieldMinPolicyVersion, strconv.FormatInt(p.MinPolicyVersion, 10))
+			values = append(values, stream.FieldMinPolicyVersion, strconv.FormatInt(p.MinPolicyVersion, 10))
 		}
 		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: values}).Err(); err != nil {
 			// Undo the mark so a retry enqueues it.
-			client.SRem(ctx, queuedKey(keys), p.Key())
+			client.SRem(ctx, keys.Queued, p.Key())
 			return added, fmt.Errorf("enqueue prompt %s: %w", p.Key(), err)
 		}
 		added++
@@ -93,28 +77,28 @@ func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, pr
 
 // entryIteration reads an entry's iteration field: absent is 0.
 func entryIteration(m stream.Message) (int, error) {
-	v, ok := m.Values[FieldIteration]
+	v, ok := m.Values[stream.FieldIteration]
 	if !ok {
 		return 0, nil
 	}
 	s, _ := v.(string)
 	k, err := strconv.Atoi(s)
 	if err != nil || k < 0 {
-		return 0, fmt.Errorf("field %s is %q, want a decimal ≥ 0", FieldIteration, s)
+		return 0, fmt.Errorf("field %s is %q, want a decimal ≥ 0", stream.FieldIteration, s)
 	}
 	return k, nil
 }
 
 // entryMinPolicyVersion reads an entry's min_policy_version field: absent is 0.
 func entryMinPolicyVersion(m stream.Message) (int64, error) {
-	v, ok := m.Values[FieldMinPolicyVersion]
+	v, ok := m.Values[stream.FieldMinPolicyVersion]
 	if !ok {
 		return 0, nil
 	}
 	s, _ := v.(string)
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("field %s is %q, want a decimal ≥ 0", FieldMinPolicyVersion, s)
+		return 0, fmt.Errorf("field %s is %q, want a decimal ≥ 0", stream.FieldMinPolicyVersion, s)
 	}
 	return n, nil
 }
@@ -134,23 +118,63 @@ type RedisFeedOptions struct {
 	// new entries (the next iterations of a training run) until its ctx is
 	// cancelled, instead of reporting the feed exhausted.
 	Follow bool
+	// Retry rides out a Redis outage: every read, check, ack and dead letter
+	// of the feed that fails on a connection error is retried with backoff
+	// for Retry.For, then Next, Done or Refuse returns the error. A worker
+	// takes Retry.For from its URL's retry= option (stream.WriteRetry), as
+	// its sink does. The zero value does not retry; a nil Retry.OnRetry
+	// logs each retry (slog's default logger).
+	Retry stream.Retry
 }
 
-// RedisFeed is the PromptFeed of a distributed worker.
+// FeedStats counts what a worker's feed did with the prompts-stream entries
+// delivered to it.
+type FeedStats struct {
+	// Claimed counts the entries delivered to this worker: read new, or
+	// reclaimed.
+	Claimed int
+	// Reclaimed counts those of Claimed that another worker held past
+	// ClaimIdle (delivered before).
+	Reclaimed int
+	// Done counts the prompts acknowledged once their group was written (or
+	// found written by another worker meanwhile).
+	Done int
+	// Redone counts entries whose group was already written when they came:
+	// acknowledged without being sampled.
+	Redone int
+	// Repeats counts entries of a prompt already in flight here (claimed
+	// back, or enqueued twice): acknowledged with the first.
+	Repeats int
+	// Corrupt counts entries that did not decode: dead-lettered.
+	Corrupt int
+	// Refused counts prompts the runner refused (longer than the model's
+	// context): dead-lettered with the reason.
+	Refused int
+	// OverDelivered counts entries dead-lettered when claimed because they
+	// were delivered more than the delivery limit (stream.ConsumerOptions.MaxDeliveries).
+	OverDelivered int
+}
+
+// Write prints the stats as the summary's worker line.
+func (s FeedStats) Write(w io.Writer) {
+	fmt.Fprintf(w, "  worker         %d prompt entries claimed (%d reclaimed from idle workers); %d done, %d already written by others, %d repeats; dead-lettered: %d refused, %d corrupt, %d over the delivery limit\n",
+		s.Claimed, s.Reclaimed, s.Done, s.Redone, s.Repeats, s.Refused, s.Corrupt, s.OverDelivered)
+}
+
+// RedisFeed is the PromptFeed of a distributed worker. It is not safe for
+// concurrent use (one runner owns it).
 type RedisFeed struct {
 	client   goredis.UniversalClient
 	consumer *stream.Consumer
 	keys     stream.Keys
 	opts     RedisFeedOptions
 	buf      []stream.Message
-	// ids maps Prompt.Key to the entries delivered for it (the one being
-	// rolled out first), until Done acknowledges them all.
-	ids      map[string][]string
+	// entries maps Prompt.Key to the entries delivered for it (the one being
+	// rolled out first), until Done acknowledges them all (or Refuse
+	// dead-letters them).
+	entries  map[string][]stream.Message
 	lastRead time.Time
-	// DeadLetters counts prompt entries that could not be decoded.
-	DeadLetters int
-	// Redone counts entries whose group was already written (acked, skipped).
-	Redone int
+	stats    FeedStats
 }
 
 // NewRedisFeed joins the actors group of job's prompts stream.
@@ -166,17 +190,35 @@ func NewRedisFeed(ctx context.Context, client goredis.UniversalClient, opts Redi
 		opts.Poll = 200 * time.Millisecond
 	}
 	keys := stream.JobKeys(opts.Job)
+	if opts.Retry.OnRetry == nil {
+		opts.Retry.OnRetry = func(err error, wait time.Duration) {
+			slog.Warn("redis feed: a read failed, retrying", "stream", keys.Prompts, "err", err, "wait", wait, "retry_for", opts.Retry.For)
+		}
+	}
 	c, err := stream.NewConsumer(client, stream.ConsumerOptions{
-		Stream: keys.Prompts, Group: ActorsGroup, Consumer: opts.Consumer, DeadLetter: keys.Dead,
+		Stream: keys.Prompts, Group: stream.ActorsGroup, Consumer: opts.Consumer, DeadLetter: keys.Dead,
 		Count: 16, Block: 20 * time.Millisecond, ClaimIdle: opts.ClaimIdle,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := c.EnsureGroup(ctx); err != nil {
+	f := &RedisFeed{client: client, consumer: c, keys: keys, opts: opts, entries: map[string][]stream.Message{}}
+	if err := f.retry(ctx, c.EnsureGroup); err != nil {
 		return nil, err
 	}
-	return &RedisFeed{client: client, consumer: c, keys: keys, opts: opts, ids: map[string][]string{}}, nil
+	return f, nil
+}
+
+// Stats returns what the feed did so far.
+func (f *RedisFeed) Stats() FeedStats {
+	s := f.stats
+	s.OverDelivered = int(f.consumer.OverDelivered())
+	return s
+}
+
+// retry runs one Redis operation under opts.Retry.
+func (f *RedisFeed) retry(ctx context.Context, op func(context.Context) error) error {
+	return f.opts.Retry.Do(ctx, func() error { return op(ctx) })
 }
 
 // Next returns the next prompt. With block it waits until one comes or the
@@ -191,9 +233,20 @@ func (f *RedisFeed) Next(ctx context.Context, block bool) (Prompt, bool, error) 
 			return Prompt{}, false, nil
 		}
 		f.lastRead = time.Now()
-		msgs, err := f.consumer.Read(ctx)
+		var msgs []stream.Message
+		err := f.retry(ctx, func(ctx context.Context) error {
+			var err error
+			msgs, err = f.consumer.Read(ctx)
+			return err
+		})
 		if err != nil {
 			return Prompt{}, false, err
+		}
+		for _, m := range msgs {
+			f.stats.Claimed++
+			if m.Deliveries > 1 {
+				f.stats.Reclaimed++
+			}
 		}
 		f.buf = append(f.buf, msgs...)
 		if len(msgs) > 0 {
@@ -232,8 +285,7 @@ func (f *RedisFeed) Next(ctx context.Context, block bool) (Prompt, bool, error) 
 func (f *RedisFeed) pop(ctx context.Context) (Prompt, bool, error) {
 	for len(f.buf) > 0 {
 		m := f.buf[0]
-		f.buf = f.buf[1:]
-		raw, _ := m.Values[FieldPrompt].(string)
+		raw, _ := m.Values[stream.FieldPrompt].(string)
 		p, err := parsePrompt([]byte(raw))
 		if err == nil {
 			p.Iteration, err = entryIteration(m)
@@ -242,44 +294,60 @@ func (f *RedisFeed) pop(ctx context.Context) (Prompt, bool, error) {
 			p.MinPolicyVersion, err = entryMinPolicyVersion(m)
 		}
 		if err != nil {
-			f.DeadLetters++
-			if derr := f.consumer.DeadLetter(ctx, stream.DeadLetter{Message: m, Reason: "decode prompt: " + err.Error()}); derr != nil {
+			letter := stream.DeadLetter{Message: m, Reason: "decode prompt: " + err.Error()}
+			if derr := f.retry(ctx, func(ctx context.Context) error { return f.consumer.DeadLetter(ctx, letter) }); derr != nil {
 				return Prompt{}, false, derr
 			}
+			f.buf = f.buf[1:]
+			f.stats.Corrupt++
 			continue
 		}
-		written, err := f.client.SIsMember(ctx, f.keys.GroupsWritten, traj.GroupID(f.opts.Job, p.ID, p.Iteration)).Result()
+		var written bool
+		err = f.retry(ctx, func(ctx context.Context) error {
+			var err error
+			written, err = f.client.SIsMember(ctx, f.keys.GroupsWritten, traj.GroupID(f.opts.Job, p.ID, p.Iteration)).Result()
+			return err
+		})
 		if err != nil {
 			return Prompt{}, false, fmt.Errorf("check group of prompt %s: %w", p.Key(), err)
 		}
 		if written {
-			f.Redone++
-			if err := f.consumer.Ack(ctx, m.ID); err != nil {
+			if err := f.retry(ctx, func(ctx context.Context) error { return f.consumer.Ack(ctx, m.ID) }); err != nil {
 				return Prompt{}, false, err
 			}
+			f.buf = f.buf[1:]
+			f.stats.Redone++
 			continue
 		}
-		if entries, dup := f.ids[p.Key()]; dup {
+		// The entry leaves the buffer only once handled, so an error above
+		// (the retries spent) leaves it there for the next call.
+		f.buf = f.buf[1:]
+		if held, dup := f.entries[p.Key()]; dup {
 			// Claimed back while still in flight here, or another entry of
 			// the same prompt and iteration (one enqueued around the queued
 			// set): the first delivery's Done acks it too; drop it here.
-			if !slices.Contains(entries, m.ID) {
-				f.ids[p.Key()] = append(entries, m.ID)
+			if !slices.ContainsFunc(held, func(h stream.Message) bool { return h.ID == m.ID }) {
+				f.entries[p.Key()] = append(held, m)
 			}
+			f.stats.Repeats++
 			continue
 		}
-		f.ids[p.Key()] = []string{m.ID}
+		f.entries[p.Key()] = []stream.Message{m}
 		return p, true, nil
 	}
 	return Prompt{}, false, nil
 }
 
 func (f *RedisFeed) drained(ctx context.Context) (bool, error) {
-	lag, err := f.consumer.Lag(ctx)
-	if err != nil {
-		return false, err
-	}
-	pending, err := f.consumer.Pending(ctx)
+	var lag, pending int64
+	err := f.retry(ctx, func(ctx context.Context) error {
+		var err error
+		if lag, err = f.consumer.Lag(ctx); err != nil {
+			return err
+		}
+		pending, err = f.consumer.Pending(ctx)
+		return err
+	})
 	if err != nil {
 		return false, err
 	}
@@ -288,10 +356,39 @@ func (f *RedisFeed) drained(ctx context.Context) (bool, error) {
 
 // Done acknowledges the prompt once its group is written.
 func (f *RedisFeed) Done(ctx context.Context, p Prompt) error {
-	entries, ok := f.ids[p.Key()]
+	held, ok := f.entries[p.Key()]
 	if !ok {
 		return nil
 	}
-	delete(f.ids, p.Key())
-	return f.consumer.Ack(ctx, entries...)
+	ids := make([]string, len(held))
+	for i, m := range held {
+		ids[i] = m.ID
+	}
+	if err := f.retry(ctx, func(ctx context.Context) error { return f.consumer.Ack(ctx, ids...) }); err != nil {
+		return err
+	}
+	delete(f.entries, p.Key())
+	f.stats.Done++
+	return nil
+}
+
+// Refuse dead-letters the entries of a prompt the runner cannot sample, with
+// reason in the dead letters' reason field (stream.FieldReason); that
+// acknowledges them, so no worker gets the prompt again. The other prompts
+// of the batch are untouched.
+func (f *RedisFeed) Refuse(ctx context.Context, p Prompt, reason string) error {
+	held, ok := f.entries[p.Key()]
+	if !ok {
+		return nil
+	}
+	letters := make([]stream.DeadLetter, len(held))
+	for i, m := range held {
+		letters[i] = stream.DeadLetter{Message: m, Reason: reason}
+	}
+	if err := f.retry(ctx, func(ctx context.Context) error { return f.consumer.DeadLetter(ctx, letters...) }); err != nil {
+		return fmt.Errorf("dead-letter refused prompt %s: %w", p.Key(), err)
+	}
+	delete(f.entries, p.Key())
+	f.stats.Refused++
+	return nil
 }

@@ -37,7 +37,7 @@ func TestDistributedWorkersWriteEachGroupOnce(t *testing.T) {
 	if n, err := Enqueue(ctx, client, job, set.Prompts); err != nil || n != 0 {
 		t.Fatalf("second enqueue added %d (%v), want 0", n, err)
 	}
-	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{FieldPrompt, "{not json"}})
+	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{stream.FieldPrompt, "{not json"}})
 
 	// A worker that takes one prompt and dies without writing or acking.
 	dead, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: job, Consumer: "dead", ClaimIdle: 300 * time.Millisecond})
@@ -85,13 +85,13 @@ func TestDistributedWorkersWriteEachGroupOnce(t *testing.T) {
 		t.Errorf("workers wrote %d + %d groups (%d + %d duplicates refused), want 8 in all",
 			sums[0].GroupsWritten, sums[1].GroupsWritten, sums[0].GroupsDuplicate, sums[1].GroupsDuplicate)
 	}
-	if feeds[0].DeadLetters+feeds[1].DeadLetters != 1 {
-		t.Errorf("dead letters %d + %d, want 1", feeds[0].DeadLetters, feeds[1].DeadLetters)
+	if feeds[0].Stats().Corrupt+feeds[1].Stats().Corrupt != 1 {
+		t.Errorf("dead letters %d + %d, want 1", feeds[0].Stats().Corrupt, feeds[1].Stats().Corrupt)
 	}
 	if n, _ := client.XLen(ctx, keys.Dead).Result(); n != 1 {
 		t.Errorf("dead-letter stream holds %d entries, want 1", n)
 	}
-	if p, _ := client.XPending(ctx, keys.Prompts, ActorsGroup).Result(); p.Count != 0 {
+	if p, _ := client.XPending(ctx, keys.Prompts, stream.ActorsGroup).Result(); p.Count != 0 {
 		t.Errorf("%d prompts still pending", p.Count)
 	}
 }

@@ -275,7 +275,7 @@ func TestDistributedIterations(t *testing.T) {
 			t.Fatalf("enqueue iteration %d: added %d (%v), want %d", c.iteration, n, err, c.added)
 		}
 	}
-	if members, _ := client.SMembers(ctx, queuedKey(keys)).Result(); len(members) != 6 || !slices.Contains(members, "p00") || !slices.Contains(members, "p01@2") {
+	if members, _ := client.SMembers(ctx, keys.Queued).Result(); len(members) != 6 || !slices.Contains(members, "p00") || !slices.Contains(members, "p01@2") {
 		t.Errorf("queued set %v, want p00, p01, p00@1, ..., p01@2", members)
 	}
 	bad := at(0)
@@ -287,8 +287,8 @@ func TestDistributedIterations(t *testing.T) {
 	// iteration 0 of p00, whose group the workers write once; and a corrupt
 	// iteration, dead-lettered.
 	line := `{"id":"p00","prompt":"What is 0 + 0?","answer":"0"}`
-	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{FieldPrompt, line}})
-	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{FieldPrompt, line, FieldIteration, "-1"}})
+	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{stream.FieldPrompt, line}})
+	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{stream.FieldPrompt, line, stream.FieldIteration, "-1"}})
 
 	feed, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: job, Consumer: "w", ClaimIdle: time.Minute})
 	if err != nil {
@@ -300,18 +300,18 @@ func TestDistributedIterations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.GroupsWritten != 6 || feed.DeadLetters != 1 {
-		t.Errorf("wrote %d groups with %d dead letters, want 6 and 1", sum.GroupsWritten, feed.DeadLetters)
+	if sum.GroupsWritten != 6 || feed.Stats().Corrupt != 1 {
+		t.Errorf("wrote %d groups with %d dead letters, want 6 and 1", sum.GroupsWritten, feed.Stats().Corrupt)
 	}
 	// The old-format entry is acknowledged without a second group: as
 	// redone when p00's group was written by then, else with the first
 	// entry's Done (it arrived while that one was in flight).
 	checkIterationGroups(t, readSink(t, srv.URL(), job), jobSpec, []string{"p00", "p01"}, []int{0, 1, 2})
-	if p, _ := client.XPending(ctx, keys.Prompts, ActorsGroup).Result(); p.Count != 0 {
+	if p, _ := client.XPending(ctx, keys.Prompts, stream.ActorsGroup).Result(); p.Count != 0 {
 		t.Errorf("%d prompts still pending", p.Count)
 	}
 	dead, _ := client.XRange(ctx, keys.Dead, "-", "+").Result()
-	if len(dead) != 1 || !bytes.Contains([]byte(fmt.Sprint(dead[0].Values[stream.FieldReason])), []byte(FieldIteration)) {
+	if len(dead) != 1 || !bytes.Contains([]byte(fmt.Sprint(dead[0].Values[stream.FieldReason])), []byte(stream.FieldIteration)) {
 		t.Errorf("dead letters %v, want the entry with iteration -1, its reason naming the field", dead)
 	}
 }

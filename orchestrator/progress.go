@@ -16,7 +16,9 @@ type Progress interface {
 	Finish()
 }
 
-// NewProgress picks the bar when out is a terminal.
+// NewProgress picks the bar when out is a terminal. total is the number of
+// groups expected, or -1 when it is not known ahead (a distributed worker):
+// a spinner then, and log lines without "of".
 func NewProgress(out io.Writer, total int, logger *slog.Logger) Progress {
 	if f, ok := out.(*os.File); ok && isTerminal(f) {
 		bar := progressbar.NewOptions(total,
@@ -57,8 +59,12 @@ func (p *logProgress) Advance(groups, trajectories, sampledTokens int) {
 	p.tokens += sampledTokens
 	if now := time.Now(); now.Sub(p.last) >= p.every {
 		p.last = now
-		p.logger.Info("rollout progress", "groups", p.groups, "of", p.total, "trajectories", p.traj,
-			"sampled_tokens_per_s", int(float64(p.tokens)/now.Sub(p.start).Seconds()))
+		attrs := []any{"groups", p.groups}
+		if p.total >= 0 {
+			attrs = append(attrs, "of", p.total)
+		}
+		attrs = append(attrs, "trajectories", p.traj, "sampled_tokens_per_s", int(float64(p.tokens)/now.Sub(p.start).Seconds()))
+		p.logger.Info("rollout progress", attrs...)
 	}
 }
 

@@ -396,12 +396,12 @@ func TestGateWaitsForMinPolicyVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, e := range entries {
-		v, ok := e.Values[FieldMinPolicyVersion]
+		v, ok := e.Values[stream.FieldMinPolicyVersion]
 		if i < 2 && ok || i >= 2 && v != "2" {
-			t.Errorf("entry %d: %s = %v (present %v)", i, FieldMinPolicyVersion, v, ok)
+			t.Errorf("entry %d: %s = %v (present %v)", i, stream.FieldMinPolicyVersion, v, ok)
 		}
 	}
-	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{FieldPrompt, `{"id":"p09","prompt":"x"}`, FieldMinPolicyVersion, "two"}})
+	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{stream.FieldPrompt, `{"id":"p09","prompt":"x"}`, stream.FieldMinPolicyVersion, "two"}})
 
 	src, err := NewRedisPolicySource(client, job)
 	if err != nil {
@@ -461,8 +461,8 @@ func TestGateWaitsForMinPolicyVersion(t *testing.T) {
 	if fmt.Sprint(versions) != fmt.Sprint(want) {
 		t.Errorf("group versions %v, want %v", versions, want)
 	}
-	if !slices.Equal(r.sum.VersionsLoaded, []int64{1, 2}) || feed.DeadLetters != 1 {
-		t.Errorf("loaded %v with %d dead letters, want [1 2] and 1 (min_policy_version \"two\")", r.sum.VersionsLoaded, feed.DeadLetters)
+	if !slices.Equal(r.sum.VersionsLoaded, []int64{1, 2}) || feed.Stats().Corrupt != 1 {
+		t.Errorf("loaded %v with %d dead letters, want [1 2] and 1 (min_policy_version \"two\")", r.sum.VersionsLoaded, feed.Stats().Corrupt)
 	}
 
 	// Without a policy source, a prompt that needs a newer version than the
@@ -536,7 +536,7 @@ func TestFollowingWorkerWaitsForNewEntries(t *testing.T) {
 	if r.sum.GroupsWritten != 4 || !r.sum.Interrupted {
 		t.Errorf("summary: %d groups, interrupted %v; want 4, true", r.sum.GroupsWritten, r.sum.Interrupted)
 	}
-	if p, _ := client.XPending(ctx, keys.Prompts, ActorsGroup).Result(); p.Count != 0 {
+	if p, _ := client.XPending(ctx, keys.Prompts, stream.ActorsGroup).Result(); p.Count != 0 {
 		t.Errorf("%d prompts still pending", p.Count)
 	}
 }

@@ -64,6 +64,17 @@ type PromptFeed interface {
 	Done(ctx context.Context, p Prompt) error
 }
 
+// PromptRefuser is implemented by a PromptFeed that must hear of the prompts
+// the runner refuses: prompts it can never sample (their tokens leave no
+// room under the model's context). The runner calls Refuse instead of Done,
+// with why, e.g. "prompt 2100 tokens, context 2048", and goes on with the
+// other prompts; the feed must not hand p out again (RedisFeed dead-letters
+// it). A feed without Refuse simply never sees p again (PromptList hands
+// out each prompt once).
+type PromptRefuser interface {
+	Refuse(ctx context.Context, p Prompt, reason string) error
+}
+
 // groupRun is one prompt's group in flight.
 type groupRun struct {
 	prompt Prompt
@@ -196,6 +207,10 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	r.progress.Finish()
 	r.summary.Wall = time.Since(start)
 	r.summary.DecodeWall = r.decodeWall + r.eng.Stats().StepTime
+	if feed, ok := r.feed.(*RedisFeed); ok {
+		stats := feed.Stats()
+		r.summary.Worker = &stats
+	}
 	if ctx.Err() != nil {
 		r.summary.Interrupted = true
 	}
@@ -275,7 +290,12 @@ func (r *runner) open(ctx context.Context) error {
 			return fmt.Errorf("resume from %s: %w", DisplayOut(job.Out), err)
 		}
 	}
-	total := 0
+	// The progress total: unknown (-1) for a feed such as a worker's, which
+	// hands out prompts as they come.
+	total := -1
+	if list, ok := r.feed.(*PromptList); ok {
+		total = len(list.Prompts)
+	}
 	if r.feed == nil {
 		kept := prompts[:0:0]
 		for _, p := range prompts {
@@ -464,6 +484,11 @@ func (r *runner) loop(ctx context.Context) error {
 					exhausted = block
 					break
 				}
+				if r.opts.Feed != nil {
+					// A file's prompts are counted when read; a feed's as it
+					// hands them out.
+					r.summary.PromptsTotal++
+				}
 				if skip, err := r.alreadyDone(ctx, p); err != nil || skip {
 					if err != nil {
 						return err
@@ -479,7 +504,7 @@ func (r *runner) loop(ctx context.Context) error {
 				r.held = &p
 				break
 			}
-			if err := r.startGroup(p); err != nil {
+			if err := r.startGroup(ctx, p); err != nil {
 				return err
 			}
 		}
@@ -538,13 +563,20 @@ func (r *runner) alreadyDone(ctx context.Context, p Prompt) (bool, error) {
 	return true, nil
 }
 
-func (r *runner) startGroup(p Prompt) error {
+// startGroup queues p's group in the engine, or refuses p when its tokens
+// leave no room under the model's context (refuse).
+func (r *runner) startGroup(ctx context.Context, p Prompt) error {
 	if err := p.checkIdentity(); err != nil {
 		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
 	}
 	ids, err := r.format.PromptTokens(&p)
 	if err != nil {
 		return err
+	}
+	if limit := r.eng.MaxSeqLen(); len(ids) >= limit {
+		// The engine would refuse it (AddGroup), and so would every rerun:
+		// refuse this prompt alone rather than fail the job.
+		return r.refuse(ctx, p, fmt.Sprintf("prompt %d tokens, context %d", len(ids), limit))
 	}
 	g := &groupRun{prompt: p, id: r.groupID(p), version: r.version, model: r.model}
 	r.seen[g.id] = true
@@ -573,6 +605,19 @@ func (r *runner) startGroup(p Prompt) error {
 		r.bySeq[s] = sr
 	}
 	r.inflight += len(seqs)
+	return nil
+}
+
+// refuse counts and logs a prompt the run can never sample and tells the
+// feed (PromptRefuser), which drops it: RedisFeed dead-letters it with reason.
+func (r *runner) refuse(ctx context.Context, p Prompt, reason string) error {
+	r.summary.PromptsRefused++
+	r.log.Warn("refused prompt", "prompt", p.Key(), "line", p.Line, "reason", reason)
+	if rf, ok := r.feed.(PromptRefuser); ok {
+		if err := rf.Refuse(ctx, p, reason); err != nil {
+			return fmt.Errorf("refuse prompt %s: %w", p.Key(), err)
+		}
+	}
 	return nil
 }
 

@@ -283,7 +283,7 @@ func openRedisSink(ctx context.Context, url, job string) (*redisSink, error) {
 		return nil, fmt.Errorf("out %s: %w", stream.Redact(url), err)
 	}
 	return &redisSink{client: client, job: job,
-		producer: stream.NewProducer(client, stream.ProducerOptions{Groups: []string{"advantage"}, RetryFor: retry,
+		producer: stream.NewProducer(client, stream.ProducerOptions{Groups: []string{stream.AdvantageGroup}, RetryFor: retry,
 			OnRetry: func(err error, wait time.Duration) {
 				slog.Warn("redis sink: write failed, retrying", "out", stream.Redact(url), "err", err, "wait", wait, "retry_for", retry)
 			}})}, nil

@@ -13,9 +13,15 @@ import (
 
 // Summary is what a finished (or interrupted) job reports.
 type Summary struct {
-	Job            string
-	PromptsTotal   int // prompts read for this run
+	Job string
+	// PromptsTotal counts the prompts read for this run: the prompts file's,
+	// or those a feed handed out (a distributed worker's claims).
+	PromptsTotal   int
 	PromptsSkipped int // malformed lines skipped (--skip-invalid)
+	// PromptsRefused counts prompts the run could never sample and refused
+	// alone (their tokens leave no room under the model's context); the log
+	// names each with the reason. A resume refuses them again.
+	PromptsRefused int
 	GroupsResumed  int // groups already in the output, not redone
 	GroupsWritten  int
 	// GroupsDuplicate counts groups another worker had already written (a
@@ -40,6 +46,9 @@ type Summary struct {
 	// DecodeWall is the time spent in the actor (prefill + decode steps).
 	DecodeWall  time.Duration
 	Interrupted bool
+	// Worker is what a distributed worker's feed did (RedisFeed.Stats),
+	// nil for other runs.
+	Worker *FeedStats
 
 	// PolicyVersion is the policy version the run sampled with last: the
 	// job's policy_version, or the last version a reload loaded.
@@ -147,6 +156,9 @@ func (s *Summary) Write(w io.Writer) {
 	fmt.Fprintf(w, "job %s: %s in %s\n", s.Job, status, s.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "  prompts        %d read, %d skipped as malformed, %d groups already done (resume)\n", s.PromptsTotal, s.PromptsSkipped, s.GroupsResumed)
 	fmt.Fprintf(w, "  groups         %d written (%d trajectories); %s with unequal rewards\n", s.GroupsWritten, s.Trajectories, pct(s.GroupsWithSignal, s.GroupsWritten))
+	if s.PromptsRefused > 0 {
+		fmt.Fprintf(w, "  refused        %d prompts longer than the model's context (the log names them)\n", s.PromptsRefused)
+	}
 	if s.GroupsDuplicate > 0 {
 		fmt.Fprintf(w, "  duplicates     %d groups were already written by another worker (not written again)\n", s.GroupsDuplicate)
 	}
@@ -194,6 +206,9 @@ func (s *Summary) Write(w io.Writer) {
 			refused = fmt.Sprintf("; refused %s (see the log)", joinVersions(s.VersionsRefused))
 		}
 		fmt.Fprintf(w, "  policy         version %d at the end; %s%s\n", s.PolicyVersion, reloads, refused)
+	}
+	if s.Worker != nil {
+		s.Worker.Write(w)
 	}
 }
 

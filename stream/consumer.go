@@ -60,6 +60,8 @@ type Consumer struct {
 	mu          sync.Mutex
 	claimCursor string
 	nextClaim   time.Time
+	// overDelivered counts the entries claim dead-lettered for MaxDeliveries.
+	overDelivered int64
 }
 
 // NewConsumer checks opts and returns a consumer; it does not touch Redis.
@@ -83,6 +85,14 @@ func NewConsumer(client goredis.UniversalClient, opts ConsumerOptions) (*Consume
 		opts.StartID = "0"
 	}
 	return &Consumer{client: client, opts: opts, claimCursor: "0-0"}, nil
+}
+
+// OverDelivered returns how many entries Read has dead-lettered because they
+// were delivered more than MaxDeliveries times.
+func (c *Consumer) OverDelivered() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.overDelivered
 }
 
 // Options returns the consumer's options with defaults filled in.
@@ -185,6 +195,9 @@ func (c *Consumer) claim(ctx context.Context) ([]Message, error) {
 		if err := c.DeadLetter(ctx, poison...); err != nil {
 			return nil, err
 		}
+		c.mu.Lock()
+		c.overDelivered += int64(len(poison))
+		c.mu.Unlock()
 	}
 	return out, nil
 }

@@ -19,8 +19,14 @@ const (
 type Keys struct {
 	// Job is the job name the keys were made from.
 	Job string
-	// Prompts (toolrl:{job}:prompts) is the work queue of distributed actors.
+	// Prompts (toolrl:{job}:prompts) is the work queue of distributed actors;
+	// see the FieldPrompt constants for its fields.
 	Prompts string
+	// Queued (toolrl:{job}:prompts:queued) is the set of prompts already
+	// enqueued, by prompt key (the prompt id in iteration 0, id@k in
+	// iteration k), so enqueueing a prompt twice in one iteration adds
+	// nothing and every iteration enqueues it anew.
+	Queued string
 	// Groups (toolrl:{job}:groups) holds one entry per complete group of
 	// trajectories; see the Field* constants for its fields.
 	Groups string
@@ -47,6 +53,11 @@ type Keys struct {
 	// advantage records were written: it makes the service exactly-once, per
 	// (job, prompt, iteration).
 	GroupsDone string
+	// Settings (toolrl:{job}:settings) is a string key holding the JSON
+	// settings record (orchestrator.Settings) of the run or worker that
+	// first wrote groups into the job: later workers and resumed runs must
+	// agree with it.
+	Settings string
 }
 
 // JobKeys returns the keys of job. The job name must not contain '{' or '}'
@@ -54,9 +65,9 @@ type Keys struct {
 func JobKeys(job string) Keys {
 	p := "toolrl:{" + job + "}:"
 	return Keys{
-		Job: job, Prompts: p + "prompts", Groups: p + "groups", Advantages: p + "advantages",
+		Job: job, Prompts: p + "prompts", Queued: p + "prompts:queued", Groups: p + "groups", Advantages: p + "advantages",
 		Dead: p + "dead", PolicyVersion: p + "policy_version", Policy: p + "policy",
-		GroupsWritten: p + "groups:written", GroupsDone: p + "groups:done",
+		GroupsWritten: p + "groups:written", GroupsDone: p + "groups:done", Settings: p + "settings",
 	}
 }
 

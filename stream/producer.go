@@ -45,7 +45,7 @@ type ProducerOptions struct {
 	// RetryFor is how long AddGroup, AddGroups and AddGroupPayloads keep
 	// retrying a batch that failed on a connection error (IsTransient: the
 	// server down, restarting or loading its data), with backoff from 100 ms
-	// to 2 s, before they return the error. The writes are idempotent per
+	// to 2 s (Retry.For), before they return the error. The writes are idempotent per
 	// group id, so a retry of a batch whose EXEC did happen writes nothing
 	// again. 0 means no retry (go-redis's own few quick retries only).
 	RetryFor time.Duration
@@ -158,31 +158,16 @@ func GroupFields(g GroupPayload) []Field {
 // A batch that fails on a connection error is retried for
 // ProducerOptions.RetryFor.
 func (p *Producer) AddGroupPayloads(ctx context.Context, job string, groups []GroupPayload) ([]bool, error) {
-	var giveUp time.Time
-	backoff := 100 * time.Millisecond
-	for {
-		written, err := p.addGroupPayloads(ctx, job, groups)
-		if err == nil || p.opts.RetryFor <= 0 || !IsTransient(err) || ctx.Err() != nil {
-			return written, err
-		}
-		now := time.Now()
-		if giveUp.IsZero() {
-			giveUp = now.Add(p.opts.RetryFor)
-		}
-		if !now.Before(giveUp) {
-			return nil, fmt.Errorf("%w (gave up after retrying for %s)", err, p.opts.RetryFor)
-		}
-		wait := min(backoff, giveUp.Sub(now))
-		if p.opts.OnRetry != nil {
-			p.opts.OnRetry(err, wait)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (stopped while retrying: %w)", err, ctx.Err())
-		case <-time.After(wait):
-		}
-		backoff = min(2*backoff, 2*time.Second)
+	var written []bool
+	err := Retry{For: p.opts.RetryFor, OnRetry: p.opts.OnRetry}.Do(ctx, func() error {
+		var err error
+		written, err = p.addGroupPayloads(ctx, job, groups)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return written, nil
 }
 
 // IsTransient reports whether err is a connection error a retry may cure:

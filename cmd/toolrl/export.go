@@ -104,7 +104,7 @@ over a JSONL input or a stream.`,
 // every reward part: cheaply for a file (export.ScanRewardParts), with a
 // first pass over the records for a stream. On failure the output is removed.
 func runExport[T any](ctx context.Context, src *exportSource, to string, opts export.WriterOptions,
-	open func() (export.Reader[T], error), create func(string, export.WriterOptions) (export.Writer[T], error),
+	open func(context.Context) (export.Reader[T], error), create func(string, export.WriterOptions) (export.Writer[T], error),
 	partsOf func(*T) map[string]float64) (int64, error) {
 	if format, _ := export.FormatOf(to); format == export.Parquet {
 		var parts []string
@@ -119,7 +119,7 @@ func runExport[T any](ctx context.Context, src *exportSource, to string, opts ex
 		}
 		opts.RewardParts = append(opts.RewardParts, parts...)
 	}
-	r, err := open()
+	r, err := open(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -141,8 +141,8 @@ func runExport[T any](ctx context.Context, src *exportSource, to string, opts ex
 	return n, nil
 }
 
-func scanRewardParts[T any](ctx context.Context, open func() (export.Reader[T], error), partsOf func(*T) map[string]float64) ([]string, error) {
-	r, err := open()
+func scanRewardParts[T any](ctx context.Context, open func(context.Context) (export.Reader[T], error), partsOf func(*T) map[string]float64) ([]string, error) {
+	r, err := open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,6 @@ type exportSource struct {
 	kind   export.Kind
 	path   string                  // a file
 	client goredis.UniversalClient // or a stream
-	ctx    context.Context
 	stream string
 	lastID string // the stream's last entry when the export started
 	field  string
@@ -220,18 +219,14 @@ func newExportSource(ctx context.Context, from, which string) (*exportSource, er
 		return nil, err
 	}
 	keys := stream.JobKeys(job)
-	src := &exportSource{client: client, ctx: ctx, kind: export.Trajectories, stream: keys.Groups, field: stream.FieldGroup}
+	src := &exportSource{client: client, kind: export.Trajectories, stream: keys.Groups, field: stream.FieldGroup}
 	if which == "advantages" {
 		src.kind, src.stream, src.field = export.Advantages, keys.Advantages, stream.FieldRecord
 	}
 	src.name = src.stream
-	last, err := client.XRevRangeN(ctx, src.stream, "+", "-", 1).Result()
-	if err != nil {
+	if src.lastID, err = stream.LastID(ctx, client, src.stream); err != nil {
 		client.Close()
-		return nil, fmt.Errorf("export: read the last entry of %s: %w", src.stream, err)
-	}
-	if len(last) > 0 {
-		src.lastID = last[0].ID
+		return nil, fmt.Errorf("export: %w", err)
 	}
 	return src, nil
 }
@@ -242,80 +237,64 @@ func (s *exportSource) close() {
 	}
 }
 
-func (s *exportSource) trajectories() (export.Reader[traj.Trajectory], error) {
+func (s *exportSource) trajectories(ctx context.Context) (export.Reader[traj.Trajectory], error) {
 	if s.path != "" {
 		return export.OpenTrajectories(s.path)
 	}
-	return &streamReader[traj.Trajectory]{src: s, decode: func(payload string) ([]traj.Trajectory, error) {
+	return newStreamRecords(ctx, s, func(payload string) ([]traj.Trajectory, error) {
 		g, err := stream.DecodeGroup([]byte(payload))
 		if err != nil {
 			return nil, err
 		}
 		return g.Trajectories, nil
-	}}, nil
+	}), nil
 }
 
-func (s *exportSource) advantages() (export.Reader[traj.AdvantageRecord], error) {
+func (s *exportSource) advantages(ctx context.Context) (export.Reader[traj.AdvantageRecord], error) {
 	if s.path != "" {
 		return export.OpenAdvantages(s.path)
 	}
-	return &streamReader[traj.AdvantageRecord]{src: s, decode: func(payload string) ([]traj.AdvantageRecord, error) {
+	return newStreamRecords(ctx, s, func(payload string) ([]traj.AdvantageRecord, error) {
 		r, err := wire.DecodeRecord([]byte(payload))
 		if err != nil {
 			return nil, err
 		}
 		return []traj.AdvantageRecord{r}, nil
-	}}, nil
+	}), nil
 }
 
-// streamReader pages through a stream with XRANGE, from the first entry to
-// src.lastID, and yields the records each entry's payload field holds.
-type streamReader[T any] struct {
-	src     *exportSource
+// streamRecords is an export.Reader of the records in the src.field payload
+// of each entry a stream.RangeReader yields, up to src.lastID.
+type streamRecords[T any] struct {
+	// next reads the next entry (export.Reader's Next takes no context, so
+	// it is bound here, once, where the reader is made).
+	next    func() (stream.Message, error)
+	stream  string
+	field   string
 	decode  func(payload string) ([]T, error)
-	next    string // the XRANGE start of the next page
-	done    bool
-	entries []goredis.XMessage
 	pending []T
 }
 
-const streamPage = 256
+func newStreamRecords[T any](ctx context.Context, src *exportSource, decode func(string) ([]T, error)) *streamRecords[T] {
+	entries := stream.NewRangeReader(src.client, src.stream, src.lastID)
+	return &streamRecords[T]{next: func() (stream.Message, error) { return entries.Next(ctx) },
+		stream: src.stream, field: src.field, decode: decode}
+}
 
-func (r *streamReader[T]) Next() (T, error) {
+func (r *streamRecords[T]) Next() (T, error) {
 	var zero T
 	for len(r.pending) == 0 {
-		if len(r.entries) == 0 {
-			if r.done || r.src.lastID == "" {
-				return zero, io.EOF
-			}
-			start := "-"
-			if r.next != "" {
-				start = r.next
-			}
-			page, err := r.src.client.XRangeN(r.src.ctx, r.src.stream, start, r.src.lastID, streamPage).Result()
-			if err != nil {
-				return zero, fmt.Errorf("XRANGE %s %s %s: %w", r.src.stream, start, r.src.lastID, err)
-			}
-			if len(page) == 0 {
-				r.done = true
-				return zero, io.EOF
-			}
-			last := page[len(page)-1].ID
-			if last == r.src.lastID || len(page) < streamPage {
-				r.done = true
-			}
-			r.next = "(" + last
-			r.entries = page
+		e, err := r.next()
+		if err != nil {
+			return zero, err
 		}
-		e := r.entries[0]
-		r.entries = r.entries[1:]
-		payload, ok := e.Values[r.src.field].(string)
+		payload, ok := e.Values[r.field].(string)
 		if !ok {
-			return zero, fmt.Errorf("%s entry %s: no %q field", r.src.stream, e.ID, r.src.field)
+			return zero, fmt.Errorf("%s entry %s: no %q field", r.stream, e.ID, r.field)
 		}
 		recs, err := r.decode(payload)
 		if err != nil {
-			return zero, fmt.Errorf("%s entry %s: %w", r.src.stream, e.ID, err)
+			return zero, fmt.Errorf("%s entry %s: %w", r.stream, e.ID, err)
 		}
 		r.pending = recs
 	}
@@ -324,4 +303,4 @@ func (r *streamReader[T]) Next() (T, error) {
 	return rec, nil
 }
 
-func (r *streamReader[T]) Close() error { return nil }
+func (r *streamRecords[T]) Close() error { return nil }

@@ -338,13 +338,17 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 			return usageErrorf("--watch %s: %v", dist.watch, err)
 		}
 	}
-	feed, err := orchestrator.NewRedisFeed(ctx, client, orchestrator.RedisFeedOptions{Job: job.ID, ClaimIdle: dist.claimIdle, Follow: dist.follow})
+	// The feed rides out a Redis restart as long as the sink does (retry=).
+	retry, err := stream.WriteRetry(dist.url)
+	if err != nil {
+		return usageError{err}
+	}
+	feed, err := orchestrator.NewRedisFeed(ctx, client, orchestrator.RedisFeedOptions{Job: job.ID, ClaimIdle: dist.claimIdle, Follow: dist.follow,
+		Retry: stream.Retry{For: retry}})
 	if err != nil {
 		return err
 	}
-	err = runRollout(cmd, job, feed, 0, policy)
-	fmt.Fprintf(cmd.OutOrStdout(), "  worker         %d corrupt prompt entries dead-lettered, %d redelivered prompts already done\n", feed.DeadLetters, feed.Redone)
-	return err
+	return runRollout(cmd, job, feed, 0, policy)
 }
 
 // runRollout runs the job with signal handling: the first SIGINT/SIGTERM

@@ -258,7 +258,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	var held int
 	poll("a worker holding iteration 2's prompts", time.Millisecond, func() bool {
 		pending, err := client.XPendingExt(ctx, &goredis.XPendingExtArgs{
-			Stream: keys.Prompts, Group: orchestrator.ActorsGroup, Start: firstOfIteration2, End: "+", Count: 100,
+			Stream: keys.Prompts, Group: stream.ActorsGroup, Start: firstOfIteration2, End: "+", Count: 100,
 		}).Result()
 		if err != nil {
 			return false
@@ -328,10 +328,10 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	iterationOf := map[string]int{} // expected group id -> iteration
 	for _, e := range entries {
 		var p orchestrator.Prompt
-		if err := json.Unmarshal([]byte(e.Values[orchestrator.FieldPrompt].(string)), &p); err != nil {
+		if err := json.Unmarshal([]byte(e.Values[stream.FieldPrompt].(string)), &p); err != nil {
 			t.Fatalf("prompt entry %s: %v", e.ID, err)
 		}
-		k, err := strconv.Atoi(e.Values[orchestrator.FieldIteration].(string))
+		k, err := strconv.Atoi(e.Values[stream.FieldIteration].(string))
 		if err != nil {
 			t.Fatalf("prompt entry %s: iteration: %v", e.ID, err)
 		}
@@ -341,7 +341,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 		}
 		iterationOf[gid] = k
 		wantMin := max(0, int64(k-1-maxStale))
-		if got, _ := e.Values[orchestrator.FieldMinPolicyVersion].(string); wantMin > 0 && got != strconv.FormatInt(wantMin, 10) {
+		if got, _ := e.Values[stream.FieldMinPolicyVersion].(string); wantMin > 0 && got != strconv.FormatInt(wantMin, 10) {
 			t.Errorf("prompt entry %s (iteration %d): min_policy_version %q, want %d", e.ID, k, got, wantMin)
 		}
 	}
