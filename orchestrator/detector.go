@@ -2,19 +2,41 @@ package orchestrator
 
 import "github.com/toolrl/toolrl/tools"
 
-// callDetector adapts a tools.Parser (which sees every text delta of one
-// sequence) to the actor's CallDetector: it reports a completed call so the
-// actor pauses the sequence, and keeps the parsed call for the runner.
+// callDetector is the runner's one actor.CallDetector. It adapts a
+// tools.Parser (which sees every text delta of one sequence): it reports a
+// completed call so the actor pauses the sequence, and keeps the parsed call
+// for the runner. Under a PauseSchedule (RunOptions.Hooks.Pauses) it has no
+// parser and completes the schedule's call after every interval sampled
+// tokens instead.
 type callDetector struct {
 	parser tools.Parser
+	// interval > 0: scheduled calls; seen counts the sampled tokens.
+	interval, seen int
+	scheduled      tools.Call
 	// completed is the call that paused the sequence, until taken.
 	completed *tools.Call
 }
 
 func newCallDetector(p tools.Parser) *callDetector { return &callDetector{parser: p} }
 
+// newScheduledDetector completes call after every interval sampled tokens
+// (interval > 0).
+func newScheduledDetector(interval int, call tools.Call) *callDetector {
+	return &callDetector{interval: interval, scheduled: call}
+}
+
 // Feed implements actor.CallDetector.
 func (d *callDetector) Feed(delta string) bool {
+	if d.interval > 0 {
+		// The engine feeds every sampled token, whatever its text.
+		d.seen++
+		if d.seen%d.interval != 0 {
+			return false
+		}
+		c := d.scheduled
+		d.completed = &c
+		return true
+	}
 	res := d.parser.Add(delta, false)
 	if len(res.Calls) == 0 {
 		return false
@@ -40,6 +62,9 @@ func (d *callDetector) take() (tools.Call, bool) {
 // flush ends the text (EOS or a length cap) and returns a call left open,
 // which the parser reports as unterminated.
 func (d *callDetector) flush() (tools.Call, bool) {
+	if d.parser == nil {
+		return tools.Call{}, false // a scheduled call is complete when made
+	}
 	res := d.parser.Add("", true)
 	if len(res.Calls) == 0 {
 		return tools.Call{}, false

@@ -51,6 +51,9 @@ type RunOptions struct {
 	// PolicyPoll is the least time between two polls of Policy (default
 	// 200 ms); a prompt that needs a newer version polls at once.
 	PolicyPoll time.Duration
+	// Hooks replace the format, tools, call detection or sampling settings
+	// for a synthetic workload (benchmarks); the zero value changes nothing.
+	Hooks Hooks
 }
 
 // PromptFeed hands prompts to the runner.
@@ -257,6 +260,9 @@ func (r *runner) open(ctx context.Context) error {
 		// included, also while sampling.
 		MaxTurnTokens: job.Sampling.MaxNewTokens, MaxResponseTokens: job.Limits.MaxTokens,
 	}
+	if h := r.opts.Hooks.Sampling; h != nil {
+		h(&r.sampling)
+	}
 	if err := r.sampling.Validate(); err != nil {
 		return err
 	}
@@ -310,6 +316,9 @@ func (r *runner) open(ctx context.Context) error {
 	}
 	r.progress = NewProgress(r.opts.ProgressOut, total, r.log)
 	r.eng = actor.NewEngine(r.pol, actor.EngineOptions{MaxBatch: job.Batch})
+	if h := r.opts.Hooks.Engine; h != nil {
+		h(r.eng)
+	}
 	return nil
 }
 
@@ -333,9 +342,12 @@ func (r *runner) openTools(ctx context.Context) error {
 			}
 		}
 	}
-	if path == "" {
+	switch {
+	case r.opts.Hooks.Tools != nil:
+		r.registry = r.opts.Hooks.Tools
+	case path == "":
 		r.registry = tools.NewRegistry()
-	} else {
+	default:
 		reg, err := tools.LoadRegistry(ctx, path)
 		if err != nil {
 			return fmt.Errorf("tools: %w", err)
@@ -361,6 +373,9 @@ func (r *runner) openTools(ctx context.Context) error {
 }
 
 func (r *runner) openFormat() (Format, error) {
+	if r.opts.Hooks.Format != nil {
+		return r.opts.Hooks.Format, nil
+	}
 	job := r.job
 	tok := r.pol.Tokenizer()
 	if job.Format != "chat" {
@@ -587,9 +602,12 @@ func (r *runner) startGroup(ctx context.Context, p Prompt) error {
 	for i := range seeds {
 		seeds[i] = actor.SampleSeed(r.job.Seed, p.Key(), i)
 	}
+	detectors, err := r.newDetectors()
+	if err != nil {
+		return err
+	}
 	seqs, err := r.eng.AddGroup(actor.GroupRequest{
-		ID: g.id, Prompt: ids, Seeds: seeds, Sampling: r.sampling,
-		NewDetector: func() actor.CallDetector { return newCallDetector(r.newParser()) },
+		ID: g.id, Prompt: ids, Seeds: seeds, Sampling: r.sampling, NewDetector: detectors,
 	})
 	if err != nil {
 		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
