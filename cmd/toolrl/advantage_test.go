@@ -16,6 +16,7 @@ import (
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/tinymodel"
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
@@ -33,29 +34,32 @@ func runAdvantageCmd(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// advTrajectory is sample i of prompt p (group size g): a 3-token prompt, a
-// model step, a 2-token tool result and a final model step, tokens below 300.
-func advTrajectory(p string, i, g int, reward float64) traj.Trajectory {
-	return traj.Trajectory{
-		Schema: traj.TrajectorySchema, ID: traj.TrajectoryID("j", p, 0, i), JobID: "j", PromptID: p, GroupID: traj.GroupID("j", p, 0),
-		GroupSize: g, SampleIndex: i, Model: traj.ModelRef{Name: "tiny"},
-		Tokens: []int32{1, 40, 41, int32(50 + i), 51, 60, 61, int32(70 + i)}, PromptLen: 3,
-		LossMask: traj.Mask{1, 1, 0, 0, 1}, Logprobs: []float32{-0.5, -1, 0, 0, -2},
-		Segments: []traj.Segment{
-			{Kind: traj.SegmentModel, Start: 0, End: 2},
-			{Kind: traj.SegmentTool, Start: 2, End: 4, Result: &traj.ToolResult{OK: true, Content: "4"}},
-			{Kind: traj.SegmentModel, Turn: 1, Start: 4, End: 5},
-		},
-		FinishReason: traj.FinishStop, Reward: traj.Reward{Total: reward}, StepRewards: []float64{0.1, reward},
+// advGroups are the two groups of three the advantage tests score, prompts
+// a (rewards 0, 1, 2) and b (0, 1, 0) of job j: a 3-token prompt, a model
+// step, a 2-token tool result and a final model step (step rewards 0.1 and
+// the reward), tokens below 300 and different in each sample.
+func advGroups() []*traj.Group {
+	var gs []*traj.Group
+	for p, rewards := range map[string][]float64{"a": {0, 1, 2}, "b": {0, 1, 0}} {
+		gs = append(gs, trajtest.Group(trajtest.Options{Job: "j", Prompt: p, Model: "tiny", PromptTokens: []int32{1, 40, 41}, Rewards: rewards,
+			Steps: []trajtest.Step{{Model: 2, Tool: 2, Reward: 0.1, Result: &traj.ToolResult{OK: true, Content: "4"}}, {Model: 1}},
+			Sample: func(i int, t *traj.Trajectory) {
+				t.Tokens[3], t.Tokens[7] = int32(50+i), int32(70+i)
+				t.StepRewards[1] = t.Reward.Total
+			}}))
 	}
+	slices.SortFunc(gs, func(x, y *traj.Group) int { return strings.Compare(x.GroupID, y.GroupID) })
+	return gs
 }
 
-// writeAdvInput writes two groups of three, members interleaved.
+// writeAdvInput writes advGroups, members interleaved, and returns them in
+// file order.
 func writeAdvInput(t *testing.T, path string) []traj.Trajectory {
 	t.Helper()
 	var trs []traj.Trajectory
-	for i := 0; i < 3; i++ {
-		trs = append(trs, advTrajectory("a", i, 3, float64(i)), advTrajectory("b", i, 3, float64(i%2)))
+	gs := advGroups()
+	for i := range gs[0].Trajectories {
+		trs = append(trs, gs[0].Trajectories[i], gs[1].Trajectories[i])
 	}
 	w, err := export.CreateTrajectories(path, export.WriterOptions{})
 	if err != nil {
@@ -68,15 +72,6 @@ func writeAdvInput(t *testing.T, path string) []traj.Trajectory {
 		t.Fatal(err)
 	}
 	return trs
-}
-
-func readAdvantages(t *testing.T, path string) []traj.AdvantageRecord {
-	t.Helper()
-	r, err := export.OpenAdvantages(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return drain(t, r)
 }
 
 func TestAdvantageCmdOffline(t *testing.T) {
@@ -92,7 +87,8 @@ func TestAdvantageCmdOffline(t *testing.T) {
 		if !strings.Contains(stdout, "6 trajectories in 2 groups -> 6 records") {
 			t.Errorf("%s: summary: %s", out, stdout)
 		}
-		recs := readAdvantages(t, outPath)
+		r, err := export.OpenAdvantages(outPath)
+		recs := trajtest.ReadAll(t, r, err)
 		if len(recs) != 6 {
 			t.Fatalf("%s: %d records", out, len(recs))
 		}
@@ -115,7 +111,8 @@ func TestAdvantageCmdParquetInput(t *testing.T) {
 		if stdout, err := runAdvantageCmd(t, "--in", inPath, "--out", outPath, "--mode", "hybrid", "--kl", "k1"); err != nil {
 			t.Fatalf("%s: %v\n%s", in, err, stdout)
 		}
-		recs := readAdvantages(t, outPath)
+		r, err := export.OpenAdvantages(outPath)
+		recs := trajtest.ReadAll(t, r, err)
 		slices.SortFunc(recs, func(a, b traj.AdvantageRecord) int { return strings.Compare(a.TrajectoryID, b.TrajectoryID) })
 		if len(recs) != 6 {
 			t.Fatalf("%s: %d records, want 6", in, len(recs))
@@ -180,7 +177,8 @@ func TestAdvantageCmdRefModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range readAdvantages(t, out) {
+		rd, err := export.OpenAdvantages(out)
+		for _, r := range trajtest.ReadAll(t, rd, err) {
 			if len(r.RefLogprobs) != 5 || len(r.KL) != 5 || r.KLEstimator != "k3" {
 				t.Fatalf("record %s: ref %v kl %v", r.TrajectoryID, r.RefLogprobs, r.KL)
 			}
@@ -211,13 +209,9 @@ func TestAdvantageCmdServeRefModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	var a, b []traj.Trajectory
-	for i := 0; i < 3; i++ {
-		a, b = append(a, advTrajectory("a", i, 3, float64(i))), append(b, advTrajectory("b", i, 3, float64(i%2)))
-	}
-	ga, gb := traj.NewGroup(a), traj.NewGroup(b)
+	groups := advGroups()
 	p := stream.NewProducer(client, stream.ProducerOptions{})
-	if _, err := p.AddGroups(context.Background(), job, []*traj.Group{&ga, &gb}); err != nil {
+	if _, err := p.AddGroups(context.Background(), job, groups); err != nil {
 		t.Fatal(err)
 	}
 
@@ -278,7 +272,7 @@ func TestAdvantageCmdServeRefModel(t *testing.T) {
 			t.Fatalf("record %s: ref %v kl %v", rec.TrajectoryID, rec.RefLogprobs, rec.KL)
 		}
 		var tr traj.Trajectory
-		for _, x := range append(a, b...) {
+		for _, x := range append(groups[0].Trajectories, groups[1].Trajectories...) {
 			if x.ID == rec.TrajectoryID {
 				tr = x
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -31,45 +32,24 @@ func runToolrl(t *testing.T, args ...string) (string, string, error) {
 	return out.String(), errb.String(), err
 }
 
-// exportGroup builds a valid group of n trajectories. Each trajectory calls
-// the calculator once; parts vary so that some appear only in late groups.
-func exportGroup(job string, prompt, n int) traj.Group {
-	promptID := fmt.Sprintf("p%d", prompt)
-	var ts []traj.Trajectory
-	for i := range n {
-		t := traj.Trajectory{
-			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, promptID, 0, i), JobID: job, PromptID: promptID,
-			GroupID: traj.GroupID(job, promptID, 0), GroupSize: n, SampleIndex: i, PolicyVersion: int64(prompt), Seed: uint64(prompt*100 + i),
-			Model:     traj.ModelRef{Name: "calc"},
-			Tokens:    []int32{1, 2, 3, 10, 11, 20, 21, 30},
-			PromptLen: 3,
-			LossMask:  traj.Mask{1, 1, 0, 0, 1},
-			Logprobs:  []float32{-0.5, -0.25, 0, 0, -float32(i) / 8},
-			Segments: []traj.Segment{
-				{Kind: traj.SegmentModel, Start: 0, End: 2, Call: &traj.ToolCall{Name: "calculator", Raw: "[CALC: 2+2]", Arguments: json.RawMessage(`{"expression":"2+2"}`)}},
-				{Kind: traj.SegmentTool, Start: 2, End: 4, Call: &traj.ToolCall{Name: "calculator", Raw: "[CALC: 2+2]"}, Result: &traj.ToolResult{OK: i%2 == 0, Content: "4"}},
-				{Kind: traj.SegmentModel, Turn: 1, Start: 4, End: 5, Text: "4"},
-			},
-			FinishReason: traj.FinishStop,
-			Reward:       traj.Reward{Total: float64(i), Parts: map[string]float64{"outcome": float64(i)}},
-			StepRewards:  []float64{0.5, float64(i)},
-		}
-		if prompt == 2 {
-			t.Reward.Parts["late_part"] = -1 // only in a late group
-			t.Reward.Total--
-		}
-		ts = append(ts, t)
-	}
-	return traj.NewGroup(ts)
-}
-
-func readTrajectories(t *testing.T, path string) []traj.Trajectory {
-	t.Helper()
-	r, err := export.OpenTrajectories(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return drain(t, r)
+// exportGroup builds a valid group of n trajectories of prompt "p<prompt>"
+// at policy version prompt. Each trajectory calls the calculator once (the
+// call of odd samples fails) and answers; reward i with part outcome, and
+// in prompt 2's group only a part late_part (-1).
+func exportGroup(job string, prompt, n int) *traj.Group {
+	call := &traj.ToolCall{Name: "calculator", Raw: "[CALC: 2+2]", Arguments: json.RawMessage(`{"expression":"2+2"}`)}
+	return trajtest.Group(trajtest.Options{Job: job, Prompt: fmt.Sprintf("p%d", prompt), Size: n, PolicyVersion: int64(prompt), Model: "calc",
+		PromptTokens: []int32{1, 2, 3}, Steps: []trajtest.Step{{Model: 2, Tool: 2, Reward: 0.5, Call: call}, {Model: 1, Text: "4"}},
+		Sample: func(i int, t *traj.Trajectory) {
+			t.Seed = uint64(prompt*100 + i)
+			t.Segments[1].Result = &traj.ToolResult{OK: i%2 == 0, Content: "4"}
+			t.Reward = traj.Reward{Total: float64(i), Parts: map[string]float64{"outcome": float64(i)}}
+			if prompt == 2 {
+				t.Reward.Parts["late_part"] = -1 // only in a late group
+				t.Reward.Total--
+			}
+			t.StepRewards[1] = float64(i)
+		}})
 }
 
 func TestExportConvertsFiles(t *testing.T) {
@@ -99,8 +79,14 @@ func TestExportConvertsFiles(t *testing.T) {
 	if _, stderr, err := runToolrl(t, "export", "--from", pq, "--to", back); err != nil {
 		t.Fatalf("export: %v\n%s", err, stderr)
 	}
+	r, err := export.OpenTrajectories(src)
+	source := trajtest.ReadAll(t, r, err)
+	if len(source) != len(want) {
+		t.Fatalf("source holds %d trajectories, want %d", len(source), len(want))
+	}
 	for _, path := range []string{pq, back} {
-		if got := readTrajectories(t, path); !reflect.DeepEqual(got, readTrajectories(t, src)) {
+		r, err := export.OpenTrajectories(path)
+		if got := trajtest.ReadAll(t, r, err); !reflect.DeepEqual(got, source) {
 			t.Errorf("%s differs from the source", path)
 		}
 	}
@@ -186,11 +172,11 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 	producer := stream.NewProducer(client, stream.ProducerOptions{MaxBacklog: -1})
 	var want []traj.Trajectory
 	// More groups than one XRANGE page, so paging is exercised.
-	const groups = stream.RangePage + 44
+	const groups = streamPage + 44
 	for p := range groups {
 		g := exportGroup(job, p, 2)
 		want = append(want, g.Trajectories...)
-		if ok, err := producer.AddGroup(ctx, job, &g); err != nil || !ok {
+		if ok, err := producer.AddGroup(ctx, job, g); err != nil || !ok {
 			t.Fatalf("AddGroup: %v %v", ok, err)
 		}
 	}
@@ -206,7 +192,8 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 	if _, stderr, err := runToolrl(t, "export", "--from", "redis://"+srv.Addr+"/"+job, "--to", out); err != nil {
 		t.Fatalf("export: %v\n%s", err, stderr)
 	}
-	got := readTrajectories(t, out)
+	r, err := export.OpenTrajectories(out)
+	got := trajtest.ReadAll(t, r, err)
 	wantJSON, _ := json.Marshal(want)
 	gotJSON, _ := json.Marshal(got)
 	if !bytes.Equal(wantJSON, gotJSON) {
@@ -218,10 +205,7 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 
 	// The advantages stream: one record per entry in the record field.
 	for i := range 3 {
-		tr := want[i]
-		rec := traj.AdvantageRecord{Schema: traj.AdvantageSchema, TrajectoryID: tr.ID, GroupID: tr.GroupID, SampleIndex: tr.SampleIndex,
-			InputIDs: tr.Tokens, PromptLen: tr.PromptLen, LossMask: tr.LossMask, OldLogprobs: tr.Logprobs,
-			Advantages: []float32{1, 1, 0, 0, -1}, Reward: tr.Reward, Mode: "outcome", Estimator: "grpo"}
+		rec := trajtest.Record(want[i], 1)
 		payload, err := stream.EncodeRecord(&rec)
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/internal/trajtest"
 )
 
 // links returns path itself, a path spelt differently, a symlink and a hard
@@ -183,7 +185,8 @@ func TestExplicitTemperatureZeroIsGreedy(t *testing.T) {
 		if _, stderr, err := runToolrl(t, args...); err != nil {
 			t.Fatalf("%s: %v\n%s", name, err, stderr)
 		}
-		ts := readTrajectories(t, out)
+		r, err := export.OpenTrajectories(out)
+		ts := trajtest.ReadAll(t, r, err)
 		if len(ts) != 2 {
 			t.Fatalf("%s: %d trajectories, want 2", name, len(ts))
 		}

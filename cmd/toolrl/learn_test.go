@@ -18,6 +18,7 @@ import (
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/traj"
@@ -104,10 +105,7 @@ func TestLearnRaisesLogprobsUnderActor(t *testing.T) {
 	const temp = 1.0
 	adv := calcRecords(t, dir, temp)
 	r, err := export.OpenAdvantages(adv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := drain(t, r)
+	all := trajtest.ReadAll(t, r, err)
 	var pos []traj.AdvantageRecord
 	for _, rec := range all {
 		for i, m := range rec.LossMask {

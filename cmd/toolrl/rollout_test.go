@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
@@ -187,26 +187,14 @@ func TestRolloutIterationFlag(t *testing.T) {
 		t.Fatalf("advantage: %v\n%s", err, stderr)
 	}
 	r, err := export.OpenAdvantages(adv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	n := 0
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
+	recs := trajtest.ReadAll(t, r, err)
+	for _, rec := range recs {
 		if want := 2 * strings.Count(rec.GroupID, "@2"); rec.Iteration != want {
 			t.Errorf("record %s: iteration %d, want %d", rec.TrajectoryID, rec.Iteration, want)
 		}
 	}
-	if n != 8 {
-		t.Errorf("%d advantage records, want 8", n)
+	if len(recs) != 8 {
+		t.Errorf("%d advantage records, want 8", len(recs))
 	}
 }
 
