@@ -220,13 +220,7 @@ func TestLearnPublishedLoadsInTransformersJS(t *testing.T) {
 	testsupport.RequireORT(t)
 	root := testsupport.RepoRoot(t)
 	script := filepath.Join(root, "scripts", "models", "interop.mjs")
-	if _, err := os.Stat(filepath.Join(root, "scripts", "models", "node_modules", "@huggingface", "transformers")); err != nil {
-		testsupport.SkipOrFail(t, "transformers.js not installed in scripts/models (make models-npm)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testsupport.SkipOrFail(t, "node not found")
-	}
+	_, node := testsupport.NodePackage(t, "@huggingface/transformers")
 	dir := t.TempDir()
 	adv := calcRecords(t, dir, 1)
 	storeDir := filepath.Join(dir, "store")
