@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/actor"
-	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
@@ -25,26 +23,8 @@ import (
 // Parquet file, or the job's groups stream.
 func readSink(t *testing.T, out, job string) []traj.Trajectory {
 	t.Helper()
-	if filepath.Ext(out) == ".jsonl" {
+	if ext := filepath.Ext(out); ext == ".jsonl" || ext == ".parquet" {
 		return readTrajectories(t, out)
-	}
-	if filepath.Ext(out) == ".parquet" {
-		r, err := export.OpenTrajectories(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		var ts []traj.Trajectory
-		for {
-			tr, err := r.Next()
-			if err == io.EOF {
-				return ts
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			ts = append(ts, tr)
-		}
 	}
 	client, err := stream.Connect(context.Background(), out, stream.ConnectOptions{})
 	if err != nil {
