@@ -40,8 +40,6 @@ type ExecutorOptions struct {
 	// the call counts as an overrun in Stats and is logged (default 100ms).
 	// The caller gets its timeout at the deadline either way.
 	OverrunAfter time.Duration
-	// Metrics, when set, receive every call's outcome and latency.
-	Metrics *Metrics
 	// Logger receives panics and overruns (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -140,22 +138,7 @@ type outcome struct {
 // per-call timeout starts once the call holds its slots, and LatencyMS is the
 // time from then to the result.
 func (e *Executor) Execute(ctx context.Context, c Call) traj.ToolResult {
-	res := e.finish(c.Name, e.execute(ctx, c))
-	if m := e.opts.Metrics; m != nil {
-		tool := c.Name
-		if _, ok := e.reg.entries[tool]; !ok {
-			tool = "unknown"
-		}
-		class := res.ErrorClass
-		if res.OK {
-			class = "ok"
-		}
-		m.calls.WithLabelValues(tool, class).Inc()
-		if res.LatencyMS > 0 {
-			m.latency.WithLabelValues(tool).Observe(res.LatencyMS / 1000)
-		}
-	}
-	return res
+	return e.finish(c.Name, e.execute(ctx, c))
 }
 
 func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
@@ -188,9 +171,6 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 		return failureOf(fmt.Errorf("waiting for a slot: %w", ctxErr(ctx, err)))
 	}
 	e.calls.Add(1)
-	if m := e.opts.Metrics; m != nil {
-		m.inFlight.Inc()
-	}
 	if n := e.inFlight.Add(1); n > e.peak.Load() {
 		for {
 			p := e.peak.Load()
@@ -220,9 +200,6 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 		// and before the result is handed over, so that the caller sees
 		// its own call out of the counts.
 		e.inFlight.Add(-1)
-		if m := e.opts.Metrics; m != nil {
-			m.inFlight.Dec()
-		}
 		e.global.Release(1)
 		if sem := e.perTool[c.Name]; sem != nil {
 			sem.Release(1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolrl/toolrl/tools/calculator"
 	"github.com/toolrl/toolrl/traj"
@@ -54,7 +51,8 @@ func TestExecutorResults(t *testing.T) {
 		}), Settings{}},
 		reg1{fn("boom", func(ctx context.Context, args json.RawMessage) (Result, error) {
 			var m map[string]int
-			m["x"]++ // nil map write: panics
+			//lint:ignore SA5000 the nil map write is the panic under test
+			m["x"]++
 			return Result{}, nil
 		}), Settings{}},
 		reg1{fn("fail", func(ctx context.Context, args json.RawMessage) (Result, error) {
@@ -240,50 +238,5 @@ func TestBracketInjection(t *testing.T) {
 	}
 	if got := HermesInjection(traj.ToolResult{OK: true, Content: "408"}); got != "<tool_response>\n408\n</tool_response>" {
 		t.Errorf("HermesInjection = %q", got)
-	}
-}
-
-func TestExecutorMetrics(t *testing.T) {
-	preg := prometheus.NewPedanticRegistry()
-	m, err := NewMetrics(preg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := newReg(t, reg1{NewCalculator(calcLimits()), Settings{}})
-	ex := NewExecutor(reg, ExecutorOptions{Metrics: m, Logger: quiet})
-	ctx := context.Background()
-	ex.Execute(ctx, Call{Name: "calculator", Arguments: json.RawMessage(`{"expression":"1+1"}`)})
-	ex.Execute(ctx, Call{Name: "calculator", Arguments: json.RawMessage(`{"expression":"1/0"}`)})
-	ex.Execute(ctx, Call{Name: "made-up-name", Arguments: json.RawMessage(`{}`)})
-	families, err := preg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			key := f.GetName()
-			for _, l := range m.GetLabel() {
-				key += " " + l.GetName() + "=" + l.GetValue()
-			}
-			switch {
-			case m.Counter != nil:
-				got[key] = m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				got[key] = m.GetGauge().GetValue()
-			case m.Histogram != nil:
-				got[key] = float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	want := map[string]float64{
-		"toolrl_tools_calls_total class=ok tool=calculator":         1,
-		"toolrl_tools_calls_total class=tool_error tool=calculator": 1,
-		"toolrl_tools_calls_total class=unknown_tool tool=unknown":  1,
-		"toolrl_tools_call_seconds tool=calculator":                 2,
-		"toolrl_tools_calls_in_flight":                              0,
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("metrics = %v, want %v", got, want)
 	}
 }
