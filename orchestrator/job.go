@@ -82,8 +82,14 @@ type Job struct {
 
 	// Out is the sink: a .jsonl or .parquet path, or a redis:// URL.
 	Out string `yaml:"out"`
-	// Resume skips groups already present in Out. Default true.
+	// Resume skips groups already present in Out. Default true. A resume
+	// whose settings differ from those recorded with Out is refused
+	// (SettingsMismatchError); see ForceResume.
 	Resume *bool `yaml:"resume"`
+	// ForceResume resumes Out even when its recorded settings differ from
+	// this job's: the output then mixes both, and this job's settings are
+	// recorded (the old ones kept in Settings.Replaced).
+	ForceResume bool `yaml:"force_resume"`
 	// RecordLatency keeps tool latencies in the output; off by default because
 	// wall times make otherwise identical runs differ byte for byte.
 	RecordLatency bool `yaml:"record_latency"`

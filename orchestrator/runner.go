@@ -287,6 +287,9 @@ func (r *runner) open(ctx context.Context) error {
 	if r.sink, err = r.openSink(ctx); err != nil {
 		return err
 	}
+	if err := r.checkSettings(ctx); err != nil {
+		return err
+	}
 	if *job.Resume {
 		// Resume keys by the versioned group id, so a rerun of iteration k
 		// skips k's written groups only. It applies to fed prompts too (the

@@ -61,9 +61,9 @@ func OpenSink(ctx context.Context, out, job string, fresh bool) (Sink, error) {
 	}
 	switch format {
 	case export.JSONL:
-		return &jsonlSink{path: out, fresh: fresh}, nil
+		return &jsonlSink{fileSettings: fileSettings{out: out, fresh: fresh}, path: out}, nil
 	case export.Parquet:
-		return &parquetSink{path: out}, nil
+		return &parquetSink{fileSettings: fileSettings{out: out, fresh: fresh}, path: out}, nil
 	}
 	return nil, fmt.Errorf("out %s: the rollout writes .jsonl, .parquet or redis:// (not %s)", out, format)
 }
@@ -76,11 +76,12 @@ type groupHeader struct {
 
 // jsonlSink appends groups to a JSONL file of trajectories, one line each,
 // flushed (fsync) after every group. On resume it cuts a group a crash left
-// half-written, so the file only ever holds whole groups.
+// half-written, so the file only ever holds whole groups. Its settings
+// record is the sidecar SettingsPath(path).
 type jsonlSink struct {
-	path  string
-	fresh bool // truncate on the first write instead of appending
-	w     export.TrajectoryWriter
+	fileSettings // fresh: truncate on the first write instead of appending
+	path         string
+	w            export.TrajectoryWriter
 }
 
 // Completed scans the file's group blocks (a group's lines are contiguous)
@@ -167,8 +168,10 @@ func (s *jsonlSink) Close() error {
 // parquetSink writes a Parquet file of trajectories. Parquet files cannot be
 // appended to, so on resume the complete groups of the old file are copied
 // into a new one, written beside it and renamed over it at Close: a crash
-// leaves the old file intact.
+// leaves the old file intact. Its settings record is the sidecar
+// SettingsPath(path).
 type parquetSink struct {
+	fileSettings
 	path, tmp string
 	keep      []traj.Trajectory
 	w         export.TrajectoryWriter
@@ -264,6 +267,7 @@ func rewardParts() []string {
 // duplicates a group. A write that fails on a connection error (the server
 // restarting, a failover) is retried with backoff for the URL's retry=
 // option (default stream.DefaultWriteRetry, 30 s), then the rollout fails.
+// Its settings record is the job's key stream.Keys.Settings.
 type redisSink struct {
 	client   goredis.UniversalClient
 	producer *stream.Producer
@@ -306,6 +310,56 @@ func (s *redisSink) WriteGroup(ctx context.Context, g *traj.Group) (bool, error)
 }
 
 func (s *redisSink) Close() error { return s.client.Close() }
+
+func (s *redisSink) settingsWhere() string { return stream.JobKeys(s.job).Settings }
+
+// storedSettings reads the job's settings key; the job holds data when a
+// group was written into it.
+func (s *redisSink) storedSettings(ctx context.Context) (*Settings, bool, error) {
+	keys := stream.JobKeys(s.job)
+	data, err := s.client.Get(ctx, keys.Settings).Bytes()
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, false, fmt.Errorf("read %s: %w", keys.Settings, err)
+	}
+	written, cerr := s.client.SCard(ctx, keys.GroupsWritten).Result()
+	if cerr != nil {
+		return nil, false, fmt.Errorf("read %s: %w", keys.GroupsWritten, cerr)
+	}
+	if errors.Is(err, goredis.Nil) {
+		return nil, written > 0, nil
+	}
+	rec, err := decodeSettings(data, keys.Settings)
+	return rec, written > 0, err
+}
+
+// recordSettings sets the job's settings key; with replace false only when
+// it is absent (SET NX), so of two workers starting together one records
+// and the other is compared with it.
+func (s *redisSink) recordSettings(ctx context.Context, rec *Settings, replace bool) (*Settings, error) {
+	key := stream.JobKeys(s.job).Settings
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	if replace {
+		if err := s.client.Set(ctx, key, data, 0).Err(); err != nil {
+			return nil, fmt.Errorf("write %s: %w", key, err)
+		}
+		return rec, nil
+	}
+	set, err := s.client.SetNX(ctx, key, data, 0).Result()
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", key, err)
+	}
+	if set {
+		return rec, nil
+	}
+	stored, err := s.client.Get(ctx, key).Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	return decodeSettings(stored, key)
+}
 
 // DisplayOut is how an output (a file path or a Redis URL) is printed: a
 // URL with its password and user name hidden (stream.Redact), a path as is.

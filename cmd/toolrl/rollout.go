@@ -35,7 +35,11 @@ func newRolloutCmd() *cobra.Command {
 tool calls the policy writes, scores staged rewards (outcome, format, tool
 success, result used, call cost) and writes whole groups to JSONL, Parquet or a
 Redis stream. Settings come from a YAML job file (--job-file); flags override
-its common fields. Rerunning the same job skips the groups already written.
+its common fields. Rerunning the same job skips the groups already written;
+a rerun with other settings (seed, group size, sampling, model, tools,
+rewards, prompts file...) is refused, naming each one, unless --force-resume
+(OUT.settings.json or the job's Redis key records them; --limit, --batch and
+--threads are not settings).
 Ctrl-C stops taking prompts, finishes the groups in flight, prints the summary
 and exits 130; a second Ctrl-C abandons them (nothing partial is written).
 
@@ -131,6 +135,9 @@ it is the rollout worker of a training run.`,
 			if set("resume") {
 				job.Resume = &resume
 			}
+			if set("force-resume") {
+				job.ForceResume = flags.ForceResume
+			}
 			if set("policy-version") {
 				job.PolicyVersion = flags.PolicyVersion
 			}
@@ -201,6 +208,7 @@ it is the rollout worker of a training run.`,
 	f.StringVar(&flags.Out, "out", "", "output: FILE.jsonl, FILE.parquet or redis://host:port/db (default out/JOB.jsonl)")
 	f.BoolVar(&flags.SkipInvalid, "skip-invalid", false, "skip malformed prompt lines (counted) instead of stopping")
 	f.BoolVar(&resume, "resume", true, "skip groups already in the output")
+	f.BoolVar(&flags.ForceResume, "force-resume", false, "resume even when the output was written with other settings (they mix; this run's are recorded)")
 	f.Int64Var(&flags.PolicyVersion, "policy-version", 0, "policy version recorded in every trajectory")
 	f.IntVar(&iteration, "iteration", 0, "closed-loop iteration: every prompt is a new group JOB/prompt@N with its own seeds (0 = JOB/prompt)")
 	f.StringVar(&dist.url, "redis", "", "distributed job: enqueue the prompts into this Redis (with --job), or claim them with --worker")
@@ -382,6 +390,10 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 	if summary != nil {
 		summary.Write(cmd.OutOrStdout())
 		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", orchestrator.DisplayOut(job.Out))
+	}
+	var mismatch *orchestrator.SettingsMismatchError
+	if errors.As(err, &mismatch) {
+		return usageError{err} // the user's to fix: --force-resume or another output
 	}
 	if ctx.Err() != nil {
 		if err == nil {
