@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/models/safetensors"
 )
@@ -96,6 +97,12 @@ func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
 	}
 	if !f.random && f.shape != "" {
 		return usageErrorf("model build: --shape applies to --random only")
+	}
+	// Writing into the checkpoint folder would replace its config.json (and,
+	// with --safetensors, its weights, perhaps in another dtype) while they
+	// are read.
+	if err := samefile.Refuse(samefile.Path{Flag: "--out", Path: f.out}, samefile.Path{Flag: "--from-safetensors", Path: f.fromSafetensors}); err != nil {
+		return usageErrorf("model build: %v", err)
 	}
 	ext, ok := map[string]llama.ExternalMode{"auto": llama.ExternalAuto, "always": llama.ExternalAlways, "never": llama.ExternalNever}[f.external]
 	if !ok {

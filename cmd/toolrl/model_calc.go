@@ -147,8 +147,8 @@ Build with GOEXPERIMENT=simd for the AVX GEMM kernel (make model does).`,
   toolrl model train --out /tmp/calc-small --steps 200 --dim 64`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Train.Steps <= 0 || o.Train.BatchSize <= 0 || o.Examples <= 0 {
-				return usageErrorf("--steps, --batch and --examples must be positive")
+			if err := checkModelTrainFlags(cmd.Flags().Changed, o, snapDir); err != nil {
+				return err
 			}
 			if tokPath == "" {
 				tokPath = filepath.Join(out, "tokenizer.json")
@@ -189,6 +189,36 @@ Build with GOEXPERIMENT=simd for the AVX GEMM kernel (make model does).`,
 	fl.StringVar(&snapDir, "snapshot-dir", "", "write intermediate model folders here (step-NNNNNN)")
 	fl.IntVar(&o.Train.SnapshotEvery, "snapshot-every", 500, "steps between snapshots (with --snapshot-dir)")
 	return cmd
+}
+
+// checkModelTrainFlags refuses the train command's flag values that are not
+// positive, naming the flag: --log-every 0 or below was silently 50 and
+// --snapshot-every 0 or below silently wrote no snapshot. set reports
+// whether a flag was given.
+func checkModelTrainFlags(set func(string) bool, o calcdata.PolicyOptions, snapDir string) error {
+	for _, f := range []struct {
+		name  string
+		value int
+		what  string
+	}{
+		{"steps", o.Train.Steps, "optimiser steps"}, {"batch", o.Train.BatchSize, "sequences per step"},
+		{"examples", o.Examples, "training examples"}, {"log-every", o.Train.LogEvery, "steps between loss lines"},
+		{"snapshot-every", o.Train.SnapshotEvery, "steps between snapshots"},
+		{"dim", o.Model.Dim, "hidden size"}, {"layers", o.Model.Layers, "decoder layers"},
+		{"heads", o.Model.Heads, "attention heads"}, {"kv-heads", o.Model.KVHeads, "key/value heads"},
+		{"ff", o.Model.FF, "MLP size"}, {"max-pos", o.Model.MaxPos, "sequence length"},
+	} {
+		if f.value < 1 {
+			return usageErrorf("model train: --%s %d: want ≥ 1 (%s)", f.name, f.value, f.what)
+		}
+	}
+	if !(o.Train.LR > 0) || math.IsInf(o.Train.LR, 0) {
+		return usageErrorf("model train: --lr %g: want a finite value > 0", o.Train.LR)
+	}
+	if set("snapshot-every") && snapDir == "" {
+		return usageErrorf("model train: --snapshot-every needs --snapshot-dir (without it no snapshot is written)")
+	}
+	return nil
 }
 
 // writeCalcModel writes the whole HF folder: weights, config, ONNX, the
