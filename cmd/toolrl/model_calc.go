@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/models/bpetrain"
 	"github.com/toolrl/toolrl/models/calcdata"
 	"github.com/toolrl/toolrl/models/train"
@@ -335,7 +337,7 @@ func calcEvalJob(f calcEvalFlags) (orchestrator.Job, []orchestrator.Prompt, erro
 	}
 	set, err := orchestrator.ReadPrompts(job.Prompts, job.Limit, false)
 	if err != nil {
-		return job, nil, usageError{err}
+		return job, nil, usageErrorf("--prompts: %v", err)
 	}
 	if len(set.Prompts) == 0 {
 		return job, nil, usageErrorf("--prompts %s: no prompts", job.Prompts)
@@ -357,6 +359,9 @@ func runCalcEval(cmd *cobra.Command, f calcEvalFlags) error {
 		// evaluation that fails leaves nothing behind.
 		if strings.Contains(f.samplesOut, "://") {
 			return usageErrorf("--samples-out %s: want a .jsonl or .parquet file", f.samplesOut)
+		}
+		if err := checkEvalOutput(f); err != nil {
+			return err
 		}
 		if sink, err = orchestrator.OpenSink(ctx, f.samplesOut, job.ID, true); err != nil {
 			return usageErrorf("--samples-out: %v", err)
@@ -389,6 +394,26 @@ func runCalcEval(cmd *cobra.Command, f calcEvalFlags) error {
 	fmt.Fprintf(out, "model eval: %s on %d prompts of %s, %d samples each, %s, seed %d: %.1f s\n",
 		job.Model, ev.Prompts, job.Prompts, job.GroupSize, temperature, job.Seed, ev.Overall.Seconds)
 	return writeEvalTable(out, &job, ev, groups, f.splitBy)
+}
+
+// checkEvalOutput refuses a --samples-out that is one of the evaluation's
+// inputs (the same file, not only the same name: a link counts): the
+// prompts file or a file of the model folder, which writing the samples
+// would destroy.
+func checkEvalOutput(f calcEvalFlags) error {
+	out := samefile.Path{Flag: "--samples-out", Path: f.samplesOut}
+	if err := samefile.Refuse(out, samefile.Path{Flag: "--prompts", Path: f.prompts}); err != nil {
+		return usageError{err}
+	}
+	return filepath.WalkDir(f.model, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil // an unreadable entry is not the output's file
+		}
+		if err := samefile.Refuse(out, samefile.Path{Flag: "--model", Path: path}); err != nil {
+			return usageError{err}
+		}
+		return nil
+	})
 }
 
 // evalColumn is one column of the eval table: all prompts, or the prompts
