@@ -12,7 +12,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/models/llama"
 	"github.com/toolrl/toolrl/policystore"
@@ -65,7 +64,7 @@ func freshLearner(t *testing.T, dir string) (*Learner, Base) {
 }
 
 // addRecordEntry appends one advantages-stream entry with the fields the
-// advantage service writes (advantage.RecordFields) and returns its id.
+// advantage service writes (stream.RecordFields) and returns its id.
 func addRecordEntry(t *testing.T, client goredis.UniversalClient, keys stream.Keys, fields []stream.Field) string {
 	t.Helper()
 	values := make([]any, 0, 2*len(fields))
@@ -87,7 +86,7 @@ func addRecords(t *testing.T, client goredis.UniversalClient, keys stream.Keys, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids[i] = addRecordEntry(t, client, keys, advantage.RecordFields(&recs[i], data))
+		ids[i] = addRecordEntry(t, client, keys, stream.RecordFields(&recs[i], data))
 	}
 	return ids
 }
@@ -430,7 +429,7 @@ func TestRedisDeadLettersBadRecords(t *testing.T) {
 		reason []string // substrings of the reason
 	}{
 		{badJSONID, badJSON, []string{badJSONID}},
-		{badVocabID, advantage.RecordFields(&badVocab, vocabData), []string{badVocab.TrajectoryID, "vocabulary"}},
+		{badVocabID, stream.RecordFields(&badVocab, vocabData), []string{badVocab.TrajectoryID, "vocabulary"}},
 	} {
 		d, ok := byID[c.id]
 		if !ok {

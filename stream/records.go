@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/toolrl/toolrl/traj"
@@ -13,6 +14,18 @@ import (
 // LearnerGroup is the default consumer group of toolrl's learner on the
 // advantages stream (each trainer has a group of its own).
 const LearnerGroup = "learner"
+
+// RecordFields are the fields of an advantages-stream entry for record r with
+// JSON data.
+func RecordFields(r *traj.AdvantageRecord, data []byte) []Field {
+	return []Field{
+		{Name: FieldTrajectoryID, Value: []byte(r.TrajectoryID)},
+		{Name: FieldGroupID, Value: []byte(r.GroupID)},
+		{Name: FieldPolicyVersion, Value: strconv.AppendInt(nil, r.PolicyVersion, 10)},
+		{Name: FieldSchema, Value: []byte(r.Schema)},
+		{Name: FieldRecord, Value: data},
+	}
+}
 
 // DecodeRecordEntry decodes and validates the advantage record of an
 // advantages-stream entry and checks it against the entry's trajectory_id

@@ -8,7 +8,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/stream"
@@ -62,7 +61,7 @@ func TestDriverWaitsForRecordsOfAGroupSeenDone(t *testing.T) {
 					return err
 				}
 				var values []any
-				for _, f := range advantage.RecordFields(&rec, data) {
+				for _, f := range stream.RecordFields(&rec, data) {
 					values = append(values, f.Name, f.Value)
 				}
 				pipe.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Advantages, Values: values})

@@ -17,6 +17,8 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/advantage"
+	"github.com/toolrl/toolrl/advantage/offline"
+	"github.com/toolrl/toolrl/advantage/serve"
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/stream"
@@ -114,7 +116,7 @@ and flags are documented in docs/advantage.md.`,
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			return runOfflineAdvantage(ctx, cmd, in, out, advantage.OfflineOptions{
+			return runOfflineAdvantage(ctx, cmd, in, out, offline.Options{
 				Config: cfg, MemoryLimit: limit, SpillDir: spillDir, AllowIncomplete: allowIncomplete, RefBatch: refBatch,
 			}, refModel, refTemperature, rewardParts)
 		},
@@ -162,7 +164,7 @@ func openRefScorer(ctx context.Context, verb, dir string, temperature float64) (
 	return temperedScorer{Policy: policy, temperature: temperature}, nil
 }
 
-func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string, opts advantage.OfflineOptions, refModel string, refTemperature float64, parts []string) error {
+func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string, opts offline.Options, refModel string, refTemperature float64, parts []string) error {
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	opts.Logger = logger
 	if refModel != "" {
@@ -183,7 +185,7 @@ func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string
 		return fmt.Errorf("advantage: %w", err)
 	}
 	start := time.Now()
-	st, err := advantage.Offline(ctx, src, dst, opts)
+	st, err := offline.Run(ctx, src, dst, opts)
 	if cerr := dst.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("advantage: close %s: %w", out, cerr)
 	}
@@ -205,7 +207,7 @@ func newAdvantageServeCmd() *cobra.Command {
 	var mathFlags advantageMathFlags
 	var url, job, listen, refModel string
 	var refTemperature float64
-	opts := advantage.ServiceOptions{}
+	opts := serve.Options{}
 	cmd := &cobra.Command{
 		Use:   "serve --redis URL --job JOB",
 		Short: "Consume a job's groups stream and write advantage records to Redis",
@@ -308,7 +310,7 @@ stops reading, commits the batches in flight and exits with status 130.`,
 	return cmd
 }
 
-func runAdvantageService(ctx context.Context, cmd *cobra.Command, url, listen string, opts advantage.ServiceOptions) error {
+func runAdvantageService(ctx context.Context, cmd *cobra.Command, url, listen string, opts serve.Options) error {
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	opts.Logger = logger
 	client, err := stream.Connect(ctx, url, stream.ConnectOptions{ClientName: "toolrl-advantage"})
@@ -316,7 +318,7 @@ func runAdvantageService(ctx context.Context, cmd *cobra.Command, url, listen st
 		return fmt.Errorf("advantage serve: %w", err)
 	}
 	defer client.Close()
-	svc, err := advantage.NewService(client, opts)
+	svc, err := serve.New(client, opts)
 	if err != nil {
 		return usageErrorf("advantage serve: %v", err)
 	}

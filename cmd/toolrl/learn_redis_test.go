@@ -19,7 +19,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/models/llama"
@@ -123,7 +122,7 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 			t.Fatal(err)
 		}
 		var values []any
-		for _, f := range advantage.RecordFields(&recs[i], data) {
+		for _, f := range stream.RecordFields(&recs[i], data) {
 			values = append(values, f.Name, f.Value)
 		}
 		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Advantages, Values: values}).Err(); err != nil {

@@ -1,4 +1,4 @@
-package advantage
+package serve
 
 import "github.com/prometheus/client_golang/prometheus"
 

@@ -1,4 +1,9 @@
-package advantage
+// Package offline computes advantage records over a file of trajectories
+// (Run): it assembles groups by group_id with bounded memory, spilling
+// partial groups to temporary files (the grouper), skips repeated identical
+// trajectories, optionally scores missing reference logprobs, and writes each
+// group's records (advantage.Compute) as soon as the group is complete.
+package offline
 
 import (
 	"context"
@@ -7,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -23,18 +29,10 @@ type RecordSink interface {
 	Write(records ...traj.AdvantageRecord) error
 }
 
-// RefScorer returns reference-policy logprobs, one per response token
-// (positions promptLens[i]..len(seqs[i])-1), for a batch of sequences, at
-// the temperature the trajectories were sampled at (their logprobs are
-// log-softmax(logits/T)). actor.Policy's Score method is one for T = 1.
-type RefScorer interface {
-	Score(ctx context.Context, seqs [][]int32, promptLens []int) ([][]float32, error)
-}
-
-// OfflineOptions configures Offline. Config is required; the rest have the
+// Options configures Run. Config is required; the rest have the
 // documented defaults.
-type OfflineOptions struct {
-	Config Config
+type Options struct {
+	Config advantage.Config
 	// MemoryLimit bounds the estimated bytes of partial groups held in
 	// memory; past it they spill to temporary files. 0 means 256 MiB.
 	MemoryLimit int64
@@ -46,16 +44,16 @@ type OfflineOptions struct {
 	// it such a group is an error.
 	AllowIncomplete bool
 	// RefScorer, when set, scores trajectories that have no ref_logprobs.
-	RefScorer RefScorer
+	RefScorer advantage.RefScorer
 	// RefBatch is the number of sequences per RefScorer call; 0 means 16.
 	RefBatch int
 	// Logger receives progress; nil means slog.Default().
 	Logger *slog.Logger
 }
 
-// OfflineStats is what Offline did.
-type OfflineStats struct {
-	Stats
+// Stats is what Run did.
+type Stats struct {
+	advantage.Stats
 	// Trajectories read from the source.
 	Trajectories int64
 	// Duplicates are trajectories skipped because the input had already
@@ -75,7 +73,7 @@ type OfflineStats struct {
 	PeakWaitingGroups int64
 }
 
-// Offline reads every trajectory of src, assembles groups by group_id (in any
+// Run reads every trajectory of src, assembles groups by group_id (in any
 // order, with bounded memory), computes their advantage records and writes
 // them to dst as each group completes. A trajectory whose reward fails
 // traj.Trajectory.ValidateRewardSums is an error naming its group (and its
@@ -83,8 +81,8 @@ type OfflineStats struct {
 // A trajectory id seen before is skipped (counted in Duplicates) when the
 // content is the same, and an error otherwise. It stops at the first error,
 // and when ctx is cancelled.
-func Offline(ctx context.Context, src TrajectorySource, dst RecordSink, opts OfflineOptions) (OfflineStats, error) {
-	var st OfflineStats
+func Run(ctx context.Context, src TrajectorySource, dst RecordSink, opts Options) (Stats, error) {
+	var st Stats
 	if err := opts.Config.Validate(); err != nil {
 		return st, err
 	}
@@ -97,7 +95,7 @@ func Offline(ctx context.Context, src TrajectorySource, dst RecordSink, opts Off
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	o := &offline{ctx: ctx, dst: dst, opts: opts, st: &st}
+	o := &pass{ctx: ctx, dst: dst, opts: opts, st: &st}
 	gr := newGrouper(opts.MemoryLimit, opts.SpillDir, o.add)
 	seen := newDedupe()
 	defer gr.Close()
@@ -160,11 +158,11 @@ func position(src TrajectorySource) string {
 	return ""
 }
 
-type offline struct {
+type pass struct {
 	ctx  context.Context
 	dst  RecordSink
-	opts OfflineOptions
-	st   *OfflineStats
+	opts Options
+	st   *Stats
 
 	// ready holds complete groups waiting for reference scoring, so that the
 	// scorer sees batches of RefBatch sequences; toScore counts their
@@ -174,7 +172,7 @@ type offline struct {
 }
 
 // add takes one assembled group.
-func (o *offline) add(members []traj.Trajectory) error {
+func (o *pass) add(members []traj.Trajectory) error {
 	g := traj.NewGroup(members)
 	if len(members) == members[0].GroupSize {
 		if err := g.Validate(); err != nil {
@@ -213,7 +211,7 @@ func (o *offline) add(members []traj.Trajectory) error {
 }
 
 // flush scores what needs scoring, then computes and writes every ready group.
-func (o *offline) flush() error {
+func (o *pass) flush() error {
 	if o.toScore > 0 {
 		if err := o.score(); err != nil {
 			return err
@@ -230,8 +228,8 @@ func (o *offline) flush() error {
 }
 
 // write computes g's records and writes them.
-func (o *offline) write(g *traj.Group) error {
-	recs, st, err := Compute(g, o.opts.Config)
+func (o *pass) write(g *traj.Group) error {
+	recs, st, err := advantage.Compute(g, o.opts.Config)
 	if err != nil {
 		return err
 	}
@@ -246,7 +244,7 @@ func (o *offline) write(g *traj.Group) error {
 
 // score fills ref_logprobs of the ready trajectories that lack them, in
 // batches of RefBatch sequences.
-func (o *offline) score() error {
+func (o *pass) score() error {
 	type ref struct{ g, t int }
 	var pending []ref
 	for gi := range o.ready {
@@ -270,7 +268,7 @@ func (o *offline) score() error {
 		}
 		for i, r := range batch {
 			t := &o.ready[r.g].Trajectories[r.t]
-			refs, err := referenceLogprobs(t, out[i])
+			refs, err := advantage.ReferenceLogprobs(t, out[i])
 			if err != nil {
 				return err
 			}
@@ -280,20 +278,4 @@ func (o *offline) score() error {
 	}
 	o.toScore = 0
 	return nil
-}
-
-// referenceLogprobs turns a RefScorer's logprobs of t's response tokens into
-// t's ref_logprobs: injected tokens (loss mask 0) get 0, as traj requires,
-// and rounding must not make a logprob positive.
-func referenceLogprobs(t *traj.Trajectory, scores []float32) ([]float32, error) {
-	if len(scores) != len(t.LossMask) {
-		return nil, fmt.Errorf("reference scoring of %s: %d logprobs for %d response tokens", t.ID, len(scores), len(t.LossMask))
-	}
-	refs := make([]float32, len(scores))
-	for j, m := range t.LossMask {
-		if m == 1 {
-			refs[j] = min(0, scores[j])
-		}
-	}
-	return refs, nil
 }

@@ -1,4 +1,4 @@
-package advantage
+package serve
 
 import (
 	"bytes"
@@ -26,6 +26,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/advantage"
+	"github.com/toolrl/toolrl/advantage/offline"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/stream"
@@ -49,10 +51,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func testServiceOptions(job string) ServiceOptions {
-	cfg := DefaultConfig()
-	cfg.Mode, cfg.KL, cfg.ProcessWeight = ModeHybrid, KLK3, 0.5
-	return ServiceOptions{
+func testServiceOptions(job string) Options {
+	cfg := advantage.DefaultConfig()
+	cfg.Mode, cfg.KL, cfg.ProcessWeight = advantage.ModeHybrid, advantage.KLK3, 0.5
+	return Options{
 		Job: job, Config: cfg, Workers: 2, Batch: 8, Block: 50 * time.Millisecond,
 		ClaimIdle: 400 * time.Millisecond, MetricsInterval: 100 * time.Millisecond,
 	}
@@ -68,7 +70,7 @@ func serviceHelper() int {
 		return 1
 	}
 	defer client.Close()
-	svc, err := NewService(client, testServiceOptions(os.Getenv(helperJobEnv)))
+	svc, err := New(client, testServiceOptions(os.Getenv(helperJobEnv)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -140,30 +142,6 @@ func (h *helper) stop(t *testing.T) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// streamGroup is group number i of job: testG trajectories with two steps,
-// reference logprobs and rewards that differ (except every 7th group, whose
-// rewards are all equal).
-func streamGroup(job string, i int) *traj.Group {
-	rng := rand.New(rand.NewPCG(uint64(i), 99))
-	g := randomGroup(rng, testG)
-	prompt := fmt.Sprintf("p%05d", i)
-	g.GroupID, g.JobID, g.PromptID = traj.GroupID(job, prompt, 0), job, prompt
-	for k := range g.Trajectories {
-		t := &g.Trajectories[k]
-		t.JobID, t.PromptID, t.GroupID, t.ID = job, prompt, g.GroupID, traj.TrajectoryID(job, prompt, 0, k)
-		if i%7 == 0 {
-			t.Reward.Total = 1
-			for s := range t.StepRewards {
-				t.StepRewards[s] = 1
-			}
-		}
-	}
-	if i%5 == 2 {
-		asV1(&g) // old data still flows through
-	}
-	return &g
 }
 
 // produce adds groups [0, n) of job through a blocking producer, retrying
@@ -379,7 +357,7 @@ func TestServiceSurvivesRedisRestart(t *testing.T) {
 	const job, n = "aofjob", 160
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{AOF: true})
 	client := connectTest(t, r.URL())
-	svc, err := NewService(client, testServiceOptions(job))
+	svc, err := New(client, testServiceOptions(job))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +393,7 @@ func TestServiceMetricsHealthAndStaleness(t *testing.T) {
 	client := connectTest(t, r.URL())
 	opts := testServiceOptions(job)
 	opts.Config.MaxStaleness = 1
-	svc, err := NewService(client, opts)
+	svc, err := New(client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,7 +520,7 @@ func TestServiceScoresMissingReferences(t *testing.T) {
 	opts := testServiceOptions(job)
 	opts.Config.KLCoef = 0.01
 	opts.RefScorer, opts.RefBatch = pol, 5
-	svc, err := NewService(client, opts)
+	svc, err := New(client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +561,12 @@ func TestServiceScoresMissingReferences(t *testing.T) {
 	got, raw := advantageRecords(t, client, job)
 	offCfg := opts.Config
 	offCfg.MaxStaleness = -1 // the service had no policy version
-	want, st := offlineRun(t, all, OfflineOptions{Config: offCfg, RefScorer: pol, RefBatch: 3})
+	sink := &recordsByID{}
+	st, err := offline.Run(context.Background(), &trajectoryList{ts: all}, sink, offline.Options{Config: offCfg, RefScorer: pol, RefBatch: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sink.recs
 	if st.RefScored != int64(wantScored) || len(got) != len(want) || len(got) != n*testG {
 		t.Fatalf("service wrote %d records, offline %d (ref-scored %d of %d)", len(got), len(want), st.RefScored, wantScored)
 	}
@@ -596,7 +579,7 @@ func TestServiceScoresMissingReferences(t *testing.T) {
 		if !ok {
 			t.Fatalf("no service record for %s", id)
 		}
-		if len(g.RefLogprobs) != len(g.LossMask) || len(g.KL) != len(g.LossMask) || g.KLEstimator != string(KLK3) {
+		if len(g.RefLogprobs) != len(g.LossMask) || len(g.KL) != len(g.LossMask) || g.KLEstimator != string(advantage.KLK3) {
 			t.Fatalf("record %s: ref_logprobs %v kl %v", id, g.RefLogprobs, g.KL)
 		}
 		if d := maxDiff(g.RefLogprobs, w.RefLogprobs); d > 1e-5 {
@@ -615,6 +598,42 @@ func TestServiceScoresMissingReferences(t *testing.T) {
 	}
 }
 
+// trajectoryList is an offline.TrajectorySource over ts.
+type trajectoryList struct{ ts []traj.Trajectory }
+
+func (l *trajectoryList) Next() (traj.Trajectory, error) {
+	if len(l.ts) == 0 {
+		return traj.Trajectory{}, io.EOF
+	}
+	t := l.ts[0]
+	l.ts = l.ts[1:]
+	return t, nil
+}
+
+// recordsByID is an offline.RecordSink keeping records by trajectory id.
+type recordsByID struct {
+	recs map[string]traj.AdvantageRecord
+}
+
+func (r *recordsByID) Write(recs ...traj.AdvantageRecord) error {
+	if r.recs == nil {
+		r.recs = map[string]traj.AdvantageRecord{}
+	}
+	for _, rec := range recs {
+		r.recs[rec.TrajectoryID] = rec
+	}
+	return nil
+}
+
+// halfScores scores every response token of seqs -0.5.
+func halfScores(seqs [][]int32, promptLens []int) [][]float32 {
+	out := make([][]float32, len(seqs))
+	for i, s := range seqs {
+		out[i] = slices.Repeat([]float32{-0.5}, len(s)-promptLens[i])
+	}
+	return out
+}
+
 // failingScorer fails any call holding a sequence with token poison, or
 // every call when always is set; it scores the rest -0.5.
 type failingScorer struct {
@@ -630,7 +649,7 @@ func (f *failingScorer) Score(ctx context.Context, seqs [][]int32, promptLens []
 			return nil, fmt.Errorf("sequence %d: cannot score", i)
 		}
 	}
-	return (&fakeScorer{}).Score(ctx, seqs, promptLens)
+	return halfScores(seqs, promptLens), nil
 }
 
 // A sequence that fails alone sends its group to the dead letters and the
@@ -653,7 +672,7 @@ func TestServiceReferenceScoringFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := stream.Message{ID: fmt.Sprintf("1-%d", i), Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}}
-			groups = append(groups, (&Service{opts: ServiceOptions{Job: job}}).decode(m))
+			groups = append(groups, (&Service{opts: Options{Job: job}}).decode(m))
 		}
 		return groups
 	}
@@ -661,7 +680,7 @@ func TestServiceReferenceScoringFailures(t *testing.T) {
 	opts.Config.KLCoef = 0.01
 	sc := &failingScorer{poison: 77}
 	opts.RefScorer, opts.RefBatch = sc, 6
-	svc, err := NewService(nil, opts)
+	svc, err := New(nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -728,7 +747,7 @@ func TestServiceGroupsPerSecondFirstInterval(t *testing.T) {
 	const job = "ratejob"
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client := connectTest(t, r.URL())
-	svc, err := NewService(client, testServiceOptions(job))
+	svc, err := New(client, testServiceOptions(job))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -775,7 +794,7 @@ func (b *blockingScorer) Score(ctx context.Context, seqs [][]int32, promptLens [
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return (&fakeScorer{}).Score(ctx, seqs, promptLens)
+	return halfScores(seqs, promptLens), nil
 }
 
 // A graceful shutdown that begins while a batch is in flight (here, held in
@@ -797,7 +816,7 @@ func TestServiceShutdownCommitsBatchInFlight(t *testing.T) {
 	opts.Workers, opts.Batch = 1, n
 	sc := &blockingScorer{started: make(chan struct{}), release: make(chan struct{})}
 	opts.RefScorer = sc
-	svc, err := NewService(client, opts)
+	svc, err := New(client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

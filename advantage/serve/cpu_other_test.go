@@ -1,6 +1,6 @@
 //go:build !unix
 
-package advantage
+package serve
 
 import "time"
 

@@ -1,4 +1,4 @@
-package advantage
+package offline
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -35,7 +36,7 @@ func shuffledGroups(n int) ([]*traj.Group, []traj.Trajectory) {
 	groups := make([]*traj.Group, n)
 	var all []traj.Trajectory
 	for i := range groups {
-		groups[i] = streamGroup("job", i)
+		groups[i] = testGroup(i)
 		all = append(all, groups[i].Trajectories...)
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -46,12 +47,12 @@ func shuffledGroups(n int) ([]*traj.Group, []traj.Trajectory) {
 	return groups, all
 }
 
-func offlineRun(t *testing.T, all []traj.Trajectory, opts OfflineOptions) (map[string]traj.AdvantageRecord, OfflineStats) {
+func offlineRun(t *testing.T, all []traj.Trajectory, opts Options) (map[string]traj.AdvantageRecord, Stats) {
 	t.Helper()
 	sink := &sliceSink{}
-	st, err := Offline(context.Background(), &sliceSource{ts: append([]traj.Trajectory(nil), all...)}, sink, opts)
+	st, err := Run(context.Background(), &sliceSource{ts: append([]traj.Trajectory(nil), all...)}, sink, opts)
 	if err != nil {
-		t.Fatalf("Offline: %v", err)
+		t.Fatalf("offline.Run: %v", err)
 	}
 	out := map[string]traj.AdvantageRecord{}
 	for _, r := range sink.recs {
@@ -65,11 +66,11 @@ func offlineRun(t *testing.T, all []traj.Trajectory, opts OfflineOptions) (map[s
 
 func TestOfflineGroupsNonContiguousMembers(t *testing.T) {
 	groups, all := shuffledGroups(150)
-	cfg := DefaultConfig()
-	cfg.Mode, cfg.KL = ModeHybrid, KLK2
+	cfg := advantage.DefaultConfig()
+	cfg.Mode, cfg.KL = advantage.ModeHybrid, advantage.KLK2
 	want := map[string]traj.AdvantageRecord{}
 	for _, g := range groups {
-		recs, _, err := Compute(g, cfg)
+		recs, _, err := advantage.Compute(g, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,11 +78,11 @@ func TestOfflineGroupsNonContiguousMembers(t *testing.T) {
 			want[r.TrajectoryID] = r
 		}
 	}
-	inMemory, st := offlineRun(t, all, OfflineOptions{Config: cfg})
+	inMemory, st := offlineRun(t, all, Options{Config: cfg})
 	if st.Spilled != 0 || st.Groups != 150 || st.Trajectories != int64(len(all)) {
 		t.Errorf("in-memory stats %+v", st)
 	}
-	spilled, st := offlineRun(t, all, OfflineOptions{Config: cfg, MemoryLimit: 8 << 10, SpillDir: t.TempDir()})
+	spilled, st := offlineRun(t, all, Options{Config: cfg, MemoryLimit: 8 << 10, SpillDir: t.TempDir()})
 	if st.Spilled == 0 || st.Groups != 150 {
 		t.Errorf("spilling run did not spill: %+v", st)
 	}
@@ -94,7 +95,7 @@ func TestOfflineGroupsNonContiguousMembers(t *testing.T) {
 		}
 		for id, w := range want {
 			if g, ok := got[id]; !ok || !reflect.DeepEqual(normRecord(g), normRecord(w)) {
-				t.Fatalf("%s: record %s differs from Compute on the whole group", name, id)
+				t.Fatalf("%s: record %s differs from advantage.Compute on the whole group", name, id)
 			}
 		}
 	}
@@ -121,11 +122,11 @@ func TestOfflineIncompleteGroups(t *testing.T) {
 		}
 	}
 	for _, limit := range []int64{0, 1 << 10} {
-		_, err := Offline(context.Background(), &sliceSource{ts: cut}, &sliceSink{}, OfflineOptions{Config: DefaultConfig(), MemoryLimit: limit})
+		_, err := Run(context.Background(), &sliceSource{ts: cut}, &sliceSink{}, Options{Config: advantage.DefaultConfig(), MemoryLimit: limit})
 		if err == nil || !strings.Contains(err.Error(), "job/p00003 has 3 of its 4") {
 			t.Errorf("limit %d: incomplete group: %v", limit, err)
 		}
-		got, st := offlineRun(t, cut, OfflineOptions{Config: DefaultConfig(), MemoryLimit: limit, AllowIncomplete: true})
+		got, st := offlineRun(t, cut, Options{Config: advantage.DefaultConfig(), MemoryLimit: limit, AllowIncomplete: true})
 		if st.Incomplete != 1 || len(got) != 39 {
 			t.Errorf("limit %d: AllowIncomplete: %d records, %+v", limit, len(got), st)
 		}
@@ -154,10 +155,10 @@ func TestOfflineScoresMissingReferenceLogprobs(t *testing.T) {
 			all[i].RefLogprobs = nil
 		}
 	}
-	cfg := DefaultConfig()
-	cfg.KL, cfg.KLCoef = KLK1, 0.01
+	cfg := advantage.DefaultConfig()
+	cfg.KL, cfg.KLCoef = advantage.KLK1, 0.01
 	sc := &fakeScorer{}
-	got, st := offlineRun(t, all, OfflineOptions{Config: cfg, RefScorer: sc, RefBatch: 5})
+	got, st := offlineRun(t, all, Options{Config: cfg, RefScorer: sc, RefBatch: 5})
 	if st.RefScored != int64((len(all)+1)/2) || sc.maxBatch > 5 || sc.calls == 0 {
 		t.Errorf("scored %d (calls %d, max batch %d)", st.RefScored, sc.calls, sc.maxBatch)
 	}
@@ -170,7 +171,7 @@ func TestOfflineScoresMissingReferenceLogprobs(t *testing.T) {
 		}
 	}
 	// Without a scorer, folding KL needs every reference: an error.
-	_, err := Offline(context.Background(), &sliceSource{ts: all}, &sliceSink{}, OfflineOptions{Config: cfg})
+	_, err := Run(context.Background(), &sliceSource{ts: all}, &sliceSink{}, Options{Config: cfg})
 	if err == nil || !strings.Contains(err.Error(), "ref_logprobs") {
 		t.Errorf("missing references without a scorer: %v", err)
 	}
@@ -183,8 +184,8 @@ func TestOfflineSpillIsDeterministic(t *testing.T) {
 	var orders [2][]string
 	for run := range orders {
 		sink := &sliceSink{}
-		st, err := Offline(context.Background(), &sliceSource{ts: append([]traj.Trajectory(nil), all...)}, sink,
-			OfflineOptions{Config: DefaultConfig(), MemoryLimit: 2 << 10, SpillDir: t.TempDir()})
+		st, err := Run(context.Background(), &sliceSource{ts: append([]traj.Trajectory(nil), all...)}, sink,
+			Options{Config: advantage.DefaultConfig(), MemoryLimit: 2 << 10, SpillDir: t.TempDir()})
 		if err != nil || st.Spilled == 0 || st.Records != int64(len(all)) {
 			t.Fatalf("run %d: %+v, %v", run, st, err)
 		}
@@ -212,7 +213,7 @@ func (s *countingSource) Next() (traj.Trajectory, error) {
 }
 
 // heldSink records, at each write, how many trajectories have been read but
-// not yet written: what Offline holds.
+// not yet written: what Run holds.
 type heldSink struct {
 	src             *countingSource
 	written, peak   int
@@ -234,15 +235,15 @@ func TestOfflineRefScorerMemoryIsBounded(t *testing.T) {
 	const n, refBatch = 200, 16
 	var all []traj.Trajectory
 	for i := range n {
-		all = append(all, streamGroup("job", i).Trajectories...)
+		all = append(all, testGroup(i).Trajectories...)
 	}
 	all[0].RefLogprobs = nil
-	cfg := DefaultConfig()
-	cfg.KL = KLK3
+	cfg := advantage.DefaultConfig()
+	cfg.KL = advantage.KLK3
 	src := &countingSource{sliceSource: sliceSource{ts: all}}
 	sink := &heldSink{src: src}
 	sc := &fakeScorer{}
-	st, err := Offline(context.Background(), src, sink, OfflineOptions{Config: cfg, RefScorer: sc, RefBatch: refBatch})
+	st, err := Run(context.Background(), src, sink, Options{Config: cfg, RefScorer: sc, RefBatch: refBatch})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,8 @@
-package advantage
+package serve
 
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -15,19 +14,6 @@ import (
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
-
-// iterationGroup is prompt's group of job sampled in iteration k: its own
-// rewards, ids job/prompt@k/i (job/prompt/i in iteration 0).
-func iterationGroup(job, prompt string, k int) *traj.Group {
-	rng := rand.New(rand.NewPCG(uint64(k), 7))
-	g := randomGroup(rng, testG)
-	g.GroupID, g.JobID, g.PromptID, g.Iteration = traj.GroupID(job, prompt, k), job, prompt, k
-	for i := range g.Trajectories {
-		t := &g.Trajectories[i]
-		t.JobID, t.PromptID, t.Iteration, t.GroupID, t.ID = job, prompt, k, g.GroupID, traj.TrajectoryID(job, prompt, k, i)
-	}
-	return &g
-}
 
 // TestServiceOutputsEachIterationOfAPromptOnce: one prompt's groups of
 // iterations 0, 1 and 2 go through the service on a real redis-server, every
@@ -77,7 +63,7 @@ func TestServiceOutputsEachIterationOfAPromptOnce(t *testing.T) {
 		t.Fatalf("the dying consumer read %d entries (%v), want 4", len(msgs), err)
 	}
 
-	svc, err := NewService(client, testServiceOptions(job))
+	svc, err := New(client, testServiceOptions(job))
 	if err != nil {
 		t.Fatal(err)
 	}

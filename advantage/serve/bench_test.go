@@ -1,12 +1,9 @@
-package advantage
+package serve
 
 import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,65 +13,13 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
-
-// syntheticGroup is a realistic-sized group: g trajectories with a prompt of
-// min(32, stepLen) tokens and a response of three model steps of stepLen tokens separated by
-// two tool results of stepLen/2 tokens, with reference logprobs and step
-// rewards.
-func syntheticGroup(job string, i, g, stepLen int) *traj.Group {
-	rng := rand.New(rand.NewPCG(uint64(i), 7))
-	prompt := fmt.Sprintf("p%07d", i)
-	trs := make([]traj.Trajectory, g)
-	for k := range trs {
-		temperature := 1.0
-		t := traj.Trajectory{
-			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(job, prompt, 0, k), JobID: job, PromptID: prompt,
-			GroupID: traj.GroupID(job, prompt, 0), GroupSize: g, SampleIndex: k, PolicyVersion: 1, Seed: rng.Uint64(), Temperature: &temperature,
-			Model: traj.ModelRef{Name: "synthetic"}, PromptLen: min(32, stepLen), FinishReason: traj.FinishStop,
-		}
-		// The rollout's rewards: the parts sum to the total, and so do the
-		// step rewards (the outcome is paid to the last step).
-		outcome := float64(rng.IntN(2))
-		t.Reward = traj.Reward{Total: outcome - 0.2, Parts: map[string]float64{"outcome": outcome, "call_cost": -0.2}}
-		for j := 0; j < t.PromptLen; j++ {
-			t.Tokens = append(t.Tokens, int32(rng.IntN(32000)))
-		}
-		pos := 0
-		for s := 0; s < 3; s++ {
-			t.Segments = append(t.Segments, traj.Segment{Kind: traj.SegmentModel, Turn: s, Start: pos, End: pos + stepLen})
-			for j := 0; j < stepLen; j++ {
-				t.Tokens = append(t.Tokens, int32(rng.IntN(32000)))
-				t.LossMask = append(t.LossMask, 1)
-				t.Logprobs = append(t.Logprobs, -float32(rng.ExpFloat64()))
-				t.RefLogprobs = append(t.RefLogprobs, -float32(rng.ExpFloat64()))
-			}
-			pos += stepLen
-			t.StepRewards = append(t.StepRewards, -0.1)
-			if s < 2 {
-				n := stepLen / 2
-				t.Segments = append(t.Segments, traj.Segment{Kind: traj.SegmentTool, Turn: s, Start: pos, End: pos + n,
-					Result: &traj.ToolResult{OK: true, Content: "42"}})
-				for j := 0; j < n; j++ {
-					t.Tokens = append(t.Tokens, int32(rng.IntN(32000)))
-					t.LossMask = append(t.LossMask, 0)
-					t.Logprobs = append(t.Logprobs, 0)
-					t.RefLogprobs = append(t.RefLogprobs, 0)
-				}
-				pos += n
-			}
-		}
-		t.StepRewards[2] = outcome
-		trs[k] = t
-	}
-	gr := traj.NewGroup(trs)
-	return &gr
-}
 
 // benchRedis starts a redis-server for a benchmark and connects to it.
 func benchRedis(b *testing.B) goredis.UniversalClient {
@@ -92,7 +37,7 @@ func benchGroups(n, g, stepLen int) ([]*traj.Group, [][]byte) {
 	groups := make([]*traj.Group, n)
 	payloads := make([][]byte, n)
 	for i := range groups {
-		groups[i] = syntheticGroup("bench", i, g, stepLen)
+		groups[i] = trajtest.Synthetic("bench", i, g, stepLen)
 		payloads[i], _ = wire.EncodeGroup(groups[i])
 	}
 	return groups, payloads
@@ -226,9 +171,9 @@ func rawStreamRun(b testing.TB, client goredis.UniversalClient, payloads [][]byt
 func serviceRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte, batch int) time.Duration {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := DefaultConfig()
-	cfg.Mode, cfg.KL = ModeHybrid, KLK3
-	svc, err := NewService(client, ServiceOptions{Job: "bench", Config: cfg, Workers: 2, Batch: int64(batch), Block: 10 * time.Millisecond})
+	cfg := advantage.DefaultConfig()
+	cfg.Mode, cfg.KL = advantage.ModeHybrid, advantage.KLK3
+	svc, err := New(client, Options{Job: "bench", Config: cfg, Workers: 2, Batch: int64(batch), Block: 10 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -252,10 +197,10 @@ func serviceRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Gro
 // precomputedOutputs is, per group, the output the service commits for it:
 // the floor run writes these without computing anything.
 func precomputedOutputs(b testing.TB, groups []*traj.Group, payloads [][]byte) map[string]stream.Output {
-	cfg := DefaultConfig()
-	cfg.Mode, cfg.KL = ModeHybrid, KLK3
+	cfg := advantage.DefaultConfig()
+	cfg.Mode, cfg.KL = advantage.ModeHybrid, advantage.KLK3
 	cfg.MaxStaleness = -1
-	svc, err := NewService(nil, ServiceOptions{Job: "bench", Config: cfg})
+	svc, err := New(nil, Options{Job: "bench", Config: cfg})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -389,101 +334,10 @@ func BenchmarkServiceFloorVariants(b *testing.B) {
 	}
 }
 
-// BenchmarkOffline measures offline tokens/s: a JSONL file of trajectories
-// (members of a group spread over a window of 64 groups) through Offline to
-// a JSONL file of advantage records.
-func BenchmarkOffline(b *testing.B) {
-	dir := b.TempDir()
-	in := filepath.Join(dir, "in.jsonl")
-	tokens, err := WriteSyntheticTrajectories(in, 20000, 8, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Mode, cfg.KL = ModeHybrid, KLK3
-	b.ResetTimer()
-	start := time.Now()
-	for iter := 0; iter < b.N; iter++ {
-		src, err := export.OpenTrajectories(in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		dst, err := export.CreateAdvantages(filepath.Join(dir, "out.jsonl"), export.WriterOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := Offline(context.Background(), src, dst, OfflineOptions{Config: cfg}); err != nil {
-			b.Fatal(err)
-		}
-		src.Close()
-		if err := dst.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(tokens*int64(b.N))/time.Since(start).Seconds(), "tokens/s")
-}
-
-// WriteSyntheticTrajectories writes n trajectories (groups of g, steps of
-// stepLen tokens) to path as JSONL, each group's members spread over a window
-// of 64 groups so that they are not contiguous, and returns the response
-// tokens written. It is exported for the test that generates big inputs.
-func WriteSyntheticTrajectories(path string, n, g, stepLen int) (int64, error) {
-	w, err := export.CreateTrajectories(path, export.WriterOptions{})
-	if err != nil {
-		return 0, err
-	}
-	const window = 64
-	rng := rand.New(rand.NewPCG(1, 1))
-	var tokens int64
-	var open [][]traj.Trajectory // members of the groups in the window, not yet written
-	next, written := 0, 0
-	for written < n {
-		for len(open) < window && next*g < n {
-			open = append(open, syntheticGroup("synthetic", next, g, stepLen).Trajectories)
-			next++
-		}
-		k := rng.IntN(len(open))
-		t := open[k][0]
-		open[k] = open[k][1:]
-		if len(open[k]) == 0 {
-			open[k] = open[len(open)-1]
-			open = open[:len(open)-1]
-		}
-		if err := w.Write(t); err != nil {
-			w.Close()
-			return 0, err
-		}
-		tokens += int64(t.ResponseLen())
-		written++
-	}
-	return tokens, w.Close()
-}
-
-// TestWriteSyntheticTrajectories writes a big input for measuring the
-// offline command's memory, only when asked:
-//
-//	TOOLRL_SYNTHETIC=/tmp/1m.jsonl:1000000 go test ./advantage -run TestWriteSyntheticTrajectories
-func TestWriteSyntheticTrajectories(t *testing.T) {
-	spec := os.Getenv("TOOLRL_SYNTHETIC")
-	if spec == "" {
-		t.Skip("set TOOLRL_SYNTHETIC=PATH:N to write N synthetic trajectories to PATH")
-	}
-	path, count, ok := strings.Cut(spec, ":")
-	n, err := strconv.Atoi(count)
-	if !ok || err != nil {
-		t.Fatalf("TOOLRL_SYNTHETIC=%q, want PATH:N", spec)
-	}
-	tokens, err := WriteSyntheticTrajectories(path, n, 8, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %d trajectories, %d response tokens, to %s", n, tokens, path)
-}
-
 // BenchmarkServiceDecode is the service's per-group decode (lean codec, strict,
 // validated) of one benchmark group (8 × 288 tokens, 60 KB).
 func BenchmarkServiceDecode(b *testing.B) {
-	data, err := wire.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
+	data, err := wire.EncodeGroup(trajtest.Synthetic("bench", 1, 8, 64))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -495,10 +349,10 @@ func BenchmarkServiceDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkServiceComputeEncode is Compute (hybrid, k3) plus writing the
+// BenchmarkServiceComputeEncode is advantage.Compute (hybrid, k3) plus writing the
 // group's 8 records.
 func BenchmarkServiceComputeEncode(b *testing.B) {
-	data, err := wire.EncodeGroup(syntheticGroup("bench", 1, 8, 64))
+	data, err := wire.EncodeGroup(trajtest.Synthetic("bench", 1, 8, 64))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -506,11 +360,11 @@ func BenchmarkServiceComputeEncode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.Mode, cfg.KL = ModeHybrid, KLK3
+	cfg := advantage.DefaultConfig()
+	cfg.Mode, cfg.KL = advantage.ModeHybrid, advantage.KLK3
 	var buf []byte
 	for i := 0; i < b.N; i++ {
-		recs, _, err := Compute(g, cfg)
+		recs, _, err := advantage.Compute(g, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,11 @@
-package advantage
+// Package serve is the advantage service: it consumes a job's groups stream
+// (stream.JobKeys) with consumer group "advantage", computes each group's
+// advantage records (advantage.Compute), and writes them to the advantages
+// stream, marks the group done and acknowledges its entry in one atomic
+// step, so output is exactly once. Entries that cannot be decoded (traj/wire,
+// strict) or computed go to the dead letters with the reason. It exposes
+// Prometheus metrics and a health check (Service.Handler).
+package serve
 
 import (
 	"cmp"
@@ -8,7 +15,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,20 +25,21 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
 
-// ServiceOptions configures a Service. Job is required; the rest have the
+// Options configures a Service. Job is required; the rest have the
 // documented defaults.
-type ServiceOptions struct {
+type Options struct {
 	// Job names the job whose streams are used (stream.JobKeys).
 	Job string
 	// Config is the advantage math. CurrentPolicyVersion is ignored: the
 	// service reads the trainer's version from the job's policy_version key
 	// (when the key is missing, nothing is stale).
-	Config Config
+	Config advantage.Config
 	// Workers is the number of consumers run concurrently; 0 means 2.
 	Workers int
 	// Batch is the most groups one worker reads and commits at once; 0 means 32.
@@ -60,7 +67,7 @@ type ServiceOptions struct {
 	// ref_logprobs (actor.Policy is one; it must be safe for concurrent use,
 	// as every worker calls it), batched over each read batch, before their
 	// advantages and KL are computed. nil leaves them without references.
-	RefScorer RefScorer
+	RefScorer advantage.RefScorer
 	// RefBatch is the most sequences per RefScorer call; 0 means 16.
 	RefBatch int
 	// MaxOutputBacklog is the most unconsumed records (pending plus
@@ -88,7 +95,7 @@ type ServiceOptions struct {
 // letters with the reason.
 type Service struct {
 	client goredis.UniversalClient
-	opts   ServiceOptions
+	opts   Options
 	keys   stream.Keys
 	log    *slog.Logger
 	m      *metrics
@@ -102,9 +109,9 @@ type Service struct {
 	healthAt      time.Time
 }
 
-// NewService checks the options and returns a service over client; Run
+// New checks the options and returns a service over client; Run
 // starts it.
-func NewService(client goredis.UniversalClient, opts ServiceOptions) (*Service, error) {
+func New(client goredis.UniversalClient, opts Options) (*Service, error) {
 	if err := stream.ValidateJob(opts.Job); err != nil {
 		return nil, err
 	}
@@ -288,7 +295,7 @@ func (s *Service) process(ctx context.Context, c *stream.Consumer, msgs []stream
 	defer cancel()
 	var dead []stream.DeadLetter
 	outputs := make([]stream.Output, 0, len(msgs))
-	var st Stats
+	var st advantage.Stats
 	for i := range groups {
 		wg := &groups[i]
 		if wg.err != nil {
@@ -419,14 +426,14 @@ var errRefScoring = errors.New("reference scoring")
 
 // scoreReferences fills ref_logprobs (and their raw JSON) of every
 // trajectory of groups that has none, in RefScorer calls of at most RefBatch
-// sequences over the whole batch. Groups that Compute will drop as stale are
+// sequences over the whole batch. Groups that advantage.Compute will drop as stale are
 // not scored. A group with a trajectory that cannot be scored (a token
 // outside the model's vocabulary, a sequence longer than its positions, or a
 // sequence that fails alone while the others of its call succeed) gets err
 // set and goes to the dead letters. It returns an error (wrapping
 // errRefScoring) when a call fails for every sequence or ctx ends: the whole
 // batch is then retried.
-func (s *Service) scoreReferences(ctx context.Context, groups []wireGroup, cfg Config) error {
+func (s *Service) scoreReferences(ctx context.Context, groups []wireGroup, cfg advantage.Config) error {
 	type target struct{ g, t int }
 	var targets []target
 	vocab, positions := refModelLimits(s.opts.RefScorer)
@@ -452,7 +459,7 @@ func (s *Service) scoreReferences(ctx context.Context, groups []wireGroup, cfg C
 	apply := func(r target, scores []float32) {
 		wg := &groups[r.g]
 		t := &wg.g.Trajectories[r.t]
-		refs, err := referenceLogprobs(t, scores)
+		refs, err := advantage.ReferenceLogprobs(t, scores)
 		if err != nil {
 			wg.err = fmt.Errorf("entry %s: %w", wg.m.ID, err)
 			return
@@ -536,14 +543,14 @@ func (s *Service) scorerHealthy(ctx context.Context) bool {
 	return err == nil && len(out) == 1
 }
 
-// dropsStale reports whether Compute drops g as stale under cfg.
-func dropsStale(cfg Config, g *traj.Group) bool {
+// dropsStale reports whether advantage.Compute drops g as stale under cfg.
+func dropsStale(cfg advantage.Config, g *traj.Group) bool {
 	return cfg.MaxStaleness >= 0 && cfg.CurrentPolicyVersion-g.PolicyVersion > cfg.MaxStaleness && !cfg.FlagStale
 }
 
 // refModelLimits returns the vocabulary size and position count of a scorer
 // that reports them (actor.Policy does), else 0.
-func refModelLimits(sc RefScorer) (vocab, positions int) {
+func refModelLimits(sc advantage.RefScorer) (vocab, positions int) {
 	if v, ok := sc.(interface{ VocabSize() int }); ok {
 		vocab = v.VocabSize()
 	}
@@ -589,42 +596,30 @@ func graceContext(ctx context.Context, grace time.Duration) (context.Context, co
 
 // compute turns one groups-stream entry into its output (no reference
 // scoring).
-func (s *Service) compute(m stream.Message, cfg Config) (stream.Output, Stats, error) {
+func (s *Service) compute(m stream.Message, cfg advantage.Config) (stream.Output, advantage.Stats, error) {
 	wg := s.decode(m)
 	if wg.err != nil {
-		return stream.Output{}, Stats{}, wg.err
+		return stream.Output{}, advantage.Stats{}, wg.err
 	}
 	return s.computeGroup(&wg, cfg)
 }
 
 // computeGroup turns one decoded entry into its output.
-func (s *Service) computeGroup(wg *wireGroup, cfg Config) (stream.Output, Stats, error) {
+func (s *Service) computeGroup(wg *wireGroup, cfg advantage.Config) (stream.Output, advantage.Stats, error) {
 	g, raws, m := wg.g, wg.raws, wg.m
-	recs, st, err := Compute(g, cfg)
+	recs, st, err := advantage.Compute(g, cfg)
 	if err != nil {
-		return stream.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
+		return stream.Output{}, advantage.Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 	}
 	out := stream.Output{ID: m.ID, Done: g.GroupID, Entries: make([][]stream.Field, len(recs))}
 	for i := range recs {
 		data, err := wire.AppendRecord(make([]byte, 0, wg.payload/len(recs)*2), &recs[i], &raws[i])
 		if err != nil {
-			return stream.Output{}, Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
+			return stream.Output{}, advantage.Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 		}
-		out.Entries[i] = RecordFields(&recs[i], data)
+		out.Entries[i] = stream.RecordFields(&recs[i], data)
 	}
 	return out, st, nil
-}
-
-// RecordFields are the fields of an advantages-stream entry for record r with
-// JSON data.
-func RecordFields(r *traj.AdvantageRecord, data []byte) []stream.Field {
-	return []stream.Field{
-		{Name: stream.FieldTrajectoryID, Value: []byte(r.TrajectoryID)},
-		{Name: stream.FieldGroupID, Value: []byte(r.GroupID)},
-		{Name: stream.FieldPolicyVersion, Value: strconv.AppendInt(nil, r.PolicyVersion, 10)},
-		{Name: stream.FieldSchema, Value: []byte(r.Schema)},
-		{Name: stream.FieldRecord, Value: data},
-	}
 }
 
 // waitForTrainers returns once the advantages stream has room for another

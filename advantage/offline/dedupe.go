@@ -1,4 +1,4 @@
-package advantage
+package offline
 
 import (
 	"encoding/binary"

@@ -1,21 +1,20 @@
-package advantage
+package offline
 
 import (
 	"context"
-	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/export"
-	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
-	"github.com/toolrl/toolrl/traj/wire"
 )
 
-// badRewards are rewards the advantage stage must refuse, each with the words
-// its reason names.
+// badRewards are rewards offline must refuse, each with the words its reason
+// names (the service's test has the same cases, and +Inf, which the JSON
+// writer refuses itself).
 var badRewards = []struct {
 	name   string
 	reward traj.Reward
@@ -23,41 +22,6 @@ var badRewards = []struct {
 }{
 	{"parts disagree", traj.Reward{Total: 1, Parts: map[string]float64{"outcome": 1, "call_cost": -0.1}}, "reward.parts sum to 0.9"},
 	{"absurd total", traj.Reward{Total: 1e300}, "magnitude"},
-	{"infinite total", traj.Reward{Total: math.Inf(1)}, "want a finite value"},
-}
-
-// TestServiceDeadLettersInconsistentReward: a group whose reward total is
-// not the sum of its parts, absurd or not finite goes to the dead letters
-// with the reason, instead of giving advantages computed from it.
-func TestServiceDeadLettersInconsistentReward(t *testing.T) {
-	svc := &Service{opts: ServiceOptions{Job: "job"}}
-	for _, tc := range badRewards {
-		g := streamGroup("job", 3)
-		g.Trajectories[1].Reward = tc.reward
-		payload, err := wire.EncodeGroup(g)
-		if err != nil && !math.IsInf(tc.reward.Total, 0) {
-			t.Fatal(err)
-		}
-		if err != nil { // the encoder refuses +Inf: write the JSON by hand
-			good, _ := wire.EncodeGroup(streamGroup("job", 3))
-			payload = []byte(strings.Replace(string(good), `"reward":{"total":`, `"reward":{"total":1e999,"x":`, 1))
-		}
-		wg := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}})
-		if wg.err == nil {
-			t.Errorf("%s: accepted", tc.name)
-			continue
-		}
-		if !strings.Contains(wg.err.Error(), tc.reason) && !strings.Contains(wg.err.Error(), "total") {
-			t.Errorf("%s: reason %q does not say what is wrong", tc.name, wg.err)
-		}
-	}
-	// Rounding noise is not an error: parts that sum to the total only in exact arithmetic.
-	g := streamGroup("job", 3)
-	g.Trajectories[0].Reward = traj.Reward{Total: 0.3, Parts: map[string]float64{"outcome": 0.1, "format": 0.2}}
-	payload, _ := wire.EncodeGroup(g)
-	if wg := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}}); wg.err != nil {
-		t.Errorf("0.1 + 0.2 = 0.3 refused: %v", wg.err)
-	}
 }
 
 // writeTrajectories writes ts to a JSONL file and returns its path.
@@ -77,7 +41,7 @@ func writeTrajectories(t *testing.T, ts []traj.Trajectory) string {
 	return path
 }
 
-func offlineFile(t *testing.T, path string) ([]traj.AdvantageRecord, OfflineStats, error) {
+func offlineFile(t *testing.T, path string) ([]traj.AdvantageRecord, Stats, error) {
 	t.Helper()
 	src, err := export.OpenTrajectories(path)
 	if err != nil {
@@ -85,15 +49,15 @@ func offlineFile(t *testing.T, path string) ([]traj.AdvantageRecord, OfflineStat
 	}
 	defer src.Close()
 	sink := &sliceSink{}
-	st, err := Offline(context.Background(), src, sink, OfflineOptions{Config: DefaultConfig()})
+	st, err := Run(context.Background(), src, sink, Options{Config: advantage.DefaultConfig()})
 	return sink.recs, st, err
 }
 
 // TestOfflineRejectsInconsistentReward: offline stops with an error naming
 // the group and the file line.
 func TestOfflineRejectsInconsistentReward(t *testing.T) {
-	for _, tc := range badRewards[:2] { // the JSON writer refuses +Inf itself
-		g0, g1 := streamGroup("job", 1), streamGroup("job", 2)
+	for _, tc := range badRewards {
+		g0, g1 := testGroup(1), testGroup(2)
 		g1.Trajectories[2].Reward = tc.reward
 		path := writeTrajectories(t, append(g0.Trajectories, g1.Trajectories...))
 		_, _, err := offlineFile(t, path)
@@ -108,7 +72,7 @@ func TestOfflineRejectsInconsistentReward(t *testing.T) {
 // TestOfflineSkipsRepeatedGroup: a group written twice gives its records
 // once and is counted; a repeated id with other content is an error.
 func TestOfflineSkipsRepeatedGroup(t *testing.T) {
-	g0, g1 := streamGroup("job", 1), streamGroup("job", 2)
+	g0, g1 := testGroup(1), testGroup(2)
 	var ts []traj.Trajectory
 	ts = append(ts, g0.Trajectories...)
 	ts = append(ts, g1.Trajectories...)
@@ -121,7 +85,7 @@ func TestOfflineSkipsRepeatedGroup(t *testing.T) {
 		t.Errorf("%d records, %d duplicates; want %d records, %d duplicates", len(recs), st.Duplicates, want, len(g0.Trajectories))
 	}
 
-	changed := streamGroup("job", 1)
+	changed := testGroup(1)
 	changed.Trajectories[1].Logprobs[0] /= 2
 	ts = append(append(append([]traj.Trajectory(nil), g0.Trajectories...), g1.Trajectories...), changed.Trajectories...)
 	path := writeTrajectories(t, ts)

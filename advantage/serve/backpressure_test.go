@@ -1,4 +1,4 @@
-package advantage
+package serve
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func TestServiceWaitsForTrainers(t *testing.T) {
 		addCorrupt(t, client, job)
 		opts := testServiceOptions(job)
 		opts.Workers, opts.Batch, opts.MaxOutputBacklog = 1, 2, 2*testG // two groups' records
-		svc, err := NewService(client, opts)
+		svc, err := New(client, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestServiceTrimsConsumedEntries(t *testing.T) {
 	keys := stream.JobKeys(job)
 	opts := testServiceOptions(job)
 	opts.TrimConsumed = true
-	svc, err := NewService(client, opts)
+	svc, err := New(client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
