@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
@@ -71,15 +72,7 @@ func BenchmarkRead(b *testing.B) {
 		b.Run(ext[1:], func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "bench"+ext)
 			w, err := CreateAdvantages(path, WriterOptions{RewardParts: testParts})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := w.Write(recs...); err != nil {
-				b.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				b.Fatal(err)
-			}
+			trajtest.WriteAll(b, w, err, recs...)
 			b.SetBytes(logical)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -62,15 +62,7 @@ func writeAdvInput(t *testing.T, path string) []traj.Trajectory {
 		trs = append(trs, gs[0].Trajectories[i], gs[1].Trajectories[i])
 	}
 	w, err := export.CreateTrajectories(path, export.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(trs...); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	trajtest.WriteAll(t, w, err, trs...)
 	return trs
 }
 

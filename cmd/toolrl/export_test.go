@@ -172,7 +172,7 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 	producer := stream.NewProducer(client, stream.ProducerOptions{MaxBacklog: -1})
 	var want []traj.Trajectory
 	// More groups than one XRANGE page, so paging is exercised.
-	const groups = streamPage + 44
+	const groups = stream.RangePage + 44
 	for p := range groups {
 		g := exportGroup(job, p, 2)
 		want = append(want, g.Trajectories...)

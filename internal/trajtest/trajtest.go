@@ -2,8 +2,8 @@
 // for tests, as net/http/httptest builds requests: one fixture for every
 // package's tests instead of a builder in each. Everything it returns passes
 // traj's own validation (it panics, naming the broken field, when Options
-// or a Sample hook make it invalid). It also reads an export reader to the
-// end (ReadAll).
+// or a Sample hook make it invalid). WriteAll and ReadAll write and read a
+// whole file of records through export's writers and readers.
 package trajtest
 
 import (

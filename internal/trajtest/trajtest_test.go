@@ -43,22 +43,14 @@ func TestRandomIsValidAndSeeded(t *testing.T) {
 	}
 }
 
-// TestRecordAndReadAll: Record gives valid records that export writes and
-// ReadAll reads back.
-func TestRecordAndReadAll(t *testing.T) {
+// TestRecordAndFiles: Record gives valid records that WriteAll writes with
+// export's writer and ReadAll reads back.
+func TestRecordAndFiles(t *testing.T) {
 	g := trajtest.Group(trajtest.Options{Size: 2, Temperature: trajtest.Temperature(0.7)})
 	path := filepath.Join(t.TempDir(), "a.jsonl")
-	w, err := export.CreateAdvantages(path, export.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	recs := []traj.AdvantageRecord{trajtest.Record(g.Trajectories[0], 1), trajtest.Record(g.Trajectories[1], -1)}
-	if err := w.Write(recs...); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	w, err := export.CreateAdvantages(path, export.WriterOptions{})
+	trajtest.WriteAll(t, w, err, recs...)
 	r, err := export.OpenAdvantages(path)
 	got := trajtest.ReadAll(t, r, err)
 	if !reflect.DeepEqual(got, recs) || got[1].Advantages[2] != 0 || got[1].Advantages[0] != -1 {

@@ -6,6 +6,33 @@ import (
 	"testing"
 )
 
+// Writer is what export's writers are (export.Writer[T]).
+type Writer[T any] interface {
+	Write(records ...T) error
+	Close() error
+}
+
+// WriteAll writes records to w in one call and closes it, failing the test
+// if err (the error of the call that created w), the write or the close
+// fails. Its first arguments are what export.CreateTrajectories and
+// export.CreateAdvantages return:
+//
+//	w, err := export.CreateTrajectories(path, export.WriterOptions{})
+//	trajtest.WriteAll(t, w, err, ts...)
+func WriteAll[T any](tb testing.TB, w Writer[T], err error, records ...T) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatalf("create: %v", err)
+	}
+	if err := w.Write(records...); err != nil {
+		w.Close()
+		tb.Fatalf("write %d records: %v", len(records), err)
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatalf("close: %v", err)
+	}
+}
+
 // Reader is what export's readers are (export.Reader[T]): Next returns
 // io.EOF after the last record.
 type Reader[T any] interface {
