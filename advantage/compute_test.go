@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
@@ -14,6 +15,22 @@ import (
 const tol = 1e-6
 
 func near(a, b float64) bool { return math.Abs(a-b) <= tol*(1+math.Abs(b)) }
+
+// fixture is the advantage tests' group of size g of job/p: policy version
+// 5, sampling temperature 0.7 (trajtest's layout: a 2-token prompt,
+// logprob −1 on every sampled token).
+func fixture(g int) trajtest.Options {
+	return trajtest.Options{Size: g, PolicyVersion: 5, Temperature: trajtest.Temperature(0.7)}
+}
+
+// makeTraj is sample index of fixture(groupSize) with the given steps and
+// reward total.
+func makeTraj(index, groupSize int, total float64, steps ...trajtest.Step) traj.Trajectory {
+	o := fixture(groupSize)
+	o.Steps = steps
+	o.Sample = func(_ int, t *traj.Trajectory) { t.Reward.Total = total }
+	return trajtest.Trajectory(o, index)
+}
 
 func mustCompute(t *testing.T, g traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats) {
 	t.Helper()
@@ -50,9 +67,9 @@ func checkTokens(t *testing.T, name string, got []float32, want []float64) {
 // deviations): rewards [1, 0, 0] have mean 1/3 and unbiased std √(1/3).
 func TestOutcomeGoldens(t *testing.T) {
 	group := traj.NewGroup([]traj.Trajectory{
-		makeTraj(0, 3, 1, step{modelLen: 2, toolLen: 1}, step{modelLen: 1}),
-		makeTraj(1, 3, 0, step{modelLen: 1}),
-		makeTraj(2, 3, 0, step{modelLen: 2}),
+		makeTraj(0, 3, 1, trajtest.Step{Model: 2, Tool: 1}, trajtest.Step{Model: 1}),
+		makeTraj(1, 3, 0, trajtest.Step{Model: 1}),
+		makeTraj(2, 3, 0, trajtest.Step{Model: 2}),
 	})
 	cases := []struct {
 		est  Estimator
@@ -85,7 +102,7 @@ func TestGroupOfOneHasZeroAdvantage(t *testing.T) {
 		for _, est := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
 			cfg := DefaultConfig()
 			cfg.Mode, cfg.Estimator = mode, est
-			g := traj.NewGroup([]traj.Trajectory{makeTraj(0, 1, 3, step{modelLen: 3, reward: 2})})
+			g := traj.NewGroup([]traj.Trajectory{makeTraj(0, 1, 3, trajtest.Step{Model: 3, Reward: 2})})
 			recs, st := mustCompute(t, g, cfg)
 			checkTokens(t, string(mode)+"/"+string(est), recs[0].Advantages, []float64{0, 0, 0})
 			if st.ZeroVariance != 1 {
@@ -101,8 +118,8 @@ func TestGroupOfOneHasZeroAdvantage(t *testing.T) {
 // advantage sums its own step's and all later steps' normalised rewards.
 func TestProcessGoldens(t *testing.T) {
 	group := traj.NewGroup([]traj.Trajectory{
-		makeTraj(0, 2, 1, step{modelLen: 2, toolLen: 2, reward: 1}, step{modelLen: 1, reward: 0}),
-		makeTraj(1, 2, 0, step{modelLen: 2, reward: 0}),
+		makeTraj(0, 2, 1, trajtest.Step{Model: 2, Tool: 2, Reward: 1}, trajtest.Step{Model: 1, Reward: 0}),
+		makeTraj(1, 2, 0, trajtest.Step{Model: 2, Reward: 0}),
 	})
 	hi, lo := 1.1546985383827155, -0.5773492691913577
 	cfg := DefaultConfig()
@@ -134,7 +151,7 @@ func TestProcessGoldens(t *testing.T) {
 }
 
 func TestProcessNeedsStepRewards(t *testing.T) {
-	tr := makeTraj(0, 1, 1, step{modelLen: 2})
+	tr := makeTraj(0, 1, 1, trajtest.Step{Model: 2})
 	tr.StepRewards = nil
 	g := traj.NewGroup([]traj.Trajectory{tr})
 	cfg := DefaultConfig()
@@ -173,9 +190,9 @@ func TestKLGoldens(t *testing.T) {
 // reference. With coefficient 0.1 the rewards become [0.8, 1], and Dr.GRPO
 // gives [−0.1, 0.1].
 func TestKLFoldGolden(t *testing.T) {
-	a := makeTraj(0, 2, 1, step{modelLen: 2, toolLen: 1})
+	a := makeTraj(0, 2, 1, trajtest.Step{Model: 2, Tool: 1})
 	a.RefLogprobs = []float32{-2, -2, 0}
-	b := makeTraj(1, 2, 1, step{modelLen: 1})
+	b := makeTraj(1, 2, 1, trajtest.Step{Model: 1})
 	b.RefLogprobs = []float32{-1}
 	g := traj.NewGroup([]traj.Trajectory{a, b})
 	cfg := DefaultConfig()
@@ -207,7 +224,7 @@ func TestKLFoldGolden(t *testing.T) {
 }
 
 func TestZeroVarianceAndStaleness(t *testing.T) {
-	g := traj.NewGroup([]traj.Trajectory{makeTraj(0, 2, 1, step{modelLen: 1}), makeTraj(1, 2, 1, step{modelLen: 1})})
+	g := traj.NewGroup([]traj.Trajectory{makeTraj(0, 2, 1, trajtest.Step{Model: 1}), makeTraj(1, 2, 1, trajtest.Step{Model: 1})})
 	cfg := DefaultConfig()
 	recs, st := mustCompute(t, g, cfg)
 	if len(recs) != 2 || st.ZeroVariance != 1 || st.DroppedZero != 0 || !recs[1].ZeroVariance {
@@ -260,7 +277,7 @@ func sampleAdvantage(r *traj.AdvantageRecord) float64 {
 func TestPropertyOutcomeSumsToZero(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for iter := 0; iter < 300; iter++ {
-		g := randomGroup(rng, 1+rng.IntN(8))
+		g := *trajtest.Random(rng, fixture(1+rng.IntN(8)), trajtest.Shape{})
 		for _, est := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
 			cfg := DefaultConfig()
 			cfg.Estimator = est
@@ -281,7 +298,7 @@ func TestPropertyOutcomeSumsToZero(t *testing.T) {
 func TestPropertyProcessStepRewardsSumToZero(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for iter := 0; iter < 300; iter++ {
-		g := randomGroup(rng, 1+rng.IntN(8))
+		g := *trajtest.Random(rng, fixture(1+rng.IntN(8)), trajtest.Shape{})
 		cfg := DefaultConfig()
 		cfg.Mode, cfg.Gamma = ModeProcess, 0.25+0.75*rng.Float64()
 		recs, _ := mustCompute(t, g, cfg)
@@ -325,7 +342,7 @@ func shiftScale(g traj.Group, shift, scale float64) traj.Group {
 func TestPropertyShiftAndScaleInvariance(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for iter := 0; iter < 100; iter++ {
-		g := randomGroup(rng, 2+rng.IntN(7))
+		g := *trajtest.Random(rng, fixture(2+rng.IntN(7)), trajtest.Shape{})
 		shift := rng.NormFloat64() * 10
 		scale := 0.1 + 10*rng.Float64()
 		for _, cfg := range allConfigs() {
@@ -356,7 +373,7 @@ func TestPropertyShiftAndScaleInvariance(t *testing.T) {
 func TestPropertyMaskedTokensGetZero(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for iter := 0; iter < 100; iter++ {
-		g := randomGroup(rng, 1+rng.IntN(8))
+		g := *trajtest.Random(rng, fixture(1+rng.IntN(8)), trajtest.Shape{})
 		for _, cfg := range allConfigs() {
 			if cfg.KL != KLNone && rng.IntN(2) == 0 {
 				cfg.KLCoef = rng.Float64()
@@ -395,6 +412,13 @@ func TestDocsWorkedExample(t *testing.T) {
 		g, err := wire.DecodeGroup(data)
 		if err != nil {
 			t.Fatalf("%s: %v", c.file, err)
+		}
+		// The example is data the service and offline accept: each total is
+		// the sum of its parts and of its step rewards, as the rollout writes.
+		for i := range g.Trajectories {
+			if err := g.Trajectories[i].ValidateRewardSums(); err != nil {
+				t.Errorf("%s: %v", c.file, err)
+			}
 		}
 		arrays, raws, err := wire.DecodeGroupArrays(data)
 		if err != nil || !reflect.DeepEqual(*arrays, g) {

@@ -2,7 +2,10 @@ package traj
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 	"math"
+	"slices"
 )
 
 // FieldError is a broken invariant, naming the JSON field it was found in.
@@ -333,26 +336,35 @@ const rewardSumTolerance = 1e-9
 
 // ValidateRewardSums checks that a trajectory's reward is one a producer
 // meant, which Validate (finite values only) does not: reward.total is finite
-// with |total| ≤ MaxRewardMagnitude and, when the reward has parts, equals
-// their sum within a relative 1e-9 (of the largest magnitude involved, at
-// least 1). toolrl's rollout makes the total the sum of the parts
-// (orchestrator.RewardConfig.Score). It does not compare the total with the
-// sum of step_rewards. It returns a *FieldError.
+// with |total| ≤ MaxRewardMagnitude and equals, within a relative 1e-9 (of
+// the largest magnitude involved, at least 1), the sum of reward.parts when
+// the reward has parts, and the sum of step_rewards when there are step
+// rewards. toolrl's rollout writes rewards so (orchestrator.RewardConfig.Score:
+// each part is paid to a step, and the total is the sum of the steps); a
+// process-mode advantage computed from step rewards that do not add up to the
+// outcome would train on two different rewards. It returns a *FieldError.
 func (t *Trajectory) ValidateRewardSums() error {
 	total := t.Reward.Total
 	if math.IsNaN(total) || math.IsInf(total, 0) || math.Abs(total) > MaxRewardMagnitude {
 		return fieldErr(t.ID, "reward.total", "is %g, want a finite value with magnitude ≤ %g", total, MaxRewardMagnitude)
 	}
-	if len(t.Reward.Parts) == 0 {
-		return nil
-	}
-	sum, scale := 0.0, max(1, math.Abs(total))
-	for _, v := range t.Reward.Parts {
-		sum += v
-		scale = max(scale, math.Abs(v))
-	}
-	if !(math.Abs(sum-total) <= rewardSumTolerance*scale) {
+	if sum, ok := sumsTo(total, maps.Values(t.Reward.Parts)); !ok {
 		return fieldErr(t.ID, "reward.total", "is %g but reward.parts sum to %g", total, sum)
 	}
+	if sum, ok := sumsTo(total, slices.Values(t.StepRewards)); !ok {
+		return fieldErr(t.ID, "reward.total", "is %g but step_rewards sum to %g", total, sum)
+	}
 	return nil
+}
+
+// sumsTo reports whether values (none: trivially) sum to total within
+// rewardSumTolerance, and their sum.
+func sumsTo(total float64, values iter.Seq[float64]) (float64, bool) {
+	sum, scale, n := 0.0, max(1, math.Abs(total)), 0
+	for v := range values {
+		sum += v
+		scale = max(scale, math.Abs(v))
+		n++
+	}
+	return sum, n == 0 || math.Abs(sum-total) <= rewardSumTolerance*scale
 }

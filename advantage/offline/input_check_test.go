@@ -22,6 +22,7 @@ var badRewards = []struct {
 }{
 	{"parts disagree", traj.Reward{Total: 1, Parts: map[string]float64{"outcome": 1, "call_cost": -0.1}}, "reward.parts sum to 0.9"},
 	{"absurd total", traj.Reward{Total: 1e300}, "magnitude"},
+	{"steps disagree", traj.Reward{Total: 123}, "step_rewards sum to"},
 }
 
 // writeTrajectories writes ts to a JSONL file and returns its path.

@@ -19,11 +19,12 @@ var badRewards = []struct {
 }{
 	{"parts disagree", traj.Reward{Total: 1, Parts: map[string]float64{"outcome": 1, "call_cost": -0.1}}, "reward.parts sum to 0.9"},
 	{"absurd total", traj.Reward{Total: 1e300}, "magnitude"},
-	{"infinite total", traj.Reward{Total: math.Inf(1)}, "want a finite value"},
+	{"infinite total", traj.Reward{Total: math.Inf(1)}, "total"}, // refused by the decoder: out of range
+	{"steps disagree", traj.Reward{Total: 123}, "step_rewards sum to"},
 }
 
 // TestServiceDeadLettersInconsistentReward: a group whose reward total is
-// not the sum of its parts, absurd or not finite goes to the dead letters
+// not the sum of its parts or of its step rewards, absurd or not finite goes to the dead letters
 // with the reason, instead of giving advantages computed from it.
 func TestServiceDeadLettersInconsistentReward(t *testing.T) {
 	svc := &Service{opts: Options{Job: "job"}}
@@ -43,13 +44,16 @@ func TestServiceDeadLettersInconsistentReward(t *testing.T) {
 			t.Errorf("%s: accepted", tc.name)
 			continue
 		}
-		if !strings.Contains(wg.err.Error(), tc.reason) && !strings.Contains(wg.err.Error(), "total") {
+		if !strings.Contains(wg.err.Error(), tc.reason) || !strings.Contains(wg.err.Error(), "group "+g.GroupID) {
 			t.Errorf("%s: reason %q does not say what is wrong", tc.name, wg.err)
 		}
 	}
 	// Rounding noise is not an error: parts that sum to the total only in exact arithmetic.
 	g := streamGroup("job", 3)
 	g.Trajectories[0].Reward = traj.Reward{Total: 0.3, Parts: map[string]float64{"outcome": 0.1, "format": 0.2}}
+	steps := g.Trajectories[0].StepRewards
+	clear(steps)
+	steps[0], steps[len(steps)-1] = steps[0]+0.1, steps[len(steps)-1]+0.2 // [0.1, 0.2] or [0.30000000000000004]
 	payload, _ := wire.EncodeGroup(g)
 	if wg := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}}); wg.err != nil {
 		t.Errorf("0.1 + 0.2 = 0.3 refused: %v", wg.err)

@@ -37,7 +37,7 @@ func runAdvantageCmd(t *testing.T, args ...string) (string, error) {
 // advGroups are the two groups of three the advantage tests score, prompts
 // a (rewards 0, 1, 2) and b (0, 1, 0) of job j: a 3-token prompt, a model
 // step, a 2-token tool result and a final model step (step rewards 0.1 and
-// the reward), tokens below 300 and different in each sample.
+// the reward less 0.1), tokens below 300 and different in each sample.
 func advGroups() []*traj.Group {
 	var gs []*traj.Group
 	for p, rewards := range map[string][]float64{"a": {0, 1, 2}, "b": {0, 1, 0}} {
@@ -45,7 +45,7 @@ func advGroups() []*traj.Group {
 			Steps: []trajtest.Step{{Model: 2, Tool: 2, Reward: 0.1, Result: &traj.ToolResult{OK: true, Content: "4"}}, {Model: 1}},
 			Sample: func(i int, t *traj.Trajectory) {
 				t.Tokens[3], t.Tokens[7] = int32(50+i), int32(70+i)
-				t.StepRewards[1] = t.Reward.Total
+				t.StepRewards[1] = t.Reward.Total - t.StepRewards[0] // the steps sum to the total, as the rollout writes
 			}}))
 	}
 	slices.SortFunc(gs, func(x, y *traj.Group) int { return strings.Compare(x.GroupID, y.GroupID) })
