@@ -57,10 +57,10 @@ func TestLengthCapsAndFinishEvents(t *testing.T) {
 	}{
 		// A call completes on the 6th and last allowed token: executed and
 		// injected, then the sequence finishes.
-		{"call on the last token", Sampling{MaxNewTokens: 6}, 3, []int32{'x', 'y'}, 6, 6 + 2*2},
+		{"call on the last token", Sampling{MaxSampledTokens: 6}, 3, []int32{'x', 'y'}, 6, 6 + 2*2},
 		// The per-turn cap restarts after each injection.
-		{"per-turn cap not reached", Sampling{MaxTurnTokens: 4, MaxNewTokens: 12}, 3, []int32{'x'}, 12, 12 + 4},
-		{"per-turn cap", Sampling{MaxTurnTokens: 2}, 3, []int32{'x'}, 2, 2},
+		{"per-turn cap not reached", Sampling{MaxNewTokens: 4, MaxSampledTokens: 12}, 3, []int32{'x'}, 12, 12 + 4},
+		{"per-turn cap", Sampling{MaxNewTokens: 2}, 3, []int32{'x'}, 2, 2},
 		// Injected tokens count toward the response cap.
 		{"response cap while sampling", Sampling{MaxResponseTokens: 9}, 3, []int32{'x'}, 7, 9},
 		{"response cap reached by an injection", Sampling{MaxResponseTokens: 10}, 2, []int32{'x', 'y', 'z'}, 4, 10},
@@ -102,7 +102,7 @@ func TestStopStringsStartAfterInjection(t *testing.T) {
 		eng := NewEngine(pol, EngineOptions{})
 		defer eng.Close()
 		seqs, err := eng.AddGroup(GroupRequest{ID: "g", Prompt: prompt(5, 3), Seeds: []uint64{1},
-			Sampling:    Sampling{Temperature: 0, EOS: []int32{}, MaxNewTokens: 12, StopStrings: stops},
+			Sampling:    Sampling{Temperature: 0, EOS: []int32{}, MaxSampledTokens: 12, StopStrings: stops},
 			NewDetector: func() CallDetector { return &everyN{n: 6} }})
 		if err != nil {
 			t.Fatal(err)

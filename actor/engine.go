@@ -824,8 +824,8 @@ func (e *Engine) advance(s *Sequence, d draw) EventKind {
 // sampling settings or the model's context is reached.
 func (e *Engine) capped(s *Sequence) bool {
 	c := &s.group.sampling
-	return (c.MaxNewTokens > 0 && s.sampled >= c.MaxNewTokens) ||
-		(c.MaxTurnTokens > 0 && s.turnTaken >= c.MaxTurnTokens) ||
+	return (c.MaxSampledTokens > 0 && s.sampled >= c.MaxSampledTokens) ||
+		(c.MaxNewTokens > 0 && s.turnTaken >= c.MaxNewTokens) ||
 		(c.MaxResponseTokens > 0 && len(s.tokens)-s.promptLen >= c.MaxResponseTokens) ||
 		len(s.tokens) >= e.maxLen
 }

@@ -78,7 +78,7 @@ func generateStats(t *testing.T, pol *Policy, maxBatch, g int, sampling Sampling
 }
 
 func testSampling() Sampling {
-	return Sampling{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.01, MaxNewTokens: 30, EOS: []int32{}}
+	return Sampling{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.01, MaxSampledTokens: 30, EOS: []int32{}}
 }
 
 // TestBatchInvariance: the same seeds give the same trajectories at batch
@@ -132,7 +132,7 @@ func TestBatchInvariance(t *testing.T) {
 // for sampling at T=0.8 and for greedy decoding (T=1 convention).
 func TestLogprobsMatchTeacherForced(t *testing.T) {
 	pol, _ := loadTiny(t, 3)
-	for _, s := range []Sampling{testSampling(), {MaxNewTokens: 20, EOS: []int32{}}} {
+	for _, s := range []Sampling{testSampling(), {MaxSampledTokens: 20, EOS: []int32{}}} {
 		trs := generate(t, pol, 8, 4, s)
 		var seqs [][]int32
 		var plens []int
@@ -245,7 +245,7 @@ func TestFinishReasons(t *testing.T) {
 	for id := int32(0); id < 320; id += 2 {
 		eos = append(eos, id)
 	}
-	s := run(EngineOptions{}, Sampling{Temperature: 1, EOS: eos, MaxNewTokens: 200})
+	s := run(EngineOptions{}, Sampling{Temperature: 1, EOS: eos, MaxSampledTokens: 200})
 	last := s.Tokens()[len(s.Tokens())-1]
 	if s.FinishReason() != traj.FinishStop || last%2 != 0 {
 		t.Errorf("EOS: finish %q last %d", s.FinishReason(), last)
@@ -260,14 +260,14 @@ func TestFinishReasons(t *testing.T) {
 	for c := 'a'; c <= 'z'; c++ {
 		stops = append(stops, string(c))
 	}
-	s = run(EngineOptions{}, Sampling{Temperature: 1, StopStrings: stops, MaxNewTokens: 500, EOS: []int32{}})
+	s = run(EngineOptions{}, Sampling{Temperature: 1, StopStrings: stops, MaxSampledTokens: 500, EOS: []int32{}})
 	segs := s.Segments()
 	text := segs[len(segs)-1].Text
 	if s.FinishReason() != traj.FinishStop || !strings.ContainsAny(text, "abcdefghijklmnopqrstuvwxyz") {
 		t.Errorf("stop strings: finish %q text %q", s.FinishReason(), text)
 	}
 	// Token cap.
-	s = run(EngineOptions{}, Sampling{Temperature: 1, MaxNewTokens: 9, EOS: []int32{}})
+	s = run(EngineOptions{}, Sampling{Temperature: 1, MaxSampledTokens: 9, EOS: []int32{}})
 	if s.FinishReason() != traj.FinishLength || s.SampledTokens() != 9 {
 		t.Errorf("max new tokens: finish %q after %d", s.FinishReason(), s.SampledTokens())
 	}
@@ -282,7 +282,7 @@ func TestFinishReasons(t *testing.T) {
 	eng := NewEngine(pol, EngineOptions{})
 	defer eng.Close()
 	ss, err := eng.AddGroup(GroupRequest{ID: "g", Prompt: prompt(4, 1), Seeds: []uint64{1, 2},
-		Sampling: Sampling{Temperature: 1, EOS: []int32{}, MaxNewTokens: 50}, NewDetector: func() CallDetector { return &everyN{n: 3} }})
+		Sampling: Sampling{Temperature: 1, EOS: []int32{}, MaxSampledTokens: 50}, NewDetector: func() CallDetector { return &everyN{n: 3} }})
 	if err != nil {
 		t.Fatal(err)
 	}

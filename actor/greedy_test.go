@@ -20,7 +20,7 @@ func TestGreedyMatchesReference(t *testing.T) {
 	prompts := [][]int32{prompt(5, 1), prompt(1, 2), prompt(9, 3)}
 	for i, p := range prompts {
 		ss, err := eng.AddGroup(GroupRequest{ID: "g" + string(rune('0'+i)), Prompt: p, Seeds: []uint64{1, 2},
-			Sampling: Sampling{MaxNewTokens: maxNew, EOS: []int32{}}})
+			Sampling: Sampling{MaxSampledTokens: maxNew, EOS: []int32{}}})
 		if err != nil {
 			t.Fatal(err)
 		}

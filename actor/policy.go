@@ -98,7 +98,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Policy, error) {
 	if p.special, err = tokenizer.LoadSpecialFromConfig(opts.Dir, p.tok); err != nil {
 		return nil, fmt.Errorf("load policy %s: %w", opts.Dir, err)
 	}
-	if p.defaults, err = readGenerationConfig(opts.Dir); err != nil {
+	if p.defaults, err = ReadGenerationConfig(opts.Dir); err != nil {
 		return nil, err
 	}
 
@@ -279,9 +279,15 @@ func (p *Policy) checkConfig() error {
 	return nil
 }
 
-// readGenerationConfig reads the sampling defaults of generation_config.json
-// (absent file: greedy).
-func readGenerationConfig(dir string) (Sampling, error) {
+// ReadGenerationConfig reads the sampling settings of a model folder's
+// generation_config.json, as one source of a rollout job's sampling (see
+// Sampling): only the keys the file sets are set, so the rest fall through
+// to toolrl's defaults, not to transformers' (top_k 50 when sampling).
+// do_sample: false is Greedy (the sampling keys are then ignored, as
+// transformers ignores them); temperature 0 is Greedy too; max_new_tokens is
+// MaxNewTokens (per model turn, as in generate()). A folder without the file
+// sets nothing. Values out of range are an error naming the file and key.
+func ReadGenerationConfig(dir string) (Sampling, error) {
 	path := filepath.Join(dir, "generation_config.json")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -291,32 +297,39 @@ func readGenerationConfig(dir string) (Sampling, error) {
 		return Sampling{}, fmt.Errorf("load policy: %w", err)
 	}
 	var g struct {
-		DoSample     bool     `json:"do_sample"`
+		DoSample     *bool    `json:"do_sample"`
 		Temperature  *float64 `json:"temperature"`
 		TopK         *int     `json:"top_k"`
 		TopP         *float64 `json:"top_p"`
 		MinP         *float64 `json:"min_p"`
-		MaxNewTokens int      `json:"max_new_tokens"`
+		MaxNewTokens *int     `json:"max_new_tokens"`
 	}
 	if err := json.Unmarshal(b, &g); err != nil {
 		return Sampling{}, fmt.Errorf("load policy: parse %s: %w", path, err)
 	}
-	s := Sampling{MaxNewTokens: g.MaxNewTokens}
-	if g.DoSample {
-		// transformers' defaults when do_sample is set and a field is absent.
-		s.Temperature, s.TopK, s.TopP = 1, 50, 1
-		if g.Temperature != nil {
-			s.Temperature = *g.Temperature
+	var s Sampling
+	if g.MaxNewTokens != nil {
+		if *g.MaxNewTokens < 1 {
+			return Sampling{}, fmt.Errorf("load policy: %s: max_new_tokens %d, want ≥ 1", path, *g.MaxNewTokens)
 		}
-		if g.TopK != nil {
-			s.TopK = *g.TopK
-		}
-		if g.TopP != nil {
-			s.TopP = *g.TopP
-		}
-		if g.MinP != nil {
-			s.MinP = *g.MinP
-		}
+		s.MaxNewTokens = *g.MaxNewTokens
+	}
+	if g.DoSample != nil && !*g.DoSample {
+		s.Greedy = true
+		return s, nil
+	}
+	if g.Temperature != nil {
+		s.Temperature = *g.Temperature
+		s.Greedy = *g.Temperature == 0
+	}
+	if g.TopK != nil {
+		s.TopK = *g.TopK
+	}
+	if g.TopP != nil {
+		s.TopP = *g.TopP
+	}
+	if g.MinP != nil {
+		s.MinP = *g.MinP
 	}
 	if err := s.Validate(); err != nil {
 		return Sampling{}, fmt.Errorf("load policy: %s: %w", path, err)
@@ -345,8 +358,9 @@ func (p *Policy) Special() tokenizer.SpecialTokens { return p.special }
 // EOS returns the ids that end generation by default.
 func (p *Policy) EOS() []int32 { return append([]int32(nil), p.special.EOSIDs...) }
 
-// GenerationDefaults is the Sampling of generation_config.json (greedy when
-// it does not set do_sample); EOS is left nil, meaning the policy's EOS ids.
+// GenerationDefaults is the model folder's source of sampling settings
+// (ReadGenerationConfig): zero fields are unset. EOS is left nil, meaning the
+// policy's EOS ids.
 func (p *Policy) GenerationDefaults() Sampling { return p.defaults }
 
 // VocabSize is the width of the model's logits.

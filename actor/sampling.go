@@ -7,62 +7,82 @@ import (
 )
 
 // Sampling says how a group's tokens are drawn and when its sequences stop.
-// The zero value is greedy decoding until an EOS id or the context limit.
+// It is the one sampling type of toolrl: the engine's GroupRequest, a rollout
+// job's `sampling:` section (the yaml keys below), the CLI flags and
+// generation_config.json's defaults all fill it, and Validate checks it.
+//
+// Given to the engine (GroupRequest), the values are used as they are: the
+// zero value is greedy decoding until an EOS id or the context limit. As one
+// source of a rollout job's settings (orchestrator.Job.Sampling, or
+// GenerationConfig's result), a zero field is unset and takes the next
+// source's value; there greedy decoding is asked for with Greedy, as
+// Temperature 0 would read as unset (see docs/rollout.md, "Sampling
+// precedence").
 type Sampling struct {
 	// Temperature divides the logits before the softmax; 0 means greedy
 	// (argmax, ties to the lowest id).
-	Temperature float64
+	Temperature float64 `yaml:"temperature"`
+	// Greedy decodes greedily whatever Temperature says: the engine treats
+	// it as Temperature 0. It is the explicit "temperature 0" of a job file
+	// (greedy: true), of --greedy and of generation_config.json's
+	// do_sample: false.
+	Greedy bool `yaml:"greedy"`
 	// TopK keeps the K most likely tokens; 0 keeps all.
-	TopK int
+	TopK int `yaml:"top_k"`
 	// TopP keeps the smallest set of most likely tokens whose probability
 	// (after TopK) reaches TopP; 0 or 1 keeps all.
-	TopP float64
+	TopP float64 `yaml:"top_p"`
 	// MinP keeps tokens whose probability is at least MinP times the most
-	// likely token's; 0 keeps all.
-	MinP float64
-	// MaxNewTokens caps the tokens the model samples over the whole
-	// trajectory (injected tokens do not count); 0 means no cap other than
-	// the model's context. A sequence that reaches it finishes with
-	// FinishLength.
-	MaxNewTokens int
-	// MaxTurnTokens caps the tokens sampled in one model turn (between tool
+	// likely token's; 0 keeps all. It must be below 1.
+	MinP float64 `yaml:"min_p"`
+	// MaxNewTokens caps the tokens sampled in one model turn (between tool
 	// results), as Hugging Face's max_new_tokens caps one generate call; 0
 	// means no cap. A sequence that reaches it finishes with FinishLength.
-	MaxTurnTokens int
+	MaxNewTokens int `yaml:"max_new_tokens"`
+	// MaxSampledTokens caps the tokens the model samples over the whole
+	// trajectory (injected tokens do not count); 0 means no cap other than
+	// the model's context. A sequence that reaches it finishes with
+	// FinishLength. (Before the job and the engine shared this type, this
+	// field was called MaxNewTokens and MaxNewTokens was MaxTurnTokens.)
+	MaxSampledTokens int `yaml:"-"`
 	// MaxResponseTokens caps the whole response, sampled and injected tokens
 	// together; 0 means no cap. A sequence that reaches it finishes with
-	// FinishLength, also when an injection brings it there.
-	MaxResponseTokens int
+	// FinishLength, also when an injection brings it there. A rollout job
+	// sets it from limits.max_tokens.
+	MaxResponseTokens int `yaml:"-"`
 	// StopStrings end a sequence (FinishStop) as soon as its generated text
 	// ends with one of them; the token that completed it is kept.
-	StopStrings []string
+	StopStrings []string `yaml:"stop"`
 	// EOS lists the ids that end a sequence (FinishStop; the id is kept in
 	// the trajectory with its logprob). Nil means the policy's EOS ids
 	// (generation_config.json eos_token_id, which may be a list).
-	EOS []int32
+	EOS []int32 `yaml:"-"`
 }
 
-// Validate reports a setting out of range, naming the field.
+// Validate reports a setting out of range, naming it by its job-file key
+// (sampling.temperature, ...). Zero values are valid; Greedy with a
+// Temperature > 0 is valid too (Greedy wins), though a job file or flags
+// that give both are refused where they are read.
 func (s Sampling) Validate() error {
 	switch {
-	case s.Temperature < 0 || math.IsNaN(s.Temperature) || math.IsInf(s.Temperature, 0):
-		return fmt.Errorf("sampling: temperature %v must be a finite number >= 0", s.Temperature)
+	case !(s.Temperature >= 0) || math.IsInf(s.Temperature, 0):
+		return fmt.Errorf("sampling.temperature: %g, want a finite value ≥ 0 (0: greedy)", s.Temperature)
 	case s.TopK < 0:
-		return fmt.Errorf("sampling: top_k %d must be >= 0", s.TopK)
-	case s.TopP < 0 || s.TopP > 1 || math.IsNaN(s.TopP):
-		return fmt.Errorf("sampling: top_p %v must be in [0, 1]", s.TopP)
-	case s.MinP < 0 || s.MinP > 1 || math.IsNaN(s.MinP):
-		return fmt.Errorf("sampling: min_p %v must be in [0, 1]", s.MinP)
+		return fmt.Errorf("sampling.top_k: %d, want ≥ 0 (0: keep all)", s.TopK)
+	case !(s.TopP >= 0 && s.TopP <= 1):
+		return fmt.Errorf("sampling.top_p: %g, want in (0, 1]", s.TopP)
+	case !(s.MinP >= 0 && s.MinP < 1):
+		return fmt.Errorf("sampling.min_p: %g, want in [0, 1)", s.MinP)
 	case s.MaxNewTokens < 0:
-		return fmt.Errorf("sampling: max_new_tokens %d must be >= 0", s.MaxNewTokens)
-	case s.MaxTurnTokens < 0:
-		return fmt.Errorf("sampling: max_turn_tokens %d must be >= 0", s.MaxTurnTokens)
+		return fmt.Errorf("sampling.max_new_tokens: %d, want ≥ 1 (per model turn)", s.MaxNewTokens)
+	case s.MaxSampledTokens < 0:
+		return fmt.Errorf("sampling: MaxSampledTokens %d, want ≥ 0 (0: no cap)", s.MaxSampledTokens)
 	case s.MaxResponseTokens < 0:
-		return fmt.Errorf("sampling: max_response_tokens %d must be >= 0", s.MaxResponseTokens)
+		return fmt.Errorf("limits.max_tokens: %d, want ≥ 1", s.MaxResponseTokens)
 	}
 	for i, stop := range s.StopStrings {
 		if stop == "" {
-			return fmt.Errorf("sampling: stop_strings[%d] is empty", i)
+			return fmt.Errorf("sampling.stop[%d]: empty string", i)
 		}
 	}
 	return nil
@@ -91,7 +111,7 @@ func (sm *sampler) sample(logits []float32, s *Sampling, u float64) (int32, floa
 		sm.weights = make([]float32, V)
 	}
 	w := sm.weights[:V]
-	if s.Temperature == 0 {
+	if s.Temperature == 0 || s.Greedy {
 		best, max := argmax(logits)
 		sum := expShiftedScaled(w, logits, max, 1)
 		return int32(best), float32(-math.Log(sum))

@@ -174,12 +174,12 @@ func TestSampleTruncation(t *testing.T) {
 }
 
 func TestSamplingValidate(t *testing.T) {
-	for _, s := range []Sampling{{Temperature: -1}, {TopK: -1}, {TopP: 1.5}, {MinP: -0.1}, {MaxNewTokens: -2}, {StopStrings: []string{""}}} {
+	for _, s := range []Sampling{{Temperature: -1}, {TopK: -1}, {TopP: 1.5}, {MinP: -0.1}, {MaxSampledTokens: -2}, {StopStrings: []string{""}}} {
 		if s.Validate() == nil {
 			t.Errorf("%+v: no error", s)
 		}
 	}
-	if err := (Sampling{Temperature: 0.7, TopK: 20, TopP: 0.9, MinP: 0.05, MaxNewTokens: 10}).Validate(); err != nil {
+	if err := (Sampling{Temperature: 0.7, TopK: 20, TopP: 0.9, MinP: 0.05, MaxSampledTokens: 10}).Validate(); err != nil {
 		t.Error(err)
 	}
 }

@@ -89,7 +89,7 @@ func (s *Sequence) Seed() uint64 { return s.seed }
 func (s *Sequence) State() SeqState { return s.state }
 
 // FinishReason is why a finished sequence ended ("" before it finishes):
-// FinishStop for an EOS id or a stop string, FinishLength for MaxNewTokens
+// FinishStop for an EOS id or a stop string, FinishLength for MaxSampledTokens
 // or the context limit, or the reason given to Finish.
 func (s *Sequence) FinishReason() traj.FinishReason { return s.finish }
 

@@ -16,7 +16,7 @@ type ThroughputOptions struct {
 	PromptLen   int // default 32
 	NewTokens   int // default 64
 	// Sampling defaults to temperature 1, top-k 50. EOS ids are ignored and
-	// MaxNewTokens is set to NewTokens, so every sequence has the same length.
+	// MaxSampledTokens is set to NewTokens, so every sequence has the same length.
 	Sampling *Sampling
 	JobSeed  uint64
 	// PauseEvery > 0 pauses each sequence at simulated tool calls on the
@@ -126,7 +126,7 @@ func MeasureThroughput(ctx context.Context, pol *Policy, o ThroughputOptions) (T
 		s = *o.Sampling
 	}
 	s.EOS = []int32{}
-	s.MaxNewTokens = o.NewTokens
+	s.MaxSampledTokens = o.NewTokens
 	s.StopStrings = nil
 	res := ThroughputResult{Options: o}
 

@@ -37,7 +37,7 @@ func TestBenchPauseSchedule(t *testing.T) {
 	for i := range seeds {
 		seeds[i] = SampleSeed(1, "sched", i)
 	}
-	s := Sampling{Temperature: 1, TopK: 50, MaxNewTokens: newTokens, EOS: []int32{}}
+	s := Sampling{Temperature: 1, TopK: 50, MaxSampledTokens: newTokens, EOS: []int32{}}
 	if _, err := eng.AddGroup(GroupRequest{ID: "sched", Prompt: BenchPrompt(5), Seeds: seeds, Sampling: s,
 		NewDetector: benchDetectors(every)}); err != nil {
 		t.Fatal(err)

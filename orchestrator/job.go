@@ -10,13 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolrl/toolrl/actor"
 )
 
 // Job is a rollout job, as read from a YAML job file. Zero values mean the
@@ -53,7 +54,20 @@ type Job struct {
 	// SystemPrompt is prepended as a system message in chat format.
 	SystemPrompt string `yaml:"system_prompt"`
 
+	// Sampling holds the job's decoding settings, a zero field unset until
+	// Normalize resolves them (flag > job file > the model folder's
+	// generation_config.json > default) and records where each came from in
+	// SamplingSources.
 	Sampling Sampling `yaml:"sampling"`
+	// SamplingSources maps each sampling key (temperature, top_k, top_p,
+	// min_p, max_new_tokens, stop) to where its value came from: SourceFlag,
+	// SourceJob, SourceModel or SourceDefault. Before Normalize a caller may
+	// mark keys it gives, also with a zero value (the CLI marks its flags;
+	// LoadJob an explicit top_k: 0 or min_p: 0); Normalize fills the rest.
+	SamplingSources map[string]string `yaml:"-"`
+	// samplingResolved is set once Normalize has resolved Sampling, so a
+	// second Normalize does not read a resolved zero as unset.
+	samplingResolved bool
 
 	// Tools is a tools registry file; default: the model folder's tools.yaml
 	// when it ships one.
@@ -95,23 +109,12 @@ type Job struct {
 	RecordLatency bool `yaml:"record_latency"`
 }
 
-// Sampling holds the decoding settings.
-type Sampling struct {
-	// Temperature; 0 means greedy. Default 1.0: a Job built in code with
-	// Temperature 0 and Greedy false samples at 1, while an explicit
-	// `temperature: 0` in a job file (LoadJob) or --temperature 0 sets
-	// Greedy. Greedy wins over a temperature > 0 here; a job file or flags
-	// that give both are refused.
-	Temperature float64 `yaml:"temperature"`
-	Greedy      bool    `yaml:"greedy"`
-	TopK        int     `yaml:"top_k"`
-	TopP        float64 `yaml:"top_p"`
-	MinP        float64 `yaml:"min_p"`
-	// MaxNewTokens caps the tokens sampled in one turn. Default 256.
-	MaxNewTokens int `yaml:"max_new_tokens"`
-	// Stop strings end a turn (the model's EOS ids always do).
-	Stop []string `yaml:"stop"`
-}
+// Sampling is actor.Sampling, the one sampling type: a job's `sampling:`
+// section decodes into it (keys temperature, greedy, top_k, top_p, min_p,
+// max_new_tokens, stop). In a Job a zero field is unset: Normalize takes it
+// from generation_config.json, else from the default (see ResolveSampling);
+// greedy decoding is Greedy (a job file's explicit temperature: 0 sets it).
+type Sampling = actor.Sampling
 
 // Limits bound a trajectory.
 type Limits struct {
@@ -218,6 +221,13 @@ func CheckJobKeys(m *yaml.Node, job *Job) error {
 		}
 		job.Sampling.Greedy = true
 	}
+	// An explicit top_k: 0 or min_p: 0 (keep all) is a setting, not unset: it
+	// overrides generation_config.json.
+	for _, k := range []string{"top_k", "min_p"} {
+		if zero("sampling." + k) {
+			job.MarkSampling(k, SourceJob)
+		}
+	}
 	return nil
 }
 
@@ -275,7 +285,7 @@ func (j *Job) Normalize() error {
 	default:
 		return fmt.Errorf("tool_call_format: %q, want bracket or hermes", j.ToolCallFormat)
 	}
-	if err := j.Sampling.normalize(); err != nil {
+	if err := j.resolveSampling(); err != nil {
 		return err
 	}
 	if j.ToolConcurrency == 0 {
@@ -326,34 +336,4 @@ func (j *Job) Normalize() error {
 		j.Resume = &yes
 	}
 	return j.Rewards.normalize()
-}
-
-func (s *Sampling) normalize() error {
-	if !(s.Temperature >= 0) || math.IsInf(s.Temperature, 0) {
-		return fmt.Errorf("sampling.temperature: %g, want a finite value ≥ 0", s.Temperature)
-	}
-	if s.Greedy {
-		s.Temperature = 0
-	} else if s.Temperature == 0 {
-		s.Temperature = 1 // unset (an explicit 0 in a job file or flag set Greedy)
-	}
-	if s.TopP == 0 {
-		s.TopP = 1
-	}
-	if s.TopP <= 0 || s.TopP > 1 {
-		return fmt.Errorf("sampling.top_p: %g, want in (0, 1]", s.TopP)
-	}
-	if s.MinP < 0 || s.MinP >= 1 {
-		return fmt.Errorf("sampling.min_p: %g, want in [0, 1)", s.MinP)
-	}
-	if s.TopK < 0 {
-		return fmt.Errorf("sampling.top_k: %d, want ≥ 0", s.TopK)
-	}
-	if s.MaxNewTokens == 0 {
-		s.MaxNewTokens = 256
-	}
-	if s.MaxNewTokens < 1 {
-		return fmt.Errorf("sampling.max_new_tokens: %d, want ≥ 1", s.MaxNewTokens)
-	}
-	return nil
 }

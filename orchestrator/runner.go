@@ -252,17 +252,12 @@ func (r *runner) open(ctx context.Context) error {
 	if r.format, err = r.openFormat(); err != nil {
 		return err
 	}
-	r.sampling = actor.Sampling{
-		Temperature: job.Sampling.Temperature, TopK: job.Sampling.TopK, TopP: job.Sampling.TopP,
-		MinP: job.Sampling.MinP, StopStrings: job.Sampling.Stop,
-		// The job's max_new_tokens is per turn, as in Hugging Face's
-		// generate(); max_tokens bounds the whole response, injections
-		// included, also while sampling.
-		MaxTurnTokens: job.Sampling.MaxNewTokens, MaxResponseTokens: job.Limits.MaxTokens,
-	}
-	if h := r.opts.Hooks.Sampling; h != nil {
-		h(&r.sampling)
-	}
+	// Normalize resolved the job's sampling (flag > job > the model folder's
+	// generation_config.json > default); max_tokens bounds the whole
+	// response, injections included, also while sampling.
+	r.sampling = job.Sampling
+	r.sampling.MaxResponseTokens = job.Limits.MaxTokens
+	r.summary.Sampling = job.SamplingReport()
 	if err := r.sampling.Validate(); err != nil {
 		return err
 	}

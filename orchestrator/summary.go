@@ -14,6 +14,9 @@ import (
 // Summary is what a finished (or interrupted) job reports.
 type Summary struct {
 	Job string
+	// Sampling is the job's sampling settings with their sources
+	// (Job.SamplingReport); empty when the run did not get that far.
+	Sampling string
 	// PromptsTotal counts the prompts read for this run: the prompts file's,
 	// or those a feed handed out (a distributed worker's claims).
 	PromptsTotal   int
@@ -186,6 +189,9 @@ func (s *Summary) Write(w io.Writer) {
 		fin = append(fin, fmt.Sprintf("%s %d", k, s.Finish[k]))
 	}
 	fmt.Fprintf(w, "  finish         %s\n", strings.Join(fin, ", "))
+	if s.Sampling != "" {
+		fmt.Fprintf(w, "  sampling       %s\n", s.Sampling)
+	}
 	mean := 0.0
 	if s.Trajectories > 0 {
 		mean = s.RewardSum / float64(s.Trajectories)

@@ -177,7 +177,9 @@ func (c *Config) normalize() error {
 	}
 	c.Rollout.Resume = nil
 	if c.Rollout.Sampling.Greedy || c.Rollout.Sampling.Temperature == 0 {
-		return fmt.Errorf("rollout.sampling: greedy samples cannot be trained with a ratio; set a temperature > 0")
+		// Normalize resolved the sampling, so a greedy model folder
+		// (generation_config.json do_sample: false) is caught here too.
+		return fmt.Errorf("rollout.sampling: greedy samples cannot be trained with a ratio (temperature from %s); set a temperature > 0", c.Rollout.SamplingSources["temperature"])
 	}
 	if c.Iterations < 1 {
 		return fmt.Errorf("iterations: %d, want ≥ 1", c.Iterations)

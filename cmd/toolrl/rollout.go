@@ -107,12 +107,17 @@ it is the rollout worker of a training run.`,
 				// positive one overrides a job file's greedy: true.
 				job.Sampling.Temperature = flags.Sampling.Temperature
 				job.Sampling.Greedy = flags.Sampling.Temperature == 0
+				job.MarkSampling("temperature", orchestrator.SourceFlag)
 			}
 			if set("greedy") {
 				job.Sampling.Greedy = greedy
+				if greedy {
+					job.MarkSampling("temperature", orchestrator.SourceFlag)
+				}
 			}
 			if set("max-new-tokens") {
 				job.Sampling.MaxNewTokens = flags.Sampling.MaxNewTokens
+				job.MarkSampling("max_new_tokens", orchestrator.SourceFlag)
 			}
 			if set("batch") {
 				job.Batch = flags.Batch
@@ -198,9 +203,9 @@ it is the rollout worker of a training run.`,
 	f.IntVar(&flags.GroupSize, "group-size", 8, "G, samples per prompt (≥ 1)")
 	f.IntVar(&flags.Limit, "limit", 0, "use at most N prompts (0 = all)")
 	f.Uint64Var(&flags.Seed, "seed", 0, "job seed")
-	f.Float64Var(&flags.Sampling.Temperature, "temperature", 1, "sampling temperature (0: greedy, as --greedy)")
+	f.Float64Var(&flags.Sampling.Temperature, "temperature", 0, "sampling temperature; 0: greedy, as --greedy (default: the job file's, else generation_config.json's, else 1)")
 	f.BoolVar(&greedy, "greedy", false, "greedy decoding (temperature 0)")
-	f.IntVar(&flags.Sampling.MaxNewTokens, "max-new-tokens", 256, "most tokens sampled per trajectory")
+	f.IntVar(&flags.Sampling.MaxNewTokens, "max-new-tokens", 0, "most tokens sampled per model turn (default: the job file's, else generation_config.json's, else 256)")
 	f.IntVar(&flags.Batch, "batch", 64, "most sequences decoded together")
 	f.IntVar(&flags.Threads, "threads", 0, "ONNX Runtime intra-op threads (0 = one per core)")
 	f.StringVar(&flags.Provider, "provider", "cpu", "execution provider: cpu or cuda")

@@ -4,6 +4,9 @@
 package tinymodel
 
 import (
+	"encoding/json"
+	"maps"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -31,4 +34,27 @@ func Write(t testing.TB, seed uint64, extra map[string][]byte) string {
 		t.Fatalf("write the tiny model: %v", err)
 	}
 	return dir
+}
+
+// SetGenerationConfig adds keys (do_sample, temperature, top_k, ...) to the
+// generation_config.json of the model folder dir, keeping the keys it has
+// (the EOS ids), so a test can give the folder sampling defaults.
+func SetGenerationConfig(t testing.TB, dir string, keys map[string]any) {
+	t.Helper()
+	path := filepath.Join(dir, "generation_config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	maps.Copy(cfg, keys)
+	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
