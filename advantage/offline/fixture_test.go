@@ -15,10 +15,5 @@ const testG = 4 // trajectories per test group
 // rewards, as the rollout writes them.
 func testGroup(i int) *traj.Group {
 	return trajtest.Random(rand.New(rand.NewPCG(uint64(i), 99)), trajtest.Options{Prompt: fmt.Sprintf("p%05d", i), Size: testG,
-		PolicyVersion: 5, Temperature: trajtest.Temperature(0.7), Sample: func(_ int, t *traj.Trajectory) {
-			t.Reward.Total = 0
-			for _, r := range t.StepRewards {
-				t.Reward.Total += r
-			}
-		}}, trajtest.Shape{})
+		PolicyVersion: 5, Temperature: trajtest.Temperature(0.7), Sample: trajtest.RolloutRewards}, trajtest.Shape{})
 }

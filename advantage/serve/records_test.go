@@ -20,7 +20,7 @@ func TestServiceRecordsMatchEncodingJSON(t *testing.T) {
 	modes := []advantage.Mode{advantage.ModeOutcome, advantage.ModeProcess, advantage.ModeHybrid}
 	kls := []advantage.KLEstimator{advantage.KLNone, advantage.KLK1, advantage.KLK2, advantage.KLK3}
 	for iter := 0; iter < 120; iter++ {
-		o := trajtest.Options{Size: 1 + rng.IntN(6), Iteration: iter % 3, Temperature: trajtest.Temperature(0.7), Sample: rolloutRewards}
+		o := trajtest.Options{Size: 1 + rng.IntN(6), Iteration: iter % 3, Temperature: trajtest.Temperature(0.7), Sample: trajtest.RolloutRewards}
 		g := trajtest.Random(rng, o, trajtest.Shape{Corners: true, Steps: [2]int{1, 4}})
 		for i := range g.Trajectories {
 			tr := &g.Trajectories[i]
@@ -30,7 +30,7 @@ func TestServiceRecordsMatchEncodingJSON(t *testing.T) {
 					tr.StepRewards[k] = rng.NormFloat64()
 				}
 			}
-			rolloutRewards(i, tr) // Corners draws parts that sum to its own total
+			trajtest.RolloutRewards(i, tr) // Corners draws parts that sum to its own total
 			tr.Reward.Parts = nil
 		}
 		if iter%5 == 4 && o.Iteration == 0 {

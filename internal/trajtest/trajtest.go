@@ -54,7 +54,8 @@ type Options struct {
 	// Steps is every sample's response; nil means DefaultSteps.
 	Steps []Step
 	// Rewards, when set, holds the reward total of each sample (one per
-	// sample); nil leaves totals 0.
+	// sample); nil makes each total the sum of its step rewards, as the
+	// rollout writes it.
 	Rewards []float64
 	// Sample, when set, edits sample i after it is built (per-sample tokens,
 	// logprobs, rewards, calls). What it leaves must still be valid.
@@ -125,9 +126,6 @@ func build(o Options, i int, steps []Step) traj.Trajectory {
 		temperature := *o.Temperature
 		t.Temperature = &temperature
 	}
-	if o.Rewards != nil {
-		t.Reward.Total = o.Rewards[i]
-	}
 	pos := 0
 	for k, s := range steps {
 		t.Segments = append(t.Segments, traj.Segment{Kind: traj.SegmentModel, Turn: k, Start: pos, End: pos + s.Model, Text: s.Text, Call: s.Call})
@@ -138,6 +136,7 @@ func build(o Options, i int, steps []Step) traj.Trajectory {
 		}
 		pos += s.Model
 		t.StepRewards = append(t.StepRewards, s.Reward)
+		t.Reward.Total += s.Reward
 		if s.Tool > 0 {
 			result := s.Result
 			if result == nil {
@@ -152,7 +151,20 @@ func build(o Options, i int, steps []Step) traj.Trajectory {
 			pos += s.Tool
 		}
 	}
+	if o.Rewards != nil {
+		t.Reward.Total = o.Rewards[i]
+	}
 	return t
+}
+
+// RolloutRewards makes t's reward total the sum of its step rewards, as the
+// rollout writes it (traj.Trajectory.ValidateRewardSums); a Sample hook for
+// Random, whose totals are drawn on their own.
+func RolloutRewards(_ int, t *traj.Trajectory) {
+	t.Reward.Total = 0
+	for _, r := range t.StepRewards {
+		t.Reward.Total += r
+	}
 }
 
 // group makes trajectories a group and panics unless it is valid.

@@ -27,6 +27,11 @@ func TestGroupLayout(t *testing.T) {
 		!reflect.DeepEqual(tr.StepRewards, []float64{0.5, 1}) || len(tr.Segments) != 3 || tr.Segments[1].Result == nil {
 		t.Fatalf("group %s: %+v", g.GroupID, tr)
 	}
+	// Without Rewards, the total is what the rollout writes: the steps' sum.
+	tr = trajtest.Trajectory(trajtest.Options{Steps: []trajtest.Step{{Model: 1, Tool: 1, Reward: 0.25}, {Model: 1, Reward: 0.5}}}, 0)
+	if tr.Reward.Total != 0.75 || tr.ValidateRewardSums() != nil {
+		t.Errorf("reward %+v, step rewards %v", tr.Reward, tr.StepRewards)
+	}
 }
 
 // TestRandomIsValidAndSeeded: Random gives valid groups, the same ones for
@@ -55,5 +60,22 @@ func TestRecordAndFiles(t *testing.T) {
 	got := trajtest.ReadAll(t, r, err)
 	if !reflect.DeepEqual(got, recs) || got[1].Advantages[2] != 0 || got[1].Advantages[0] != -1 {
 		t.Fatalf("read back %+v", got)
+	}
+}
+
+// TestSyntheticIsTheRolloutsShape: Synthetic's sizes, and rewards that pass
+// the reward-sum check the advantage stage applies.
+func TestSyntheticIsTheRolloutsShape(t *testing.T) {
+	g := trajtest.Synthetic("bench", 3, 8, 16)
+	for _, tr := range g.Trajectories {
+		if tr.PromptLen != 16 || tr.ResponseLen() != 3*16+2*8 || len(tr.RefLogprobs) != tr.ResponseLen() || tr.ModelSegments() != 3 {
+			t.Fatalf("%s: prompt %d response %d segments %d", tr.ID, tr.PromptLen, tr.ResponseLen(), len(tr.Segments))
+		}
+		if err := tr.ValidateRewardSums(); err != nil {
+			t.Error(err)
+		}
+	}
+	if !reflect.DeepEqual(g, trajtest.Synthetic("bench", 3, 8, 16)) {
+		t.Error("two groups for one seed")
 	}
 }
