@@ -413,6 +413,13 @@ func TestDocsWorkedExample(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.file, err)
 		}
+		// The example is data the service and offline accept: each total is
+		// the sum of its parts and of its step rewards, as the rollout writes.
+		for i := range g.Trajectories {
+			if err := g.Trajectories[i].ValidateRewardSums(); err != nil {
+				t.Errorf("%s: %v", c.file, err)
+			}
+		}
 		arrays, raws, err := wire.DecodeGroupArrays(data)
 		if err != nil || !reflect.DeepEqual(*arrays, g) {
 			t.Fatalf("%s: the service's decoder: %v", c.file, err)
