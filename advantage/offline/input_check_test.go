@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -30,15 +31,7 @@ func writeTrajectories(t *testing.T, ts []traj.Trajectory) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "in.jsonl")
 	w, err := export.CreateTrajectories(path, export.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(ts...); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	trajtest.WriteAll(t, w, err, ts...)
 	return path
 }
 
