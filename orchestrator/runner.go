@@ -628,7 +628,11 @@ func (r *runner) startGroup(ctx context.Context, p Prompt) error {
 // feed (PromptRefuser), which drops it: RedisFeed dead-letters it with reason.
 func (r *runner) refuse(ctx context.Context, p Prompt, reason string) error {
 	r.summary.PromptsRefused++
-	r.log.Warn("refused prompt", "prompt", p.Key(), "line", p.Line, "reason", reason)
+	attrs := []any{"prompt", p.Key(), "reason", reason}
+	if p.Line > 0 {
+		attrs = append(attrs, "line", p.Line) // a prompts file's; a fed prompt has none
+	}
+	r.log.Warn("refused prompt", attrs...)
 	if rf, ok := r.feed.(PromptRefuser); ok {
 		if err := rf.Refuse(ctx, p, reason); err != nil {
 			return fmt.Errorf("refuse prompt %s: %w", p.Key(), err)
