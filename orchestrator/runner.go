@@ -330,16 +330,7 @@ func (r *runner) openSink(ctx context.Context) (Sink, error) {
 // openTools loads the registry: the job's tools file, else the model
 // folder's tools.yaml, else none (every call is then an unknown tool).
 func (r *runner) openTools(ctx context.Context) error {
-	path := r.job.Tools
-	if path == "" {
-		for _, name := range []string{"tools.yaml", "tools.yml", "tools.json"} {
-			candidate := filepath.Join(r.job.Model, name)
-			if _, err := os.Stat(candidate); err == nil {
-				path = candidate
-				break
-			}
-		}
-	}
+	path := toolsFile(r.job)
 	switch {
 	case r.opts.Hooks.Tools != nil:
 		r.registry = r.opts.Hooks.Tools
