@@ -122,15 +122,7 @@ func TestLearnRaisesLogprobsUnderActor(t *testing.T) {
 	}
 	posPath := filepath.Join(dir, "positive.jsonl")
 	w, err := export.CreateAdvantages(posPath, export.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(pos...); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	trajtest.WriteAll(t, w, err, pos...)
 	storeDir := filepath.Join(dir, "store")
 	if _, stderr, err := runToolrl(t, "learn", "--model", filepath.Join(root, "models", "calc"), "--in", posPath, "--store", storeDir); err != nil {
 		t.Fatalf("learn: %v\n%s", err, stderr)
