@@ -216,7 +216,11 @@ func (f *RedisFeed) Stats() FeedStats {
 	return s
 }
 
-// retry runs one Redis operation under opts.Retry.
+// retry runs one Redis operation under opts.Retry. Every operation of the
+// feed may run again after a failure whose effect is unknown: an ack is
+// idempotent; a read whose reply was lost leaves its entries pending here,
+// and they are claimed back after ClaimIdle like a dead worker's; a dead
+// letter whose reply was lost may be written twice (the prompt is acked once).
 func (f *RedisFeed) retry(ctx context.Context, op func(context.Context) error) error {
 	return f.opts.Retry.Do(ctx, func() error { return op(ctx) })
 }
