@@ -30,6 +30,7 @@ type Step struct {
 
 // DefaultSteps is the response Options without Steps gives every sample: a
 // model turn of two tokens, a tool result of two, and a final one-token turn.
+// Tests read it; none may modify it.
 var DefaultSteps = []Step{{Model: 2, Tool: 2}, {Model: 1}}
 
 // Options describes a group and its samples. The zero value gives a group of
@@ -51,7 +52,8 @@ type Options struct {
 	Model string
 	// PromptTokens is the prompt every sample shares; default {1, 2}.
 	PromptTokens []int32
-	// Steps is every sample's response; nil means DefaultSteps.
+	// Steps is every sample's response; nil means DefaultSteps, an empty
+	// non-nil slice an empty response.
 	Steps []Step
 	// Rewards, when set, holds the reward total of each sample (one per
 	// sample); nil makes each total the sum of its step rewards, as the
