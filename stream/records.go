@@ -15,8 +15,20 @@ import (
 // advantages stream (each trainer has a group of its own).
 const LearnerGroup = "learner"
 
+// FieldFormat names an advantages-stream entry's record format; an entry
+// without it is JSON (the record field holds the whole record).
+const FieldFormat = "format"
+
+// RecordFormatBinary is the binary record format (wire.AppendRecordHeader):
+// the record field holds the record's JSON without its per-token arrays, and
+// each array is a field of its own named as in the JSON
+// (wire.RecordArrayFields), little-endian (int32 input_ids, uint8 loss_mask,
+// float32 old_logprobs, ref_logprobs, advantages and kl; ref_logprobs and kl
+// empty when the record has none).
+const RecordFormatBinary = "binary-le/v1"
+
 // RecordFields are the fields of an advantages-stream entry for record r with
-// JSON data.
+// JSON data (wire.AppendRecord): the JSON format.
 func RecordFields(r *traj.AdvantageRecord, data []byte) []Field {
 	return []Field{
 		{Name: FieldTrajectoryID, Value: []byte(r.TrajectoryID)},
@@ -27,15 +39,50 @@ func RecordFields(r *traj.AdvantageRecord, data []byte) []Field {
 	}
 }
 
+// BinaryRecordFields are the fields of an advantages-stream entry for record
+// r in RecordFormatBinary.
+func BinaryRecordFields(r *traj.AdvantageRecord) ([]Field, error) {
+	header, err := wire.AppendRecordHeader(nil, r)
+	if err != nil {
+		return nil, err
+	}
+	arrays, err := wire.BinaryArraysOf(r)
+	if err != nil {
+		return nil, err
+	}
+	fields := append(RecordFields(r, header), Field{Name: FieldFormat, Value: []byte(RecordFormatBinary)})
+	for i, b := range arrays.Fields() {
+		fields = append(fields, Field{Name: wire.RecordArrayFields[i], Value: b})
+	}
+	return fields, nil
+}
+
 // DecodeRecordEntry decodes and validates the advantage record of an
-// advantages-stream entry and checks it against the entry's trajectory_id
-// field.
+// advantages-stream entry, in either format, and checks it against the
+// entry's trajectory_id field.
 func DecodeRecordEntry(m Message) (*traj.AdvantageRecord, error) {
 	payload, ok := m.Values[FieldRecord].(string)
 	if !ok {
 		return nil, fmt.Errorf("entry %s: no %q field", m.ID, FieldRecord)
 	}
-	r, err := wire.DecodeRecord([]byte(payload))
+	var r traj.AdvantageRecord
+	var err error
+	switch format, _ := m.Values[FieldFormat].(string); format {
+	case "":
+		r, err = wire.DecodeRecord([]byte(payload))
+	case RecordFormatBinary:
+		var arrays wire.BinaryArrays
+		for i, b := range []*[]byte{&arrays.InputIDs, &arrays.LossMask, &arrays.OldLogprobs, &arrays.RefLogprobs, &arrays.Advantages, &arrays.KL} {
+			v, ok := m.Values[wire.RecordArrayFields[i]].(string)
+			if !ok {
+				return nil, fmt.Errorf("entry %s: no %q field (record format %s)", m.ID, wire.RecordArrayFields[i], format)
+			}
+			*b = []byte(v)
+		}
+		r, err = wire.DecodeRecordBinary([]byte(payload), arrays)
+	default:
+		return nil, fmt.Errorf("entry %s: field %s is %q, want none (JSON) or %q", m.ID, FieldFormat, format, RecordFormatBinary)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("entry %s: %w", m.ID, err)
 	}

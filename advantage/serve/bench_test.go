@@ -49,7 +49,16 @@ func benchGroups(n, g, stepLen int) ([]*traj.Group, [][]byte) {
 // raw XADD + XREADGROUP + XACK of the same payloads, and of the service's
 // floor (its Redis operations with precomputed records), and reports the
 // service's ratio to raw ("ratio") and to its floor ("service/floor").
+//
+// It runs once per record format (sub-benchmarks json and binary): the
+// floor commits the records the service writes in that format.
 func BenchmarkServiceVsRaw(b *testing.B) {
+	for _, format := range []string{RecordFormatJSON, RecordFormatBinary} {
+		b.Run(format, func(b *testing.B) { benchServiceVsRaw(b, format) })
+	}
+}
+
+func benchServiceVsRaw(b *testing.B, format string) {
 	const n, g, stepLen, batch = 2000, 8, 64, 32
 	client := benchRedis(b)
 	ctx := context.Background()
@@ -60,7 +69,7 @@ func BenchmarkServiceVsRaw(b *testing.B) {
 			tokens += int64(t.ResponseLen())
 		}
 	}
-	outputs := precomputedOutputs(b, groups, payloads)
+	outputs := precomputedOutputs(b, groups, payloads, format)
 	b.ResetTimer()
 	var raw, svc, floor time.Duration
 	var rawCPU, svcCPU cpuUse
@@ -71,7 +80,7 @@ func BenchmarkServiceVsRaw(b *testing.B) {
 		before := measureCPU(b, client)
 		raw += rawStreamRun(b, client, payloads, batch)
 		mid := measureCPU(b, client)
-		svc += serviceRun(b, client, groups, payloads, batch)
+		svc += serviceRun(b, client, groups, payloads, batch, format)
 		after := measureCPU(b, client)
 		rawCPU = rawCPU.add(mid.sub(before))
 		svcCPU = svcCPU.add(after.sub(mid))
@@ -174,12 +183,12 @@ func rawStreamRun(b testing.TB, client goredis.UniversalClient, payloads [][]byt
 
 // serviceRun adds the same payloads with Producer.AddGroupPayloads (the
 // idempotent script) and runs the service until every group is done.
-func serviceRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte, batch int) time.Duration {
+func serviceRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Group, payloads [][]byte, batch int, format string) time.Duration {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := advantage.DefaultConfig()
 	cfg.Mode, cfg.KL = advantage.ModeHybrid, advantage.KLK3
-	svc, err := New(client, Options{Job: "bench", Config: cfg, Workers: 2, Batch: int64(batch), Block: 10 * time.Millisecond})
+	svc, err := New(client, Options{Job: "bench", Config: cfg, Workers: 2, Batch: int64(batch), Block: 10 * time.Millisecond, RecordFormat: format})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,11 +211,11 @@ func serviceRun(b testing.TB, client goredis.UniversalClient, groups []*traj.Gro
 
 // precomputedOutputs is, per group, the output the service commits for it:
 // the floor run writes these without computing anything.
-func precomputedOutputs(b testing.TB, groups []*traj.Group, payloads [][]byte) map[string]stream.Output {
+func precomputedOutputs(b testing.TB, groups []*traj.Group, payloads [][]byte, format string) map[string]stream.Output {
 	cfg := advantage.DefaultConfig()
 	cfg.Mode, cfg.KL = advantage.ModeHybrid, advantage.KLK3
 	cfg.MaxStaleness = -1
-	svc, err := New(nil, Options{Job: "bench", Config: cfg})
+	svc, err := New(nil, Options{Job: "bench", Config: cfg, RecordFormat: format})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -297,7 +306,7 @@ func BenchmarkServiceFloorVariants(b *testing.B) {
 	client := benchRedis(b)
 	ctx := context.Background()
 	groups, payloads := benchGroups(n, g, stepLen)
-	perTraj := precomputedOutputs(b, groups, payloads)
+	perTraj := precomputedOutputs(b, groups, payloads, RecordFormatJSON)
 	perGroup := func(frac float64) map[string]stream.Output {
 		m := make(map[string]stream.Output, len(perTraj))
 		for id, o := range perTraj {

@@ -3,6 +3,8 @@ package serve
 import (
 	encjson "encoding/json"
 	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/toolrl/toolrl/advantage"
@@ -61,5 +63,58 @@ func TestServiceRecordsMatchEncodingJSON(t *testing.T) {
 				t.Fatalf("iter %d record %d:\n got %s\nwant %s", iter, i, got, want)
 			}
 		}
+	}
+}
+
+// With RecordFormat binary the service writes the same records:
+// stream.DecodeRecordEntry reads each entry back to what the JSON format's
+// entry decodes to.
+func TestServiceBinaryRecordsMatchJSON(t *testing.T) {
+	cfg := advantage.DefaultConfig()
+	cfg.Mode, cfg.KL = advantage.ModeHybrid, advantage.KLK3
+	entryOf := func(fields []stream.Field) stream.Message {
+		m := stream.Message{ID: "2-0", Values: map[string]any{}}
+		for _, f := range fields {
+			m.Values[f.Name] = string(f.Value)
+		}
+		return m
+	}
+	for i := 0; i < 8; i++ {
+		g := streamGroup("job", i)
+		payload, err := encjson.Marshal(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}}
+		var outs [2]stream.Output
+		for k, format := range []string{RecordFormatJSON, RecordFormatBinary} {
+			svc, err := New(nil, Options{Job: "job", Config: cfg, RecordFormat: format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if outs[k], _, err = svc.compute(m, cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for j := range outs[0].Entries {
+			want, err := stream.DecodeRecordEntry(entryOf(outs[0].Entries[j]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bin := entryOf(outs[1].Entries[j])
+			if bin.Values[stream.FieldFormat] != stream.RecordFormatBinary {
+				t.Fatalf("group %d record %d: format %v", i, j, bin.Values[stream.FieldFormat])
+			}
+			got, err := stream.DecodeRecordEntry(bin)
+			if err != nil {
+				t.Fatalf("group %d record %d: %v", i, j, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("group %d record %d: binary entry decodes to\n%+v\nJSON entry to\n%+v", i, j, got, want)
+			}
+		}
+	}
+	if _, err := New(nil, Options{Job: "job", Config: cfg, RecordFormat: "msgpack"}); err == nil || !strings.Contains(err.Error(), "msgpack") {
+		t.Errorf("unknown record format accepted: %v", err)
 	}
 }

@@ -80,6 +80,12 @@ type Options struct {
 	// destroyed (XGROUP DESTROY). 0 means 80000 (the producer's 10000
 	// groups, of 8); negative disables the wait.
 	MaxOutputBacklog int64
+	// RecordFormat is how records are written to the advantages stream: ""
+	// or "json" (the record field holds the record's JSON) or
+	// stream.RecordFormatBinary's "binary" (the JSON without the per-token
+	// arrays, which are fields of their own, little-endian; see
+	// docs/redis.md). stream.DecodeRecordEntry reads both.
+	RecordFormat string
 	// TrimConsumed makes the service delete, every metrics interval, the
 	// entries of the groups and advantages streams that every consumer group
 	// has acknowledged (stream.TrimConsumed), so that a long job's Redis
@@ -87,6 +93,12 @@ type Options struct {
 	// (XRANGE, toolrl export) no longer see trimmed entries.
 	TrimConsumed bool
 }
+
+// The values of Options.RecordFormat.
+const (
+	RecordFormatJSON   = "json"
+	RecordFormatBinary = "binary" // stream.RecordFormatBinary
+)
 
 // Service is the advantage service: it consumes a job's groups stream with
 // consumer group "advantage" and, for each group, writes its advantage records
@@ -139,6 +151,13 @@ func New(client goredis.UniversalClient, opts Options) (*Service, error) {
 	}
 	if opts.MaxOutputBacklog == 0 {
 		opts.MaxOutputBacklog = 80000
+	}
+	switch opts.RecordFormat {
+	case "", RecordFormatJSON:
+		opts.RecordFormat = RecordFormatJSON
+	case RecordFormatBinary:
+	default:
+		return nil, fmt.Errorf("advantage service: record format %q, want %q or %q", opts.RecordFormat, RecordFormatJSON, RecordFormatBinary)
 	}
 	s := &Service{client: client, opts: opts, keys: stream.JobKeys(opts.Job), log: opts.Logger}
 	reg := opts.Registerer
@@ -612,6 +631,14 @@ func (s *Service) computeGroup(wg *wireGroup, cfg advantage.Config) (stream.Outp
 		return stream.Output{}, advantage.Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 	}
 	out := stream.Output{ID: m.ID, Done: g.GroupID, Entries: make([][]stream.Field, len(recs))}
+	if s.opts.RecordFormat == RecordFormatBinary {
+		for i := range recs {
+			if out.Entries[i], err = stream.BinaryRecordFields(&recs[i]); err != nil {
+				return stream.Output{}, advantage.Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
+			}
+		}
+		return out, st, nil
+	}
 	for i := range recs {
 		data, err := wire.AppendRecord(make([]byte, 0, wg.payload/len(recs)*2), &recs[i], &raws[i])
 		if err != nil {

@@ -304,6 +304,8 @@ stops reading, commits the batches in flight and exits with status 130.`,
 	fs.Float64Var(&refTemperature, "ref-temperature", 1, refTemperatureUsage)
 	fs.Int64Var(&opts.MaxOutputBacklog, "max-output-backlog", 80000,
 		"stop reading groups while the slowest trainer consumer group has this many unconsumed records in the advantages stream (0: 80000; negative: never)")
+	fs.StringVar(&opts.RecordFormat, "record-format", serve.RecordFormatJSON,
+		"how records are written to the advantages stream: json, or binary (the per-token arrays as little-endian fields of their own, docs/redis.md)")
 	fs.BoolVar(&opts.TrimConsumed, "trim-consumed", false,
 		"delete entries of the groups and advantages streams once every consumer group has acknowledged them (bounded Redis memory; XRANGE readers such as toolrl export no longer see them)")
 	mathFlags.register(fs, false)

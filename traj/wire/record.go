@@ -28,13 +28,22 @@ func AppendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays) ([]byte, error
 	if raw == nil {
 		raw = &Arrays{}
 	}
+	return appendRecord(b, r, raw, true)
+}
+
+// appendRecord writes r's JSON; without arrays it leaves out the per-token
+// arrays (RecordArrayFields), which the binary format carries outside.
+func appendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays, arrays bool) ([]byte, error) {
+	if !arrays {
+		raw = &Arrays{Tokens: []byte{}, LossMask: []byte{}, Logprobs: []byte{}, RefLogprobs: []byte{}}
+	}
 	for _, a := range []struct {
 		name   string
 		values []float32
 		raw    []byte
 	}{{"old_logprobs", r.OldLogprobs, raw.Logprobs}, {"ref_logprobs", r.RefLogprobs, raw.RefLogprobs},
 		{"advantages", r.Advantages, nil}, {"kl", r.KL, nil}} {
-		if a.raw != nil {
+		if a.raw != nil || !arrays {
 			continue
 		}
 		for i, v := range a.values {
@@ -64,11 +73,12 @@ func AppendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays) ([]byte, error
 			return nil, fmt.Errorf("encode advantage record %s temperature: %w", r.TrajectoryID, err)
 		}
 	}
-	b = append(b, `,"input_ids":`...)
-	b = appendRaw(b, raw.Tokens, r.InputIDs, appendInt32s)
+	if arrays {
+		b = append(b, `,"input_ids":`...)
+		b = appendRaw(b, raw.Tokens, r.InputIDs, appendInt32s)
+	}
 	b = append(b, `,"prompt_len":`...)
 	b = strconv.AppendInt(b, int64(r.PromptLen), 10)
-	b = append(b, `,"loss_mask":`...)
 	if raw.LossMask == nil {
 		for _, v := range r.LossMask {
 			if v > 9 {
@@ -76,18 +86,21 @@ func AppendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays) ([]byte, error
 			}
 		}
 	}
-	b = appendRaw(b, raw.LossMask, r.LossMask, appendMask)
-	b = append(b, `,"old_logprobs":`...)
-	b = appendRaw(b, raw.Logprobs, r.OldLogprobs, appendFloat32s)
-	if len(r.RefLogprobs) > 0 {
-		b = append(b, `,"ref_logprobs":`...)
-		b = appendRaw(b, raw.RefLogprobs, r.RefLogprobs, appendFloat32s)
-	}
-	b = append(b, `,"advantages":`...)
-	b = appendFloat32s(b, r.Advantages)
-	if len(r.KL) > 0 {
-		b = append(b, `,"kl":`...)
-		b = appendFloat32s(b, r.KL)
+	if arrays {
+		b = append(b, `,"loss_mask":`...)
+		b = appendRaw(b, raw.LossMask, r.LossMask, appendMask)
+		b = append(b, `,"old_logprobs":`...)
+		b = appendRaw(b, raw.Logprobs, r.OldLogprobs, appendFloat32s)
+		if len(r.RefLogprobs) > 0 {
+			b = append(b, `,"ref_logprobs":`...)
+			b = appendRaw(b, raw.RefLogprobs, r.RefLogprobs, appendFloat32s)
+		}
+		b = append(b, `,"advantages":`...)
+		b = appendFloat32s(b, r.Advantages)
+		if len(r.KL) > 0 {
+			b = append(b, `,"kl":`...)
+			b = appendFloat32s(b, r.KL)
+		}
 	}
 	if r.KLEstimator != "" {
 		b = append(b, `,"kl_estimator":`...)

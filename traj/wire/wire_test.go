@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	encjson "encoding/json"
 	"errors"
 	"math"
@@ -283,6 +284,23 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 			if want, err := decodeStd[traj.AdvantageRecord](std); err != nil || !reflect.DeepEqual(back, want) {
 				t.Fatalf("iter %d record %d: decoded record differs from encoding/json's (%v)", iter, i, err)
 			}
+			// The binary format carries the same record.
+			header, err := AppendRecordHeader(nil, &r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			arrays, err := BinaryArraysOf(&r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range RecordArrayFields {
+				if bytes.Contains(header, []byte(`"`+name+`"`)) {
+					t.Fatalf("iter %d record %d: header carries %s: %s", iter, i, name, header)
+				}
+			}
+			if bin, err := DecodeRecordBinary(header, arrays); err != nil || !reflect.DeepEqual(bin, back) {
+				t.Fatalf("iter %d record %d: binary round trip differs (%v)", iter, i, err)
+			}
 		}
 	}
 }
@@ -345,5 +363,41 @@ func TestDecodeErrorsNameFieldAndID(t *testing.T) {
 	rec.Advantages[0] = float32(math.NaN())
 	if _, err := EncodeRecord(&rec); err == nil || !strings.Contains(err.Error(), "job/p/1 advantages[0]") {
 		t.Errorf("NaN advantage: %v", err)
+	}
+}
+
+// The binary format refuses what it cannot carry or does not expect, naming
+// the record and the array.
+func TestDecodeRecordBinaryRejects(t *testing.T) {
+	g := trajtest.Group(trajtest.Options{Size: 2, Temperature: trajtest.Temperature(0.7), Rewards: []float64{1, 0}})
+	rec := trajtest.Record(g.Trajectories[1], 0.5)
+	header, _ := AppendRecordHeader(nil, &rec)
+	good, _ := BinaryArraysOf(&rec)
+	full, _ := EncodeRecord(&rec)
+	for _, c := range []struct {
+		name   string
+		header []byte
+		edit   func(a *BinaryArrays)
+		want   string
+	}{
+		{"array in the JSON", full, func(*BinaryArrays) {}, "per-token array in the JSON"},
+		{"ragged floats", header, func(a *BinaryArrays) { a.Advantages = a.Advantages[:len(a.Advantages)-1] }, "advantages: "},
+		{"NaN", header, func(a *BinaryArrays) {
+			a.KL = binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(math.NaN())))
+		}, "kl[0]"},
+		{"short mask", header, func(a *BinaryArrays) { a.LossMask = a.LossMask[1:] }, "loss_mask"},
+		{"unknown field", []byte(strings.Replace(string(header), `"mode"`, `"surprise":1,"mode"`, 1)), func(*BinaryArrays) {}, "surprise"},
+	} {
+		a := good
+		a.Advantages = bytes.Clone(good.Advantages)
+		c.edit(&a)
+		_, err := DecodeRecordBinary(c.header, a)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), rec.TrajectoryID) {
+			t.Errorf("%s: %v, want an error naming %s and %q", c.name, err, rec.TrajectoryID, c.want)
+		}
+	}
+	rec.KL = []float32{float32(math.Inf(1))}
+	if _, err := BinaryArraysOf(&rec); err == nil || !strings.Contains(err.Error(), "job/p/1 kl[0]") {
+		t.Errorf("+Inf kl encoded: %v", err)
 	}
 }
