@@ -258,6 +258,9 @@ func (r *runner) open(ctx context.Context) error {
 	r.sampling = job.Sampling
 	r.sampling.MaxResponseTokens = job.Limits.MaxTokens
 	r.summary.Sampling = job.SamplingReport()
+	if h := r.opts.Hooks.Sampling; h != nil {
+		h(&r.sampling)
+	}
 	if err := r.sampling.Validate(); err != nil {
 		return err
 	}

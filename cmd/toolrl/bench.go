@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/internal/ort"
+	"github.com/toolrl/toolrl/traj"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -73,8 +74,18 @@ row's whole history, left-padded (full re-prefill), until each row has
 sampled --new-tokens tokens. Both sides count only sampled tokens; the run
 fails if their counts of sampled tokens or pauses differ.
 
---rss N runs N short trajectories (with tool-call pauses and injections) and
-reports the process's resident memory before and after.`,
+--rss N runs N short trajectories (groups of 8, with tool-call pauses and
+injections) and reports the process's resident memory before and after.
+
+The plain rows measure the actor's engine directly (raw decoding throughput:
+no call is made, so no rollout loop is involved). The tool-call rows and the
+RSS run go through the orchestrator's runner, the loop of toolrl rollout and
+toolrl train: its call detector pauses on the schedule above, its executor
+runs a tool that returns the injected tokens, and it builds and scores the
+trajectories; each such run loads the model folder as a rollout does
+(--spin applies to the plain rows only) and samples one warm-up group first.
+--threads 0 leaves ONNX Runtime's default; --tools-every 0 and --rss 0 turn
+those runs off.`,
 		Example: `  toolrl bench actor --model out/models/smollm2-135m-random --peer
   toolrl bench actor --model /tmp/tiny --concurrency 1,4 --new-tokens 16 --rss 10000`,
 		Args: cobra.NoArgs,
@@ -85,19 +96,61 @@ reports the process's resident memory before and after.`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.models, "model", nil, "model folder (repeatable)")
 	fl.StringVar(&f.concurrency, "concurrency", "1,4,16,64", "comma-separated concurrencies")
-	fl.IntVar(&f.promptLen, "prompt-len", 32, "prompt tokens")
-	fl.IntVar(&f.newTokens, "new-tokens", 64, "tokens generated per sequence")
+	fl.IntVar(&f.promptLen, "prompt-len", 32, "prompt tokens (≥ 1)")
+	fl.IntVar(&f.newTokens, "new-tokens", 64, "tokens generated per sequence (≥ 1)")
 	fl.IntVar(&f.threads, "threads", 0, "ONNX Runtime intra-op threads for toolrl and the peer (0: ORT default)")
 	fl.BoolVar(&f.peer, "peer", false, "also run the transformers.js peer at G=--peer-g")
 	fl.BoolVar(&f.spin, "spin", false, "let ONNX Runtime's threads spin (ORT's default; toolrl turns spinning off)")
 	fl.StringVar(&f.peerScript, "peer-script", "scripts/actor/peer.mjs", "the peer benchmark script")
 	fl.StringVar(&f.toolsScript, "peer-tools-script", "scripts/actor/peer_tools.mjs", "the peer's tool-use benchmark script (with --tools-every)")
-	fl.IntVar(&f.peerG, "peer-g", 8, "group size of the peer comparison")
-	fl.IntVar(&f.peerRepeats, "peer-repeats", 3, "interleaved runs of each side in the peer comparison (best of)")
-	fl.IntVar(&f.toolsEvery, "tools-every", 0, "also measure the highest concurrency (and, with --peer, the peer at G) with a simulated tool call every N..N+3 tokens (6 injected tokens each)")
-	fl.IntVar(&f.rss, "rss", 0, "run this many short trajectories on the first model and report RSS")
+	fl.IntVar(&f.peerG, "peer-g", 8, "group size of the peer comparison (≥ 1)")
+	fl.IntVar(&f.peerRepeats, "peer-repeats", 3, "interleaved runs of each side in the peer comparison (best of; ≥ 1)")
+	fl.IntVar(&f.toolsEvery, "tools-every", 0, "also measure the highest concurrency (and, with --peer, the peer at G) with a simulated tool call every N..N+3 tokens (6 injected tokens each), through the rollout runner (0: off)")
+	fl.IntVar(&f.rss, "rss", 0, "run this many short trajectories (a multiple of 8) through the rollout runner on the first model and report RSS (0: off)")
 	fl.StringVar(&f.jsonOut, "json", "", "also write the results as JSON to this file")
 	return cmd
+}
+
+// check refuses the flags that cannot describe a measurement, naming the
+// flag: negatives everywhere, and 0 where it means nothing (--threads 0 is
+// ONNX Runtime's default, --tools-every 0 and --rss 0 turn those runs off).
+func (f benchActorFlags) check() error {
+	for _, c := range []struct {
+		name     string
+		value    int
+		zeroOK   bool
+		zeroMean string
+	}{
+		{"--prompt-len", f.promptLen, false, ""},
+		{"--new-tokens", f.newTokens, false, ""},
+		{"--peer-g", f.peerG, false, ""},
+		{"--peer-repeats", f.peerRepeats, false, ""},
+		{"--threads", f.threads, true, "ONNX Runtime's default"},
+		{"--tools-every", f.toolsEvery, true, "no tool-use rows"},
+		{"--rss", f.rss, true, "no RSS run"},
+	} {
+		switch {
+		case c.zeroOK && c.value < 0:
+			return usageErrorf("bench actor: %s %d: want ≥ 0 (0: %s)", c.name, c.value, c.zeroMean)
+		case !c.zeroOK && c.value < 1:
+			return usageErrorf("bench actor: %s %d: want ≥ 1", c.name, c.value)
+		}
+	}
+	if f.rss%rssGroup != 0 {
+		return usageErrorf("bench actor: --rss %d: want a multiple of %d (the run samples groups of %d)", f.rss, rssGroup, rssGroup)
+	}
+	return nil
+}
+
+// toolGroupSize is the group size of the tool-use row at concurrency c:
+// groups of up to 8 samples that fill c exactly (the runner samples whole
+// groups).
+func toolGroupSize(c int) int {
+	g := min(8, c)
+	for c%g != 0 {
+		g--
+	}
+	return g
 }
 
 type benchRow struct {
@@ -155,6 +208,9 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 	if len(f.models) == 0 {
 		return usageErrorf("bench actor: --model is required")
 	}
+	if err := f.check(); err != nil {
+		return err
+	}
 	var concs []int
 	for _, s := range strings.Split(f.concurrency, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(s))
@@ -173,44 +229,45 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 		}
 		name := filepath.Base(filepath.Clean(dir))
 		// Warm up: first-run allocations inside ORT.
-		if _, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: 2, PromptLen: f.promptLen, NewTokens: 2}); err != nil {
+		if _, err := measureDecoding(ctx, pol, throughputOptions{concurrency: 2, promptLen: f.promptLen, newTokens: 2}); err != nil {
 			pol.Close()
 			return err
 		}
 		for _, c := range concs {
-			res, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: c, PromptLen: f.promptLen, NewTokens: f.newTokens})
+			res, err := measureDecoding(ctx, pol, throughputOptions{concurrency: c, promptLen: f.promptLen, newTokens: f.newTokens})
 			if err != nil {
 				pol.Close()
 				return err
 			}
-			rows = append(rows, benchRow{Model: name, Concurrency: c, Generated: res.Generated, Seconds: res.Wall.Seconds(), TokensPerSec: res.TokensPerSecond(), Overhead: res.Overhead()})
-			fmt.Fprintf(os.Stderr, "bench actor: %s concurrency %d: %.1f tokens/s, overhead %.1f%%\n", name, c, res.TokensPerSecond(), 100*res.Overhead())
+			rows = append(rows, benchRow{Model: name, Concurrency: c, Generated: res.generated, Seconds: res.wall.Seconds(), TokensPerSec: res.tokensPerSecond(), Overhead: res.overhead()})
+			fmt.Fprintf(os.Stderr, "bench actor: %s concurrency %d: %.1f tokens/s, overhead %.1f%%\n", name, c, res.tokensPerSecond(), 100*res.overhead())
 		}
 		if f.toolsEvery > 0 {
 			c := concs[len(concs)-1]
-			res, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: c, PromptLen: f.promptLen, NewTokens: f.newTokens,
-				PauseEvery: f.toolsEvery, InjectTokens: benchInjectTokens})
+			res, err := measureRunner(ctx, runnerWorkload{model: dir, threads: f.threads, throughputOptions: throughputOptions{
+				concurrency: c, groupSize: toolGroupSize(c), promptLen: f.promptLen, newTokens: f.newTokens,
+				pauseEvery: f.toolsEvery, injectTokens: benchInjectTokens}})
 			if err != nil {
 				pol.Close()
 				return err
 			}
-			rows = append(rows, benchRow{Model: name, Concurrency: c, Generated: res.Generated, Seconds: res.Wall.Seconds(), TokensPerSec: res.TokensPerSecond(),
-				Overhead: res.Overhead(), ToolCalls: true, PrefillsPerStep: float64(res.Stats.PrefillRuns) / float64(res.Stats.DecodeRuns)})
-			fmt.Fprintf(os.Stderr, "bench actor: %s concurrency %d with tool calls: %.1f tokens/s, overhead %.1f%%\n", name, c, res.TokensPerSecond(), 100*res.Overhead())
+			rows = append(rows, benchRow{Model: name, Concurrency: c, Generated: res.generated, Seconds: res.wall.Seconds(), TokensPerSec: res.tokensPerSecond(),
+				Overhead: res.overhead(), ToolCalls: true, PrefillsPerStep: float64(res.stats.PrefillRuns) / float64(res.stats.DecodeRuns)})
+			fmt.Fprintf(os.Stderr, "bench actor: %s concurrency %d with tool calls: %.1f tokens/s, overhead %.1f%%\n", name, c, res.tokensPerSecond(), 100*res.overhead())
 		}
 		if f.peer {
 			// Interleaved, best of --peer-repeats for each side: on a shared
 			// machine the load drifts, and the fastest run is the least
 			// disturbed one.
-			var best actor.ThroughputResult
+			var best throughputResult
 			var bestPeer peerResult
 			for rep := 0; rep < f.peerRepeats; rep++ {
-				res, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: f.peerG, GroupSize: f.peerG, PromptLen: f.promptLen, NewTokens: f.newTokens, JobSeed: uint64(rep)})
+				res, err := measureDecoding(ctx, pol, throughputOptions{concurrency: f.peerG, groupSize: f.peerG, promptLen: f.promptLen, newTokens: f.newTokens, jobSeed: uint64(rep)})
 				if err != nil {
 					pol.Close()
 					return err
 				}
-				if rep == 0 || res.TokensPerSecond() > best.TokensPerSecond() {
+				if rep == 0 || res.tokensPerSecond() > best.tokensPerSecond() {
 					best = res
 				}
 				pr, err := runPeer(ctx, f, f.peerScript, dir)
@@ -221,13 +278,13 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 				if pr.TokensPerS > bestPeer.TokensPerS {
 					bestPeer = pr
 				}
-				fmt.Fprintf(os.Stderr, "bench actor: %s G=%d run %d: toolrl %.1f tokens/s, transformers.js %.1f tokens/s\n", name, f.peerG, rep+1, res.TokensPerSecond(), pr.TokensPerS)
+				fmt.Fprintf(os.Stderr, "bench actor: %s G=%d run %d: toolrl %.1f tokens/s, transformers.js %.1f tokens/s\n", name, f.peerG, rep+1, res.tokensPerSecond(), pr.TokensPerS)
 			}
-			peers = append(peers, peerRow{Model: name, G: f.peerG, ToolrlTPS: best.TokensPerSecond(), PeerTPS: bestPeer.TokensPerS,
-				Ratio: best.TokensPerSecond() / bestPeer.TokensPerS, PeerORT: bestPeer.ORTVersion, ToolrlORT: ort.Version(),
-				PeerSecs: bestPeer.Seconds, ToolrlSecs: best.Wall.Seconds()})
+			peers = append(peers, peerRow{Model: name, G: f.peerG, ToolrlTPS: best.tokensPerSecond(), PeerTPS: bestPeer.TokensPerS,
+				Ratio: best.tokensPerSecond() / bestPeer.TokensPerS, PeerORT: bestPeer.ORTVersion, ToolrlORT: ort.Version(),
+				PeerSecs: bestPeer.Seconds, ToolrlSecs: best.wall.Seconds()})
 			if f.toolsEvery > 0 {
-				row, err := peerTools(ctx, f, dir, name, pol)
+				row, err := peerTools(ctx, f, dir, name)
 				if err != nil {
 					pol.Close()
 					return err
@@ -235,13 +292,13 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 				peers = append(peers, row)
 			}
 		}
+		pol.Close()
 		if f.rss > 0 && mi == 0 {
-			if rss, err = rssRun(ctx, pol, f.rss); err != nil {
-				pol.Close()
+			// After Close: the run loads the model itself, as a rollout does.
+			if rss, err = rssRun(ctx, dir, f.threads, f.rss); err != nil {
 				return err
 			}
 		}
-		pol.Close()
 	}
 
 	spin := "off (toolrl's default)"
@@ -305,37 +362,38 @@ type peerResult struct {
 // peerTools runs the tool-use peer comparison: interleaved, best of
 // --peer-repeats for each side, and checks that both sides sampled the same
 // number of tokens and resumed after the same number of pauses.
-func peerTools(ctx context.Context, f benchActorFlags, dir, name string, pol *actor.Policy) (peerRow, error) {
-	var best actor.ThroughputResult
+func peerTools(ctx context.Context, f benchActorFlags, dir, name string) (peerRow, error) {
+	var best throughputResult
 	var bestPeer peerResult
 	for rep := 0; rep < f.peerRepeats; rep++ {
-		res, err := actor.MeasureThroughput(ctx, pol, actor.ThroughputOptions{Concurrency: f.peerG, GroupSize: f.peerG, PromptLen: f.promptLen,
-			NewTokens: f.newTokens, JobSeed: uint64(rep), PauseEvery: f.toolsEvery, InjectTokens: benchInjectTokens})
+		res, err := measureRunner(ctx, runnerWorkload{model: dir, threads: f.threads, throughputOptions: throughputOptions{
+			concurrency: f.peerG, groupSize: f.peerG, promptLen: f.promptLen, newTokens: f.newTokens, jobSeed: uint64(rep),
+			pauseEvery: f.toolsEvery, injectTokens: benchInjectTokens}})
 		if err != nil {
 			return peerRow{}, err
 		}
-		if rep == 0 || res.TokensPerSecond() > best.TokensPerSecond() {
+		if rep == 0 || res.tokensPerSecond() > best.tokensPerSecond() {
 			best = res
 		}
 		pr, err := runPeer(ctx, f, f.toolsScript, dir, strconv.Itoa(f.toolsEvery), strconv.Itoa(benchInjectTokens))
 		if err != nil {
 			return peerRow{}, err
 		}
-		if int64(pr.Generated) != res.Generated || pr.Pauses != res.Pauses {
+		if int64(pr.Generated) != res.generated || pr.Pauses != res.pauses {
 			return peerRow{}, fmt.Errorf("bench actor --peer --tools-every %d: %s: the peer sampled %d tokens and resumed after %d pauses, toolrl %d and %d; the schedules differ",
-				f.toolsEvery, f.toolsScript, pr.Generated, pr.Pauses, res.Generated, res.Pauses)
+				f.toolsEvery, f.toolsScript, pr.Generated, pr.Pauses, res.generated, res.pauses)
 		}
 		if pr.TokensPerS > bestPeer.TokensPerS {
 			bestPeer = pr
 		}
 		fmt.Fprintf(os.Stderr, "bench actor: %s G=%d with tool calls, run %d: toolrl %.1f tokens/s, transformers.js %.1f tokens/s (%d generate() calls)\n",
-			name, f.peerG, rep+1, res.TokensPerSecond(), pr.TokensPerS, pr.Calls)
+			name, f.peerG, rep+1, res.tokensPerSecond(), pr.TokensPerS, pr.Calls)
 	}
-	return peerRow{Model: name, G: f.peerG, ToolCalls: true, ToolrlTPS: best.TokensPerSecond(), PeerTPS: bestPeer.TokensPerS,
-		Ratio: best.TokensPerSecond() / bestPeer.TokensPerS, PeerORT: bestPeer.ORTVersion, ToolrlORT: ort.Version(),
-		PeerSecs: bestPeer.Seconds, ToolrlSecs: best.Wall.Seconds(), PauseEvery: f.toolsEvery, InjectTokens: benchInjectTokens,
-		Generated: best.Generated, Pauses: best.Pauses, GenerateCalls: bestPeer.Calls, PeerPrefilled: bestPeer.Prefilled,
-		ToolrlPrefill: best.Stats.PrefillTokens}, nil
+	return peerRow{Model: name, G: f.peerG, ToolCalls: true, ToolrlTPS: best.tokensPerSecond(), PeerTPS: bestPeer.TokensPerS,
+		Ratio: best.tokensPerSecond() / bestPeer.TokensPerS, PeerORT: bestPeer.ORTVersion, ToolrlORT: ort.Version(),
+		PeerSecs: bestPeer.Seconds, ToolrlSecs: best.wall.Seconds(), PauseEvery: f.toolsEvery, InjectTokens: benchInjectTokens,
+		Generated: best.generated, Pauses: best.pauses, GenerateCalls: bestPeer.Calls, PeerPrefilled: bestPeer.Prefilled,
+		ToolrlPrefill: best.stats.PrefillTokens}, nil
 }
 
 // runPeer runs a transformers.js script (MODEL_DIR G PROMPT_LEN NEW_TOKENS
@@ -360,60 +418,37 @@ func runPeer(ctx context.Context, f benchActorFlags, script, dir string, extra .
 	return pr, nil
 }
 
-// pauseEvery is the RSS run's detector: a call completes every n deltas.
-type pauseEvery struct{ n, seen int }
+// rssGroup is the RSS run's group size.
+const rssGroup = 8
 
-// Feed implements actor.CallDetector.
-func (d *pauseEvery) Feed(string) bool { d.seen++; return d.seen%d.n == 0 }
-
-// rssRun generates n short trajectories (8-token prompts, 8 new tokens,
-// a pause every 3 deltas answered by 2 injected tokens) on one engine, as
-// an orchestrator does for a whole job, and reports RSS.
-func rssRun(ctx context.Context, pol *actor.Policy, n int) (*rssReport, error) {
-	eng := actor.NewEngine(pol, actor.EngineOptions{MaxBatch: 64})
-	defer eng.Close()
-	added := 0
-	run := func(count int) error {
-		s := actor.Sampling{Temperature: 1, TopK: 50, MaxNewTokens: 8, EOS: []int32{}}
-		for g := 0; g*8 < count; g++ {
-			id := strconv.Itoa(added)
-			added++
-			seeds := make([]uint64, min(8, count-g*8))
-			for i := range seeds {
-				seeds[i] = actor.SampleSeed(1, id, i)
+// rssRun generates n short trajectories (groups of 8; 8-token prompts, 8
+// sampled tokens, a call every 3 sampled tokens answered by 2 injected
+// tokens) in one rollout run of the orchestrator's runner, after 256
+// warm-up trajectories, and reports the process's RSS after the warm-up,
+// after each 1000 trajectories and at the end.
+func rssRun(ctx context.Context, dir string, threads, n int) (*rssReport, error) {
+	rep := &rssReport{Trajectories: n}
+	var start time.Time
+	done := 0
+	_, err := measureRunner(ctx, runnerWorkload{model: dir, threads: threads,
+		throughputOptions: throughputOptions{concurrency: 64, sequences: n, groupSize: rssGroup, promptLen: 8, newTokens: 8, injectTokens: 2},
+		interval:          func(int) int { return 3 },
+		warmupGroups:      256 / rssGroup,
+		onWarm: func() { // warm-up: buffers reach their working size
+			runtime.GC()
+			rep.StartRSSMiB = rssMiB()
+			start = time.Now()
+		},
+		onGroup: func(g *traj.Group) {
+			before := done / 1000
+			done += len(g.Trajectories)
+			if done/1000 > before || done == n {
+				rep.ChunkRSSMiB = append(rep.ChunkRSSMiB, rssMiB())
 			}
-			if _, err := eng.AddGroup(actor.GroupRequest{ID: id, Prompt: actor.BenchPrompt(8), Seeds: seeds, Sampling: s,
-				NewDetector: func() actor.CallDetector { return &pauseEvery{n: 3} }}); err != nil {
-				return err
-			}
-		}
-		for !eng.Idle() {
-			events, err := eng.Step(ctx)
-			if err != nil {
-				return err
-			}
-			for _, ev := range events {
-				if ev.Kind == actor.EventToolCall {
-					if err := ev.Seq.Inject([]int32{'4', '2'}); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		return nil
-	}
-	if err := run(256); err != nil { // warm-up: buffers reach their working size
+		},
+	})
+	if err != nil {
 		return nil, err
-	}
-	runtime.GC()
-	rep := &rssReport{Trajectories: n, StartRSSMiB: rssMiB()}
-	start := time.Now()
-	// In chunks, as an orchestrator feeds prompts, into the same engine.
-	for done := 0; done < n; done += 1000 {
-		if err := run(min(1000, n-done)); err != nil {
-			return nil, err
-		}
-		rep.ChunkRSSMiB = append(rep.ChunkRSSMiB, rssMiB())
 	}
 	runtime.GC()
 	rep.EndRSSMiB = rssMiB()
