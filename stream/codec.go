@@ -33,24 +33,6 @@ const (
 	FieldDeliveries   = "deliveries"
 )
 
-// EncodeGroup is wire.EncodeGroup.
-//
-// Deprecated: use wire.EncodeGroup; this forwarder goes once its last
-// callers have moved.
-func EncodeGroup(g *traj.Group) ([]byte, error) { return wire.EncodeGroup(g) }
-
-// DecodeGroup is wire.DecodeGroup, returning a pointer.
-//
-// Deprecated: use wire.DecodeGroup; this forwarder goes once its last
-// callers have moved.
-func DecodeGroup(data []byte) (*traj.Group, error) {
-	g, err := wire.DecodeGroup(data)
-	if err != nil {
-		return nil, err
-	}
-	return &g, nil
-}
-
 // DecodeGroupEntry decodes the group of a groups-stream entry and checks it
 // against the entry's group_id field.
 func DecodeGroupEntry(m Message) (*traj.Group, error) {
@@ -67,9 +49,3 @@ func DecodeGroupEntry(m Message) (*traj.Group, error) {
 	}
 	return &g, nil
 }
-
-// EncodeRecord is wire.EncodeRecord.
-//
-// Deprecated: use wire.EncodeRecord; this forwarder goes once its last
-// callers have moved.
-func EncodeRecord(r *traj.AdvantageRecord) ([]byte, error) { return wire.EncodeRecord(r) }

@@ -14,6 +14,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // ErrBackpressure is returned (wrapped) by a Producer in fail mode when a
@@ -112,7 +113,7 @@ func (p *Producer) AddGroup(ctx context.Context, job string, g *traj.Group) (boo
 func (p *Producer) AddGroups(ctx context.Context, job string, groups []*traj.Group) ([]bool, error) {
 	payloads := make([]GroupPayload, len(groups))
 	for i, g := range groups {
-		data, err := EncodeGroup(g)
+		data, err := wire.EncodeGroup(g)
 		if err != nil {
 			return nil, err
 		}
@@ -121,8 +122,8 @@ func (p *Producer) AddGroups(ctx context.Context, job string, groups []*traj.Gro
 	return p.AddGroupPayloads(ctx, job, payloads)
 }
 
-// GroupPayload is a group already encoded as JSON (EncodeGroup or
-// traj.MarshalGroup), with the identity fields the entry carries.
+// GroupPayload is a group already encoded as JSON (wire.EncodeGroup), with
+// the identity fields the entry carries.
 type GroupPayload struct {
 	GroupID       string
 	PolicyVersion int64

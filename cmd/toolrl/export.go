@@ -242,7 +242,7 @@ func (s *exportSource) trajectories(ctx context.Context) (export.Reader[traj.Tra
 		return export.OpenTrajectories(s.path)
 	}
 	return newStreamRecords(ctx, s, func(payload string) ([]traj.Trajectory, error) {
-		g, err := stream.DecodeGroup([]byte(payload))
+		g, err := wire.DecodeGroup([]byte(payload))
 		if err != nil {
 			return nil, err
 		}

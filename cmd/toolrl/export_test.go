@@ -18,6 +18,7 @@ import (
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // runToolrl runs the CLI in-process and returns stdout, stderr and the error.
@@ -206,7 +207,7 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 	// The advantages stream: one record per entry in the record field.
 	for i := range 3 {
 		rec := trajtest.Record(want[i], 1)
-		payload, err := stream.EncodeRecord(&rec)
+		payload, err := wire.EncodeRecord(&rec)
 		if err != nil {
 			t.Fatal(err)
 		}
