@@ -21,11 +21,11 @@ import (
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrl/toolrl/advantage"
+	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
@@ -177,20 +177,11 @@ func New(client goredis.UniversalClient, opts Options) (*Service, error) {
 // from the default gatherer when a Registerer was given) and /healthz (200
 // while the last Redis check succeeded, 503 otherwise).
 func (s *Service) Handler() http.Handler {
-	mux := http.NewServeMux()
 	var g prometheus.Gatherer = prometheus.DefaultGatherer
 	if s.reg != nil {
 		g = s.reg
 	}
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := s.Healthy(); err != nil {
-			http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	return mux
+	return metricsserver.Handler(g, s.Healthy)
 }
 
 // Healthy returns nil when the last Redis check (every MetricsInterval)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/toolrl/toolrl/advantage/offline"
 	"github.com/toolrl/toolrl/advantage/serve"
 	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/stream"
 )
@@ -325,22 +324,11 @@ func runAdvantageService(ctx context.Context, cmd *cobra.Command, url, listen st
 		return usageErrorf("advantage serve: %v", err)
 	}
 	if listen != "" {
-		ln, err := net.Listen("tcp", listen)
+		srv, err := metricsserver.Start(listen, svc.Handler(), logger)
 		if err != nil {
-			return fmt.Errorf("advantage serve: listen %s: %w", listen, err)
+			return usageErrorf("advantage serve: --listen: %v", err)
 		}
-		srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error("metrics server", "err", err)
-			}
-		}()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
-		logger.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
+		defer srv.Close()
 	}
 	logger.Info("advantage service", "redis", stream.Redact(url), "job", opts.Job)
 	if err := svc.Run(ctx); err != nil {

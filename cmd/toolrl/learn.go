@@ -5,18 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/models/train"
@@ -244,11 +241,11 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 			return fmt.Errorf("learn: %w", err)
 		}
 		if f.listen != "" {
-			stopServer, err := serveLearnerMetrics(f.listen, reg, logger)
+			srv, err := metricsserver.Start(f.listen, metricsserver.Handler(reg, nil), logger)
 			if err != nil {
-				return fmt.Errorf("learn: %w", err)
+				return usageErrorf("learn: --listen: %v", err)
 			}
-			defer stopServer()
+			defer srv.Close()
 		}
 		logger.Info("learner", "redis", stream.Redact(f.redisURL), "job", f.job, "group", f.group, "consumer", f.consumer)
 	}
@@ -332,28 +329,4 @@ func formatLearnSummary(s learner.Summary) string {
 	return fmt.Sprintf("learn: %d updates, %d optimiser steps, %d versions published (v%d → v%d); records %d read, %d trained, %d stale, %d set aside; %d tokens in %s (%.0f tokens/s)",
 		s.Updates, s.Steps, s.Published, s.FirstVersion, s.LastVersion, s.Records, s.Trained, s.Dropped, s.Rejected, s.Tokens,
 		s.Elapsed.Round(10*time.Millisecond), tps)
-}
-
-// serveLearnerMetrics serves /metrics and /healthz on addr until the
-// returned stop is called.
-func serveLearnerMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("metrics server", "err", err)
-		}
-	}()
-	logger.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
-	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}, nil
 }
