@@ -59,6 +59,9 @@ type Executor struct {
 	timeouts atomic.Int64
 	panics   atomic.Int64
 	overruns atomic.Int64 // tools that returned long after their deadline
+	// latency holds each registry tool's execution times; its keys are
+	// fixed by NewExecutor, so it is read without a lock.
+	latency map[string]*latencyHistogram
 }
 
 // NewExecutor returns an executor over reg.
@@ -86,8 +89,10 @@ func NewExecutor(reg *Registry, opts ExecutorOptions) *Executor {
 		opts:    opts,
 		global:  semaphore.NewWeighted(int64(opts.GlobalLimit)),
 		perTool: map[string]*semaphore.Weighted{},
+		latency: map[string]*latencyHistogram{},
 	}
 	for name, ent := range reg.entries {
+		e.latency[name] = newLatencyHistogram()
 		if ent.settings.Concurrency > 0 {
 			e.perTool[name] = semaphore.NewWeighted(int64(ent.settings.Concurrency))
 		}
@@ -109,6 +114,10 @@ type ExecutorStats struct {
 	// deadline (they held their slots until then). A tool still running
 	// past its deadline shows in InFlight.
 	Overruns int64
+	// Latency holds, by registry tool name, the execution times of the
+	// calls that ran (those counted in Calls), timeouts included. A tool
+	// that never ran has a zero ToolLatency.
+	Latency map[string]ToolLatency
 }
 
 // Stats returns the executor's counters.
@@ -116,6 +125,7 @@ func (e *Executor) Stats() ExecutorStats {
 	return ExecutorStats{
 		Calls: e.calls.Load(), InFlight: e.inFlight.Load(), PeakInFlight: e.peak.Load(),
 		Timeouts: e.timeouts.Load(), Panics: e.panics.Load(), Overruns: e.overruns.Load(),
+		Latency: e.latencyStats(),
 	}
 }
 
@@ -226,7 +236,11 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 	if out.ErrorClass == ClassTimeout {
 		e.timeouts.Add(1)
 	}
-	out.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+	elapsed := time.Since(start)
+	out.LatencyMS = float64(elapsed.Microseconds()) / 1000
+	if h := e.latency[c.Name]; h != nil {
+		h.observe(elapsed)
+	}
 	return out
 }
 
