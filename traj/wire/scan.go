@@ -181,7 +181,8 @@ func (s *scanner) null() bool {
 
 // object reads an object, calling field with the canonical name (one of
 // names, matched exactly or else case-insensitively) of each key; field must
-// consume the value. An unknown key is an error.
+// consume the value. An unknown key is an error. With names nil every key is
+// passed as it is (a map, as encoding/json matches map keys).
 func (s *scanner) object(names []string, field func(key string) error) error {
 	s.ws()
 	if s.i >= len(s.b) {
@@ -202,6 +203,9 @@ func (s *scanner) object(names []string, field func(key string) error) error {
 			return err
 		}
 		name := ""
+		if names == nil {
+			name = key
+		}
 		for _, n := range names {
 			if n == key {
 				name = n
@@ -390,17 +394,24 @@ func (s *scanner) number() ([]byte, bool, error) {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
+// integerText reads one number that must be an integer (no fraction, no
+// exponent) and returns its text.
+func (s *scanner) integerText() ([]byte, error) {
+	num, isInt, err := s.number()
+	if err == nil && !isInt {
+		err = fmt.Errorf("%s is not an integer", num)
+	}
+	return num, err
+}
+
 // integer reads an integer of the given bit size (null reads as 0).
 func (s *scanner) integer(bits int) (int64, error) {
 	if s.null() {
 		return 0, nil
 	}
-	num, isInt, err := s.number()
+	num, err := s.integerText()
 	if err != nil {
 		return 0, err
-	}
-	if !isInt {
-		return 0, fmt.Errorf("%s is not an integer", num)
 	}
 	return strconv.ParseInt(unsafeString(num), 10, bits)
 }
@@ -416,12 +427,9 @@ func (s *scanner) uint64() (uint64, error) {
 	if s.null() {
 		return 0, nil
 	}
-	num, isInt, err := s.number()
+	num, err := s.integerText()
 	if err != nil {
 		return 0, err
-	}
-	if !isInt {
-		return 0, fmt.Errorf("%s is not an integer", num)
 	}
 	return strconv.ParseUint(unsafeString(num), 10, 64)
 }
@@ -448,18 +456,17 @@ func (s *scanner) arrayStart() (ok, empty bool, err error) {
 }
 
 // arrayNext consumes what follows an element: ',' (more is true) or ']'.
+// The common case, a ',' right before the next element, is inlined.
 func (s *scanner) arrayNext() (more bool, err error) {
-	if s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.ws()
-			return true, nil
-		case ']':
-			s.i++
-			return false, nil
-		}
+	if i := s.i; i+1 < len(s.b) && s.b[i] == ',' && s.b[i+1] > ' ' {
+		s.i = i + 1
+		return true, nil
 	}
+	return s.arrayNextSlow()
+}
+
+// arrayNextSlow is arrayNext for the other cases: ']', white space, the end.
+func (s *scanner) arrayNextSlow() (more bool, err error) {
 	s.ws()
 	if s.i >= len(s.b) {
 		return false, errUnexpectedEnd
@@ -499,14 +506,11 @@ func (s *scanner) int32s() ([]int32, []byte, error) {
 			out = append(out, v)
 			s.i = i
 		} else {
-			num, isInt, err := s.number()
-			if err == nil && !isInt {
-				err = fmt.Errorf("%s is not an integer", num)
+			num, err := s.integerText()
+			var v int64
+			if err == nil {
+				v, err = strconv.ParseInt(unsafeString(num), 10, 32)
 			}
-			if err != nil {
-				return nil, nil, fmt.Errorf("[%d]: %w", len(out), err)
-			}
-			v, err := strconv.ParseInt(unsafeString(num), 10, 32)
 			if err != nil {
 				return nil, nil, fmt.Errorf("[%d]: %w", len(out), err)
 			}
@@ -533,10 +537,7 @@ func (s *scanner) uint8s() ([]uint8, []byte, error) {
 			out = append(out, s.b[i]-'0')
 			s.i++
 		} else {
-			num, isInt, err := s.number()
-			if err == nil && !isInt {
-				err = fmt.Errorf("%s is not an integer", num)
-			}
+			num, err := s.integerText()
 			var v uint64
 			if err == nil {
 				v, err = strconv.ParseUint(unsafeString(num), 10, 8)
@@ -598,49 +599,12 @@ func (s *scanner) nested(names []string, field func(key string) error) error {
 // mapObject reads an object with arbitrary keys (matched exactly, as
 // encoding/json does for maps), calling field for each.
 func (s *scanner) mapObject(field func(key string) error) error {
-	s.ws()
-	if s.i >= len(s.b) {
-		return errUnexpectedEnd
-	}
-	if s.b[s.i] != '{' {
-		return s.syntax("want an object")
-	}
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return nil
-	}
-	for {
-		key, err := s.key()
-		if err != nil {
-			return err
-		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errUnexpectedEnd
-		}
-		if s.b[s.i] != ':' {
-			return s.syntax("want ':' after a key")
-		}
-		s.i++
+	return s.object(nil, func(key string) error {
 		if err := field(key); err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errUnexpectedEnd
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return s.syntax("want ',' or '}' after a value")
-		}
-	}
+		return nil
+	})
 }
 
 // float64 reads a number as encoding/json does (null reads as 0).
