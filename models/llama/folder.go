@@ -52,7 +52,9 @@ const ModelFile = "onnx/model.onnx"
 // WriteFolder writes a complete Hugging Face model folder into dir:
 // config.json, generation_config.json, tokenizer.json,
 // tokenizer_config.json, onnx/model.onnx (+ onnx/model.onnx_data when the
-// weights need external data) and, when asked, model.safetensors.
+// weights need external data) and, when asked, model.safetensors (always the
+// full-precision weights, also when spec.ONNX.Quantize quantizes the ONNX
+// graph; config.json then records the quantization under QuantizationKey).
 // transformers.js and optimum load the result as they load their own exports.
 func WriteFolder(dir string, spec FolderSpec) (*Folder, error) {
 	cfg := spec.Config
@@ -117,6 +119,17 @@ func WriteFolder(dir string, spec FolderSpec) (*Folder, error) {
 	// keep any other transformers.js settings a source config carried.
 	if err := setExternalDataFlag(&cfg, out.ExternalData); err != nil {
 		return nil, err
+	}
+	// The quantization is recorded so that actors can name it in the
+	// trajectories they write (setExternalDataFlag gave cfg its own map).
+	if spec.ONNX.Quantize.Enabled() {
+		raw, err := quantizationJSON(spec.ONNX.Quantize)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Extra[QuantizationKey] = raw
+	} else {
+		delete(cfg.Extra, QuantizationKey)
 	}
 	if spec.Safetensors {
 		dt := spec.SafetensorsDType
@@ -243,6 +256,9 @@ type ModelFolder struct {
 	Pad int
 	// ChatTemplate is tokenizer_config.json's chat_template ("" if none).
 	ChatTemplate string
+	// Quantization is how onnx/model.onnx's weights are quantized, from
+	// config.json's QuantizationKey (the zero value: float32).
+	Quantization Quantization
 }
 
 // OpenFolder reads the metadata of a model folder written by WriteFolder or
@@ -257,8 +273,12 @@ func OpenFolder(dir string) (*ModelFolder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
+	quant, err := FolderQuantization(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("model folder %s: %w", dir, err)
+	}
 	mf := &ModelFolder{Dir: dir, Config: cfg, ModelPath: filepath.Join(dir, ModelFile), TokenizerPath: filepath.Join(dir, "tokenizer.json"),
-		EOS: cfg.EOSTokenID, Pad: cfg.PadTokenID.First()}
+		EOS: cfg.EOSTokenID, Pad: cfg.PadTokenID.First(), Quantization: quant}
 	for _, p := range []string{mf.ModelPath, mf.TokenizerPath} {
 		if _, err := os.Stat(p); err != nil {
 			return nil, fmt.Errorf("model folder: %w", err)

@@ -21,6 +21,7 @@ type initializer struct {
 	dtype onnx.TensorProto_DataType
 	f32   func() []float32 // FLOAT data, computed when written
 	i64   []int64          // INT64 data
+	u8    func() []byte    // UINT8 data, computed when written
 }
 
 func (in *initializer) numBytes() int64 {
@@ -28,8 +29,11 @@ func (in *initializer) numBytes() int64 {
 	for _, d := range in.dims {
 		n *= d
 	}
-	if in.dtype == onnx.TensorProto_INT64 {
+	switch in.dtype {
+	case onnx.TensorProto_INT64:
 		return 8 * n
+	case onnx.TensorProto_UINT8:
+		return n
 	}
 	return 4 * n
 }
@@ -92,6 +96,12 @@ func (g *graph) float(v float32) string {
 // weight adds a FLOAT initializer of the given dims whose data comes from fn.
 func (g *graph) weight(name string, dims []int64, fn func() []float32) string {
 	g.inits = append(g.inits, &initializer{name: name, dims: dims, dtype: onnx.TensorProto_FLOAT, f32: fn})
+	return name
+}
+
+// bytes adds a UINT8 initializer of the given dims whose data comes from fn.
+func (g *graph) bytes(name string, dims []int64, fn func() []byte) string {
+	g.inits = append(g.inits, &initializer{name: name, dims: dims, dtype: onnx.TensorProto_UINT8, u8: fn})
 	return name
 }
 
@@ -169,12 +179,43 @@ func valueInfo(name string, elem onnx.TensorProto_DataType, dims ...dim) *onnx.V
 		TensorType: &onnx.TypeProto_Tensor{ElemType: int32(elem), Shape: shape}}}}
 }
 
-// buildGraph lays out the whole model. Initializer data is not computed here.
-func buildGraph(cfg Config, w Weights) (*onnx.GraphProto, []*initializer, error) {
+// buildGraph lays out the whole model, its linear layers quantized as q
+// says (float32 MatMul when q is the zero value). Initializer data is not
+// computed here.
+func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*initializer, error) {
 	if err := w.Check(cfg); err != nil {
 		return nil, nil, err
 	}
+	if err := q.Validate(); err != nil {
+		return nil, nil, err
+	}
 	g := &graph{consts: map[string]string{}}
+	// matmul multiplies x by the transpose of the row-wise concatenation of
+	// PyTorch Linear weights [out_i, in]: a float32 MatMul on their
+	// transpose, or MatMulNBits on the quantized rows as stored.
+	matmul := func(out, x, name string, in int64, ws ...func() []float32) string {
+		var cols int64
+		for _, wf := range ws {
+			cols += int64(len(wf())) / in
+		}
+		if q.Enabled() {
+			return g.matMulNBits(out, x, name, cols, in, q, func() []float32 {
+				parts := make([][]float32, len(ws))
+				for i, wf := range ws {
+					parts[i] = wf()
+				}
+				return concat(parts...)
+			})
+		}
+		wName := g.weight(name+"_t", []int64{in, cols}, func() []float32 {
+			parts := make([][]float32, len(ws))
+			for i, wf := range ws {
+				parts[i] = wf()
+			}
+			return transposeCat(int(in), parts...)
+		})
+		return g.op("MatMul", out, []string{x, wName})
+	}
 	H, I, V := int64(cfg.HiddenSize), int64(cfg.IntermediateSize), int64(cfg.VocabSize)
 	D, nH, kvH := int64(cfg.HeadDimension()), int64(cfg.NumAttentionHeads), int64(cfg.KVHeads())
 	nrep := nH / kvH
@@ -263,7 +304,16 @@ func buildGraph(cfg Config, w Weights) (*onnx.GraphProto, []*initializer, error)
 		return g.op("Mul", prefix+"_out", []string{g.op("Div", prefix+"_div", []string{x, root}), wName})
 	}
 
-	h := g.op("Gather", "embed", []string{g.weight(EmbedName, []int64{V, H}, func() []float32 { return w[EmbedName].Data }), InputIDsName}, attrInt("axis", 0))
+	embedData := func() []float32 { return w[EmbedName].Data }
+	if q.LMHead && cfg.TieWordEmbeddings {
+		// The tied head is a MatMulNBits; the Gather reads the same
+		// dequantized values in float32 (see Quantization.LMHead).
+		embedData = func() []float32 {
+			t := w[EmbedName]
+			return QuantizeBlockwise(t.Data, int(V), int(H), q.Bits, q.Block()).Dequantize()
+		}
+	}
+	h := g.op("Gather", "embed", []string{g.weight(EmbedName, []int64{V, H}, embedData), InputIDsName}, attrInt("axis", 0))
 	scale := g.float(float32(1 / math.Sqrt(float64(D))))
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
 		p := fmt.Sprintf("layers.%d", l)
@@ -272,10 +322,10 @@ func buildGraph(cfg Config, w Weights) (*onnx.GraphProto, []*initializer, error)
 
 		// One MatMul for q, k and v, split afterwards.
 		qkvCols := (nH + 2*kvH) * D
-		qkvW := g.weight(layerName(l, "self_attn.qkv_proj.weight_t"), []int64{H, qkvCols}, func() []float32 {
-			return transposeCat(int(H), wt("self_attn.q_proj.weight"), wt("self_attn.k_proj.weight"), wt("self_attn.v_proj.weight"))
-		})
-		qkv := g.op("MatMul", p+"/qkv", []string{x, qkvW})
+		qkv := matmul(p+"/qkv", x, layerName(l, "self_attn.qkv_proj.weight"), H,
+			func() []float32 { return wt("self_attn.q_proj.weight") },
+			func() []float32 { return wt("self_attn.k_proj.weight") },
+			func() []float32 { return wt("self_attn.v_proj.weight") })
 		if cfg.QKVBias() {
 			bName := g.weight(layerName(l, "self_attn.qkv_proj.bias"), []int64{qkvCols}, func() []float32 {
 				return concat(wt("self_attn.q_proj.bias"), wt("self_attn.k_proj.bias"), wt("self_attn.v_proj.bias"))
@@ -307,10 +357,8 @@ func buildGraph(cfg Config, w Weights) (*onnx.GraphProto, []*initializer, error)
 		ctx = g.op("Reshape", p+"/ctx_groups", []string{ctx, g.ints(false, 0, 0, nrep, -1, D)}) // [B,kvH,nrep,S,D]
 		ctx = g.op("Transpose", p+"/ctx_bs", []string{ctx}, attrInts("perm", 0, 3, 1, 2, 4))    // [B,S,kvH,nrep,D]
 		ctx = g.op("Reshape", p+"/ctx_flat", []string{ctx, g.ints(false, 0, 0, -1)})            // [B,S,nH*D]
-		oW := g.weight(layerName(l, "self_attn.o_proj.weight_t"), []int64{nH * D, H}, func() []float32 {
-			return transposeCat(int(nH*D), wt("self_attn.o_proj.weight"))
-		})
-		attnOut := g.op("MatMul", p+"/o", []string{ctx, oW})
+		attnOut := matmul(p+"/o", ctx, layerName(l, "self_attn.o_proj.weight"), nH*D,
+			func() []float32 { return wt("self_attn.o_proj.weight") })
 		if cfg.OBias() {
 			bName := g.weight(layerName(l, "self_attn.o_proj.bias"), []int64{H}, func() []float32 { return wt("self_attn.o_proj.bias") })
 			attnOut = g.op("Add", p+"/o_bias", []string{attnOut, bName})
@@ -318,28 +366,36 @@ func buildGraph(cfg Config, w Weights) (*onnx.GraphProto, []*initializer, error)
 		h = g.op("Add", p+"/attn_residual", []string{h, attnOut})
 
 		x = rmsNorm(h, layerName(l, "post_attention_layernorm.weight"), p+"/post_norm")
-		guW := g.weight(layerName(l, "mlp.gate_up_proj.weight_t"), []int64{H, 2 * I}, func() []float32 {
-			return transposeCat(int(H), wt("mlp.gate_proj.weight"), wt("mlp.up_proj.weight"))
-		})
-		gu := g.opN("Split", p+"/gate_up_split", []string{g.op("MatMul", p+"/gate_up", []string{x, guW}), g.ints(false, I, I)},
+		guOut := matmul(p+"/gate_up", x, layerName(l, "mlp.gate_up_proj.weight"), H,
+			func() []float32 { return wt("mlp.gate_proj.weight") },
+			func() []float32 { return wt("mlp.up_proj.weight") })
+		gu := g.opN("Split", p+"/gate_up_split", []string{guOut, g.ints(false, I, I)},
 			[]string{p + "/gate", p + "/up"}, attrInt("axis", -1))
 		silu := g.op("Mul", p+"/silu", []string{gu[0], g.op("Sigmoid", p+"/gate_sigmoid", []string{gu[0]})})
 		act := g.op("Mul", p+"/swiglu", []string{silu, gu[1]})
-		dW := g.weight(layerName(l, "mlp.down_proj.weight_t"), []int64{I, H}, func() []float32 {
-			return transposeCat(int(I), wt("mlp.down_proj.weight"))
-		})
-		h = g.op("Add", p+"/mlp_residual", []string{h, g.op("MatMul", p+"/down", []string{act, dW})})
+		down := matmul(p+"/down", act, layerName(l, "mlp.down_proj.weight"), I,
+			func() []float32 { return wt("mlp.down_proj.weight") })
+		h = g.op("Add", p+"/mlp_residual", []string{h, down})
 	}
 	x := rmsNorm(h, NormName, "final_norm")
 
 	// LM head as Gemm(transB=1) on [B*S, H]: it reads the [V, H] weight as
 	// stored, so a tied head shares the embedding instead of a transposed copy.
-	head := EmbedName
-	if !cfg.TieWordEmbeddings {
-		head = g.weight(LMHeadName, []int64{V, H}, func() []float32 { return w[LMHeadName].Data })
-	}
 	flat := g.op("Reshape", "final_flat", []string{x, g.ints(false, -1, H)})
-	logits2 := g.op("Gemm", "logits_2d", []string{flat, head}, attrInt("transB", 1))
+	var logits2 string
+	if q.LMHead {
+		headName := LMHeadName
+		if cfg.TieWordEmbeddings {
+			headName = EmbedName
+		}
+		logits2 = g.matMulNBits("logits_2d", flat, "lm_head.weight", V, H, q, func() []float32 { return w[headName].Data })
+	} else {
+		head := EmbedName
+		if !cfg.TieWordEmbeddings {
+			head = g.weight(LMHeadName, []int64{V, H}, func() []float32 { return w[LMHeadName].Data })
+		}
+		logits2 = g.op("Gemm", "logits_2d", []string{flat, head}, attrInt("transB", 1))
+	}
 	outShape := g.op("Concat", "logits_shape", []string{shB, shS, g.ints(false, V)}, attrInt("axis", 0))
 	g.op("Reshape", LogitsName, []string{logits2, outShape})
 

@@ -47,21 +47,33 @@ type ONNXOptions struct {
 	// DataFile is the external data file's name, next to the model;
 	// default "model.onnx_data" (the name transformers.js and optimum use).
 	DataFile string
+	// Quantize writes the linear layers as MatMulNBits (see Quantization);
+	// the zero value writes float32.
+	Quantize Quantization
 }
 
-func modelHeader() *onnx.ModelProto {
-	return &onnx.ModelProto{
+// modelHeader returns the model fields around gp, importing ONNX Runtime's
+// contrib domain when a node of gp uses it.
+func modelHeader(gp *onnx.GraphProto) *onnx.ModelProto {
+	m := &onnx.ModelProto{
 		IrVersion:    irVersion,
 		OpsetImport:  []*onnx.OperatorSetIdProto{{Domain: "", Version: Opset}},
 		ProducerName: "toolrl",
 		DocString:    "Llama-family decoder built by github.com/toolrl/toolrl/models/llama",
 	}
+	for _, n := range gp.Node {
+		if n.Domain == msDomain {
+			m.OpsetImport = append(m.OpsetImport, &onnx.OperatorSetIdProto{Domain: msDomain, Version: 1})
+			break
+		}
+	}
+	return m
 }
 
 // Build returns the ONNX model for cfg and w with every weight inline. It
 // holds the whole model in memory; WriteONNX streams large models to disk.
 func Build(cfg Config, w Weights) (*onnx.ModelProto, error) {
-	gp, inits, err := buildGraph(cfg, w)
+	gp, inits, err := buildGraph(cfg, w, Quantization{})
 	if err != nil {
 		return nil, err
 	}
@@ -75,12 +87,15 @@ func Build(cfg Config, w Weights) (*onnx.ModelProto, error) {
 	if total > InlineLimit {
 		return nil, fmt.Errorf("onnx: %d bytes of weights do not fit an inline model; use WriteONNX", total)
 	}
-	m := modelHeader()
+	m := modelHeader(gp)
 	m.Graph = gp
 	return m, nil
 }
 
 func appendData(dst []byte, in *initializer) []byte {
+	if in.dtype == onnx.TensorProto_UINT8 {
+		return append(dst, in.u8()...)
+	}
 	if in.dtype == onnx.TensorProto_INT64 {
 		for _, v := range in.i64 {
 			dst = binary.LittleEndian.AppendUint64(dst, uint64(v))
@@ -95,6 +110,14 @@ func appendData(dst []byte, in *initializer) []byte {
 
 // writeData streams in's bytes to w in bounded chunks.
 func writeData(w io.Writer, in *initializer) error {
+	if in.dtype == onnx.TensorProto_UINT8 {
+		data := in.u8()
+		if int64(len(data)) != in.numBytes() {
+			return fmt.Errorf("onnx: initializer %s: %d bytes for dims %v", in.name, len(data), in.dims)
+		}
+		_, err := w.Write(data)
+		return err
+	}
 	if in.dtype == onnx.TensorProto_INT64 {
 		_, err := w.Write(appendData(nil, in))
 		return err
@@ -120,7 +143,13 @@ func writeData(w io.Writer, in *initializer) error {
 // EncodeONNX streams the inline model (the same bytes as marshaling Build's
 // result) to w, computing each weight only when it is written.
 func EncodeONNX(w io.Writer, cfg Config, weights Weights) error {
-	gp, inits, err := buildGraph(cfg, weights)
+	return EncodeQuantizedONNX(w, cfg, weights, Quantization{})
+}
+
+// EncodeQuantizedONNX is EncodeONNX with the linear layers quantized as q
+// says (float32 for the zero value).
+func EncodeQuantizedONNX(w io.Writer, cfg Config, weights Weights, q Quantization) error {
+	gp, inits, err := buildGraph(cfg, weights, q)
 	if err != nil {
 		return err
 	}
@@ -163,7 +192,7 @@ func encode(w io.Writer, gp *onnx.GraphProto, inits []*initializer, ext map[stri
 		graphLen += int64(protowire.SizeTag(5)) + int64(protowire.SizeVarint(uint64(recs[i].msgLen())))
 		graphLen += recs[i].msgLen()
 	}
-	modelHead, err := opts.Marshal(modelHeader())
+	modelHead, err := opts.Marshal(modelHeader(gp))
 	if err != nil {
 		return fmt.Errorf("onnx: marshal model: %w", err)
 	}
@@ -220,7 +249,7 @@ func (r tensorRecord) msgLen() int64 {
 // large weights go to a data file next to path. It reports whether it wrote
 // external data.
 func WriteONNX(path string, cfg Config, w Weights, opts ONNXOptions) (external bool, err error) {
-	gp, inits, err := buildGraph(cfg, w)
+	gp, inits, err := buildGraph(cfg, w, opts.Quantize)
 	if err != nil {
 		return false, err
 	}
