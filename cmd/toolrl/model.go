@@ -39,6 +39,10 @@ type modelBuildFlags struct {
 	external        string
 	safetensors     bool
 	dtype           string
+	quantize        string
+	blockSize       int
+	accuracyLevel   int
+	quantizeLMHead  bool
 }
 
 func newModelBuildCmd() *cobra.Command {
@@ -58,7 +62,14 @@ or are seeded random weights of a named shape: ` + strings.Join(llama.ShapeNames
 
 The tokenizer is --tokenizer FILE (a tokenizer.json; a tokenizer_config.json
 beside it is copied too), else the checkpoint's own, else toolrl's default
-byte-level tokenizer (bytes 0-255 plus <|endoftext|>, <|im_start|>, <|im_end|>).`,
+byte-level tokenizer (bytes 0-255 plus <|endoftext|>, <|im_start|>, <|im_end|>).
+
+--quantize int8|int4 writes the linear layers as ONNX Runtime MatMulNBits
+(asymmetric block-wise weights with zero points, --block-size input features
+per scale; --accuracy-level 4 lets the CPU kernel quantize activations to int8
+per block, 0 computes in float32); --quantize-lm-head quantizes the LM head
+too. config.json records the quantization (toolrl_quantization) and
+model.safetensors, when written, keeps the full-precision weights.`,
 		Example: `  # a trainer's checkpoint becomes an ONNX policy
   toolrl model build --from-safetensors ./checkpoints/step-500 --out ./policy
 
@@ -66,7 +77,10 @@ byte-level tokenizer (bytes 0-255 plus <|endoftext|>, <|im_start|>, <|im_end|>).
   toolrl model build --random --shape smollm2-135m --seed 1 --out out/models/smollm2-135m
 
   # tiny random model with a real tokenizer, also saved as model.safetensors
-  toolrl model build --random --shape tiny --seed 7 --tokenizer ./tokenizer.json --safetensors --out /tmp/tiny`,
+  toolrl model build --random --shape tiny --seed 7 --tokenizer ./tokenizer.json --safetensors --out /tmp/tiny
+
+  # an int8 actor's copy of a policy (MatMulNBits, activations int8 per block)
+  toolrl model build --from-safetensors ./policy --quantize int8 --accuracy-level 4 --out ./policy-int8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runModelBuild(cmd, f)
@@ -82,6 +96,10 @@ byte-level tokenizer (bytes 0-255 plus <|endoftext|>, <|im_start|>, <|im_end|>).
 	fl.StringVar(&f.external, "external-data", "auto", "weights in onnx/model.onnx_data: auto (past 2 GB), always, never")
 	fl.BoolVar(&f.safetensors, "safetensors", false, "also write model.safetensors")
 	fl.StringVar(&f.dtype, "dtype", "f32", "dtype of model.safetensors: f32|f16|bf16")
+	fl.StringVar(&f.quantize, "quantize", "", "quantize the linear layers: int8|int4 (default float32)")
+	fl.IntVar(&f.blockSize, "block-size", llama.DefaultBlockSize, "input features per quantization scale with --quantize: 16|32|64|128|256")
+	fl.IntVar(&f.accuracyLevel, "accuracy-level", 0, "MatMulNBits accuracy_level with --quantize: 0 (float32 compute) or 4 (int8 activations)")
+	fl.BoolVar(&f.quantizeLMHead, "quantize-lm-head", false, "with --quantize, quantize the LM head too")
 	return cmd
 }
 
@@ -112,8 +130,12 @@ func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
 	if !ok {
 		return usageErrorf("model build: --dtype %q: want f32, f16 or bf16", f.dtype)
 	}
+	quant, err := modelBuildQuantization(cmd, f)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
-	spec := llama.FolderSpec{ONNX: llama.ONNXOptions{External: ext}, Safetensors: f.safetensors, SafetensorsDType: dtype}
+	spec := llama.FolderSpec{ONNX: llama.ONNXOptions{External: ext, Quantize: quant}, Safetensors: f.safetensors, SafetensorsDType: dtype}
 
 	// The tokenizer: --tokenizer, else the checkpoint's, else the default.
 	tokPath := f.tokenizer
@@ -196,9 +218,13 @@ func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
 	}
 	cfg := spec.Config
 	params := cfg.NumParams()
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s in %.1fs: %s, %d layers, hidden %d, %d heads (%d kv), vocab %d, %.1fM parameters\n",
+	precision := "float32"
+	if quant.Enabled() {
+		precision = quant.String()
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s in %.1fs: %s, %d layers, hidden %d, %d heads (%d kv), vocab %d, %.1fM parameters, %s\n",
 		folder.Dir, time.Since(start).Seconds(), cfg.ModelType, cfg.NumHiddenLayers, cfg.HiddenSize,
-		cfg.NumAttentionHeads, cfg.KVHeads(), cfg.VocabSize, float64(params)/1e6)
+		cfg.NumAttentionHeads, cfg.KVHeads(), cfg.VocabSize, float64(params)/1e6, precision)
 	for _, name := range folder.Files {
 		st, err := os.Stat(filepath.Join(folder.Dir, name))
 		if err != nil {
@@ -207,6 +233,37 @@ func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "  %-28s %s\n", name, modelBuildSize(st.Size()))
 	}
 	return nil
+}
+
+// modelBuildQuantization reads --quantize and the flags that refine it,
+// refusing them without --quantize.
+func modelBuildQuantization(cmd *cobra.Command, f modelBuildFlags) (llama.Quantization, error) {
+	var q llama.Quantization
+	switch f.quantize {
+	case "":
+		for _, name := range []string{"block-size", "accuracy-level", "quantize-lm-head"} {
+			if cmd.Flags().Changed(name) {
+				return q, usageErrorf("model build: --%s applies to --quantize only", name)
+			}
+		}
+		return q, nil
+	case "int8":
+		q.Bits = 8
+	case "int4":
+		q.Bits = 4
+	default:
+		return q, usageErrorf("model build: --quantize %q: want int8 or int4", f.quantize)
+	}
+	q.BlockSize, q.AccuracyLevel, q.LMHead = f.blockSize, f.accuracyLevel, f.quantizeLMHead
+	switch q.BlockSize {
+	case 16, 32, 64, 128, 256:
+	default:
+		return q, usageErrorf("model build: --block-size %d: want 16, 32, 64, 128 or 256", f.blockSize)
+	}
+	if q.AccuracyLevel != 0 && q.AccuracyLevel != 4 {
+		return q, usageErrorf("model build: --accuracy-level %d: want 0 or 4", f.accuracyLevel)
+	}
+	return q, nil
 }
 
 func modelBuildFileExists(p string) bool {
