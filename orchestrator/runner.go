@@ -54,6 +54,10 @@ type RunOptions struct {
 	// Hooks replace the format, tools, call detection or sampling settings
 	// for a synthetic workload (benchmarks); the zero value changes nothing.
 	Hooks Hooks
+	// Live, when set, receives a copy of the summary at every turn of the
+	// loop and at the end, for readers on other goroutines (toolrl rollout
+	// --listen serves it as Prometheus metrics, NewCollector).
+	Live *Live
 }
 
 // PromptFeed hands prompts to the runner.
@@ -217,6 +221,7 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	if ctx.Err() != nil {
 		r.summary.Interrupted = true
 	}
+	r.publish()
 	if cerr := r.sink.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close sink %s: %w", DisplayOut(job.Out), cerr)
 	}
@@ -249,6 +254,7 @@ func (r *runner) open(ctx context.Context) error {
 	if err := r.openTools(ctx); err != nil {
 		return err
 	}
+	r.summary.setTools(r.registry.Names())
 	if r.format, err = r.openFormat(); err != nil {
 		return err
 	}
@@ -456,6 +462,7 @@ func (r *runner) loop(ctx context.Context) error {
 	drain := r.opts.Abort
 	exhausted := false
 	for {
+		r.publish()
 		stopping := ctx.Err() != nil
 		if !stopping && r.opts.Policy != nil {
 			// Between groups: a newer version is loaded once the groups in

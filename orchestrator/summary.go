@@ -39,6 +39,11 @@ type Summary struct {
 	// Calls counts every call the policy wrote, by outcome: "ok", or the
 	// error class (timeout, tool_error, bad_json, unknown_tool, over_cap, ...).
 	Calls map[string]int
+	// ToolCalls counts the same calls by tool, then outcome: the tool is
+	// the call's name when the run's tools registry has it, else "unknown"
+	// (a name the model made up, or none); the counts of an outcome over
+	// all tools add up to Calls[outcome].
+	ToolCalls map[string]map[string]int
 	// TrajectoriesWithCall counts trajectories with at least one call.
 	TrajectoriesWithCall int
 	// GroupsWithSignal counts groups whose rewards are not all equal.
@@ -71,10 +76,14 @@ type Summary struct {
 	// VersionsRefused lists the versions refused (the manifest check,
 	// Verify or the load failed; the log names the file); none is retried.
 	VersionsRefused []int64
+
+	// toolNames are the registry's tools (the runner sets them); nil keeps
+	// every call's own name in ToolCalls.
+	toolNames map[string]bool
 }
 
 func newSummary(job string) *Summary {
-	return &Summary{Job: job, Calls: map[string]int{}, Finish: map[traj.FinishReason]int{}}
+	return &Summary{Job: job, Calls: map[string]int{}, ToolCalls: map[string]map[string]int{}, Finish: map[traj.FinishReason]int{}}
 }
 
 // addReload records a hot reload to version that took d.
@@ -115,7 +124,9 @@ func (s *Summary) addGroup(g *traj.Group, correct []bool) {
 				continue
 			}
 			called = true
-			s.Calls[callOutcome(t, seg)]++
+			outcome := callOutcome(t, seg)
+			s.Calls[outcome]++
+			s.countToolCall(seg.Call.Name, outcome)
 		}
 		if called {
 			s.TrajectoriesWithCall++

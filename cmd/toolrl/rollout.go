@@ -12,8 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/stream"
@@ -27,6 +29,7 @@ func newRolloutCmd() *cobra.Command {
 		greedy    bool
 		iteration int
 		dist      distributedFlags
+		report    reportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "rollout",
@@ -165,7 +168,10 @@ it is the rollout worker of a training run.`,
 				if !dist.worker && dist.watch != "" {
 					return usageErrorf("--watch is for sampling; with --redis and without --worker the prompts are only enqueued")
 				}
-				return runDistributed(cmd, job, dist, iteration)
+				if !dist.worker && (report.listen != "" || report.summaryJSON != "") {
+					return usageErrorf("--listen and --summary-json are for sampling; with --redis and without --worker the prompts are only enqueued")
+				}
+				return runDistributed(cmd, job, dist, iteration, report)
 			}
 			if dist.worker {
 				return usageErrorf("--worker needs --redis URL and --job J")
@@ -190,7 +196,7 @@ it is the rollout worker of a training run.`,
 				}
 				policy = src
 			}
-			return runRollout(cmd, job, nil, iteration, policy)
+			return runRollout(cmd, job, nil, iteration, policy, report)
 		},
 	}
 	f := cmd.Flags()
@@ -222,6 +228,8 @@ it is the rollout worker of a training run.`,
 	f.BoolVar(&dist.follow, "follow", false, "with --worker: keep waiting for new prompts when the stream is drained, until Ctrl-C")
 	f.StringVar(&dist.watch, "watch", "", "hot-reload newer policy versions from a policy store folder, or from the job's Redis pointer (redis)")
 	f.Int64Var(&dist.minPolicyVersion, "min-policy-version", 0, "when enqueueing: the least policy version the prompts may be sampled with (workers with --watch wait for it)")
+	f.StringVar(&report.listen, "listen", "", "serve Prometheus /metrics and /healthz on this address while the rollout runs, e.g. 127.0.0.1:9102 (empty: none)")
+	f.StringVar(&report.summaryJSON, "summary-json", "", "also write the end-of-run summary as JSON to this file (docs/rollout.md)")
 	return cmd
 }
 
@@ -296,8 +304,15 @@ type distributedFlags struct {
 	minPolicyVersion int64
 }
 
+// reportFlags say where a sampling run reports: /metrics on listen, the
+// summary as JSON in summaryJSON.
+type reportFlags struct {
+	listen      string
+	summaryJSON string
+}
+
 // runDistributed enqueues the job's prompts, or runs a worker on them.
-func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFlags, iteration int) error {
+func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFlags, iteration int, report reportFlags) error {
 	if !cmd.Flags().Changed("job") && job.ID == "" {
 		return usageErrorf("--redis needs --job J: the job names the streams workers share")
 	}
@@ -361,15 +376,26 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 	if err != nil {
 		return err
 	}
-	return runRollout(cmd, job, feed, 0, policy)
+	return runRollout(cmd, job, feed, 0, policy, report)
 }
 
 // runRollout runs the job with signal handling: the first SIGINT/SIGTERM
 // stops taking prompts and lets in-flight groups finish; a second abandons
 // them. Either way the summary is printed and the exit code is 130. iteration
 // is the prompts file's (RunOptions.Iteration); a feed's prompts carry their
-// own. policy, when not nil, is the source of hot reloads (--watch).
-func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.PromptFeed, iteration int, policy orchestrator.PolicySource) error {
+// own. policy, when not nil, is the source of hot reloads (--watch). report
+// serves /metrics while the run lasts and writes the JSON summary.
+func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.PromptFeed, iteration int, policy orchestrator.PolicySource, report reportFlags) error {
+	if report.summaryJSON != "" {
+		paths := []samefile.Path{{Flag: "--summary-json", Path: report.summaryJSON},
+			{Flag: "--prompts", Path: job.Prompts}, {Flag: "--tools", Path: job.Tools}}
+		if !strings.Contains(job.Out, "://") {
+			paths = append(paths, samefile.Path{Flag: "--out", Path: job.Out})
+		}
+		if err := samefile.Refuse(paths[0], paths[1:]...); err != nil {
+			return usageError{err}
+		}
+	}
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
 	abort, abortNow := context.WithCancel(context.Background())
@@ -391,10 +417,35 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 		}
 	}()
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort, Feed: feed, Iteration: iteration, Policy: policy})
+	var live *orchestrator.Live
+	if report.listen != "" {
+		live = orchestrator.NewLive()
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(orchestrator.NewCollector(live))
+		srv, err := metricsserver.Start(report.listen, metricsserver.Handler(reg, nil), logger)
+		if err != nil {
+			return usageErrorf("--listen: %v", err)
+		}
+		defer srv.Close()
+	}
+	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort, Feed: feed, Iteration: iteration, Policy: policy,
+		Live: live})
 	if summary != nil {
 		summary.Write(cmd.OutOrStdout())
 		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", orchestrator.DisplayOut(job.Out))
+	}
+	if report.summaryJSON != "" {
+		s := summary
+		if s == nil {
+			s = orchestrator.NewSummary(job.ID) // the run failed before it began: say so
+		}
+		if werr := s.WriteJSONFile(report.summaryJSON, job.Out, err); werr != nil {
+			werr = fmt.Errorf("--summary-json %s: %w", report.summaryJSON, werr)
+			if err == nil {
+				return werr
+			}
+			logger.Error("rollout: could not write the JSON summary", "err", werr)
+		}
 	}
 	var mismatch *orchestrator.SettingsMismatchError
 	if errors.As(err, &mismatch) {

@@ -1,0 +1,103 @@
+package orchestrator
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/toolrl/toolrl/tools"
+)
+
+// Live holds a running rollout's latest figures for readers on other
+// goroutines (a Prometheus scrape, NewCollector): the runner publishes a copy
+// of its Summary, with the worker's feed stats, at every turn of its loop and
+// once more when the run ends; the tool executor's Stats are read at the
+// moment of the Snapshot. Pass one in RunOptions.Live. Safe for concurrent
+// use.
+type Live struct {
+	mu   sync.Mutex
+	sum  *Summary
+	exec *tools.Executor
+}
+
+// NewLive returns a Live with nothing published yet.
+func NewLive() *Live { return &Live{} }
+
+// Snapshot returns the summary last published and the tool executor's stats
+// now; ok is false until the run has opened its model and tools. The
+// summary's maps and slices are the snapshot's own: read them, do not
+// change them.
+func (l *Live) Snapshot() (s Summary, tools tools.ExecutorStats, ok bool) {
+	l.mu.Lock()
+	sum, exec := l.sum, l.exec
+	l.mu.Unlock()
+	if sum == nil {
+		return Summary{}, tools, false
+	}
+	if exec != nil {
+		tools = exec.Stats()
+	}
+	return *sum, tools, true
+}
+
+// set publishes s (the runner's copy) and the executor.
+func (l *Live) set(s *Summary, exec *tools.Executor) {
+	l.mu.Lock()
+	l.sum, l.exec = s, exec
+	l.mu.Unlock()
+}
+
+// publish copies the summary into RunOptions.Live, if any. It runs on the
+// runner's goroutine, the only one that touches the summary and the feed.
+func (r *runner) publish() {
+	if r.opts.Live == nil {
+		return
+	}
+	s := r.summary.clone()
+	if feed, ok := r.feed.(*RedisFeed); ok {
+		st := feed.Stats()
+		s.Worker = &st
+	}
+	r.opts.Live.set(s, r.exec)
+}
+
+// clone copies s deeply enough that later changes to s do not show.
+func (s *Summary) clone() *Summary {
+	c := *s
+	c.Calls = maps.Clone(s.Calls)
+	c.Finish = maps.Clone(s.Finish)
+	c.ToolCalls = make(map[string]map[string]int, len(s.ToolCalls))
+	for tool, byOutcome := range s.ToolCalls {
+		c.ToolCalls[tool] = maps.Clone(byOutcome)
+	}
+	c.VersionsLoaded = slices.Clone(s.VersionsLoaded)
+	c.VersionsRefused = slices.Clone(s.VersionsRefused)
+	if s.Worker != nil {
+		w := *s.Worker
+		c.Worker = &w
+	}
+	return &c
+}
+
+// setTools names the registry's tools: calls of other names are counted in
+// ToolCalls under "unknown".
+func (s *Summary) setTools(names []string) {
+	s.toolNames = make(map[string]bool, len(names))
+	for _, n := range names {
+		s.toolNames[n] = true
+	}
+}
+
+// countToolCall counts a call of the named tool with outcome in ToolCalls.
+func (s *Summary) countToolCall(name, outcome string) {
+	if s.toolNames != nil && !s.toolNames[name] || name == "" {
+		name = "unknown"
+	}
+	if s.ToolCalls == nil {
+		s.ToolCalls = map[string]map[string]int{}
+	}
+	if s.ToolCalls[name] == nil {
+		s.ToolCalls[name] = map[string]int{}
+	}
+	s.ToolCalls[name][outcome]++
+}
