@@ -233,6 +233,11 @@ type modelConfig struct {
 	HiddenSize            int `json:"hidden_size"`
 	// EOSTokenID is a number or a list of numbers.
 	EOSTokenID json.RawMessage `json:"eos_token_id"`
+	// Quantization is the record toolrl model build --quantize writes
+	// (models/llama.QuantizationKey); only its name is read.
+	Quantization *struct {
+		Name string `json:"name"`
+	} `json:"toolrl_quantization"`
 }
 
 // checkConfig refuses a config.json that contradicts the ONNX graph (the
@@ -375,6 +380,16 @@ func (p *Policy) MaxPositions() int { return p.maxPositions }
 
 // ModelPath is the ONNX file the policy runs.
 func (p *Policy) ModelPath() string { return p.modelPath }
+
+// Quantization names how the model's weights are quantized, as config.json
+// records it (e.g. "int8-b32-acc4"); "" for a float32 model or one whose
+// config does not say.
+func (p *Policy) Quantization() string {
+	if p.config.Quantization == nil {
+		return ""
+	}
+	return p.config.Quantization.Name
+}
 
 // KVType is the element type of the key/value cache: "float32" or
 // "float16".

@@ -187,7 +187,7 @@ func (r *runner) settings() (*Settings, error) {
 	}
 	values["ref_model.weights"] = "none"
 	if r.ref != nil {
-		ref, err := modelRef(job.RefModel, r.ref.ModelPath())
+		ref, err := modelRef(job.RefModel, r.ref)
 		if err != nil {
 			return nil, fmt.Errorf("ref_model: %w", err)
 		}

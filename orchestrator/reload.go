@@ -146,7 +146,7 @@ func (r *runner) loadVersion(ctx context.Context, ref PolicyRef) (*actor.Policy,
 	if err != nil {
 		return nil, traj.ModelRef{}, err
 	}
-	model, err := modelRef(v.Dir, pol.ModelPath())
+	model, err := modelRef(v.Dir, pol)
 	if err != nil {
 		pol.Close()
 		return nil, traj.ModelRef{}, err

@@ -242,7 +242,7 @@ func (r *runner) open(ctx context.Context) error {
 			return fmt.Errorf("ref_model: %w", err)
 		}
 	}
-	r.model, err = modelRef(job.Model, r.pol.ModelPath())
+	r.model, err = modelRef(job.Model, r.pol)
 	if err != nil {
 		return err
 	}
@@ -430,9 +430,11 @@ func (r *runner) close() {
 	}
 }
 
-// modelRef names the model and hashes its ONNX file (and external data), so
-// trajectories record exactly which weights produced them.
-func modelRef(dir, onnxPath string) (traj.ModelRef, error) {
+// modelRef names the model, hashes its ONNX file (and external data) and
+// names its quantization, so trajectories record exactly which weights
+// produced them.
+func modelRef(dir string, pol *actor.Policy) (traj.ModelRef, error) {
+	onnxPath := pol.ModelPath()
 	h := sha256.New()
 	for _, p := range []string{onnxPath, onnxPath + "_data", onnxPath + ".data"} {
 		f, err := os.Open(p)
@@ -449,7 +451,7 @@ func modelRef(dir, onnxPath string) (traj.ModelRef, error) {
 		}
 	}
 	abs, _ := filepath.Abs(dir)
-	return traj.ModelRef{Name: filepath.Base(abs), Hash: "sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
+	return traj.ModelRef{Name: filepath.Base(abs), Hash: "sha256:" + hex.EncodeToString(h.Sum(nil)), Quantization: pol.Quantization()}, nil
 }
 
 // loop admits groups, steps the engine, runs tool calls and writes finished

@@ -40,6 +40,11 @@ type ModelRef struct {
 	// Hash is a content hash of the model file (e.g. "sha256:..."), so that two
 	// trajectories can be compared for having come from the same weights.
 	Hash string `json:"hash,omitempty"`
+	// Quantization names the weights' quantization when the actor sampled
+	// with a quantized copy of the policy (e.g. "int8-b32-acc4", see
+	// models/llama.Quantization); empty for full precision. The recorded
+	// logprobs are then the quantized policy's (the behaviour policy).
+	Quantization string `json:"quantization,omitempty"`
 }
 
 // ToolCall is a call the model wrote, as parsed.

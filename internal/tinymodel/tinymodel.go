@@ -20,6 +20,14 @@ import (
 // (fails when CI=true): the model is only useful with it.
 func Write(t testing.TB, seed uint64, extra map[string][]byte) string {
 	t.Helper()
+	return WriteQuantized(t, seed, llama.Quantization{}, extra)
+}
+
+// WriteQuantized is Write with the ONNX graph's weights quantized as q says
+// (float32 for the zero value); the folder is named "tiny-" + q.String()
+// then, so that two variants can sit in one test.
+func WriteQuantized(t testing.TB, seed uint64, q llama.Quantization, extra map[string][]byte) string {
+	t.Helper()
 	testsupport.RequireORT(t)
 	cfg, err := llama.ShapeConfig("tiny")
 	if err != nil {
@@ -29,8 +37,12 @@ func Write(t testing.TB, seed uint64, extra map[string][]byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if _, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, ExtraFiles: extra}); err != nil {
+	name := "tiny"
+	if q.Enabled() {
+		name += "-" + q.String()
+	}
+	dir := filepath.Join(t.TempDir(), name)
+	if _, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, ExtraFiles: extra, ONNX: llama.ONNXOptions{Quantize: q}}); err != nil {
 		t.Fatalf("write the tiny model: %v", err)
 	}
 	return dir

@@ -12,7 +12,7 @@ import (
 // test checks them against the types: a field added there must be decoded
 // here, or every group carrying it would be refused).
 var (
-	modelFields   = []string{"name", "hash"}
+	modelFields   = []string{"name", "hash", "quantization"}
 	segmentFields = []string{"kind", "turn", "start", "end", "text", "call", "result"}
 	callFields    = []string{"name", "arguments", "raw", "parse_error"}
 	resultFields  = []string{"ok", "error_class", "error", "content", "latency_ms", "truncated"}
@@ -215,6 +215,8 @@ func (s *scanner) model(m *traj.ModelRef) error {
 			m.Name, err = s.str()
 		case "hash":
 			m.Hash, err = s.str()
+		case "quantization":
+			m.Quantization, err = s.str()
 		}
 		return err
 	})
