@@ -26,25 +26,35 @@ func TestTransformersJSInterop(t *testing.T) {
 	for _, c := range []struct {
 		config   string
 		external bool
-	}{{"tiny", false}, {"tiny", true}, {"qwen2_tied_bias", false}} {
-		t.Run(fmt.Sprintf("%s/external_data=%v", c.config, c.external), func(t *testing.T) {
-			testInterop(t, node, script, testConfigs(t)[c.config], c.external)
+		quant    Quantization
+	}{
+		{"tiny", false, Quantization{}}, {"tiny", true, Quantization{}}, {"qwen2_tied_bias", false, Quantization{}},
+		// Quantized folders (MatMulNBits, com.microsoft) at accuracy level
+		// 0, against the reference on the dequantized weights.
+		{"tiny", false, Quantization{Bits: 4}}, {"qwen2_tied_bias", true, Quantization{Bits: 8, LMHead: true}},
+	} {
+		t.Run(fmt.Sprintf("%s/external_data=%v/quantization=%s", c.config, c.external, c.quant.String()), func(t *testing.T) {
+			testInterop(t, node, script, testConfigs(t)[c.config], c.external, c.quant)
 		})
 	}
 }
 
-func testInterop(t *testing.T, node, script string, cfg Config, external bool) {
+func testInterop(t *testing.T, node, script string, cfg Config, external bool, q Quantization) {
 	dir := filepath.Join(t.TempDir(), "toolrl-tiny")
 	w := mustRandom(t, cfg, 42)
 	mode := ExternalNever
 	if external {
 		mode = ExternalAlways
 	}
-	f, err := WriteFolder(dir, FolderSpec{Config: cfg, Weights: w, ONNX: ONNXOptions{External: mode}})
+	f, err := WriteFolder(dir, FolderSpec{Config: cfg, Weights: w, ONNX: ONNXOptions{External: mode, Quantize: q}})
 	if err != nil || f.ExternalData != external {
 		t.Fatalf("WriteFolder: external=%v err=%v", f.ExternalData, err)
 	}
-	ref := mustReference(t, cfg, w)
+	dq, err := DequantizedWeights(cfg, w, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := mustReference(t, cfg, dq)
 
 	const maxNew = 16
 	prompts := []string{"What is 2+3?", "Hi", "<|im_start|>user\nCompute 12*7.<|im_end|>\n<|im_start|>assistant\n"}
