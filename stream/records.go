@@ -40,9 +40,10 @@ func RecordFields(r *traj.AdvantageRecord, data []byte) []Field {
 }
 
 // BinaryRecordFields are the fields of an advantages-stream entry for record
-// r in RecordFormatBinary.
+// r in RecordFormatBinary. The array fields may be views of r's arrays
+// (wire.BinaryArraysOf): r must not change while the fields are in use.
 func BinaryRecordFields(r *traj.AdvantageRecord) ([]Field, error) {
-	header, err := wire.AppendRecordHeader(nil, r)
+	header, err := wire.AppendRecordHeader(make([]byte, 0, 512), r)
 	if err != nil {
 		return nil, err
 	}

@@ -40,10 +40,12 @@ func AppendRecordHeader(b []byte, r *traj.AdvantageRecord) ([]byte, error) {
 	return appendRecord(b, r, nil, false)
 }
 
-// BinaryArraysOf returns r's per-token arrays as little-endian bytes. It
-// refuses a non-finite float, naming the record, array and index.
+// BinaryArraysOf returns r's per-token arrays as little-endian bytes. On a
+// little-endian machine they are views of r's arrays, not copies: r's arrays
+// must not change while the result is in use. It refuses a non-finite float,
+// naming the record, array and index.
 func BinaryArraysOf(r *traj.AdvantageRecord) (BinaryArrays, error) {
-	a := BinaryArrays{InputIDs: appendLE(nil, r.InputIDs), LossMask: append([]byte(nil), r.LossMask...)}
+	a := BinaryArrays{InputIDs: leBytes(r.InputIDs), LossMask: []byte(r.LossMask)}
 	for _, f := range []struct {
 		name   string
 		values []float32
@@ -55,16 +57,18 @@ func BinaryArraysOf(r *traj.AdvantageRecord) (BinaryArrays, error) {
 				return BinaryArrays{}, fmt.Errorf("encode advantage record %s %s[%d]: unsupported value %v", r.TrajectoryID, f.name, i, v)
 			}
 		}
-		*f.out = appendLE(nil, f.values)
+		*f.out = leBytes(f.values)
 	}
 	return a, nil
 }
 
-// appendLE appends vs as little-endian 4-byte values.
-func appendLE[T int32 | float32](b []byte, vs []T) []byte {
+// leBytes is vs as little-endian 4-byte values: a view of vs on a
+// little-endian machine, else a copy.
+func leBytes[T int32 | float32](vs []T) []byte {
 	if hostLittleEndian {
-		return append(b, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vs))), 4*len(vs))...)
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vs))), 4*len(vs))
 	}
+	b := make([]byte, 0, 4*len(vs))
 	for _, v := range vs {
 		b = binary.LittleEndian.AppendUint32(b, *(*uint32)(unsafe.Pointer(&v)))
 	}
