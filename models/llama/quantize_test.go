@@ -2,7 +2,6 @@ package llama
 
 import (
 	"bytes"
-	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -208,6 +207,6 @@ func TestQuantizedModelIsSmaller(t *testing.T) {
 	f32, i8, i4 := size(Quantization{}), size(Quantization{Bits: 8, LMHead: true}), size(Quantization{Bits: 4, LMHead: true})
 	t.Logf("bytes: float32 %d, int8 %d, int4 %d", f32, i8, i4)
 	if !(i4 < i8 && i8 < f32/2) {
-		t.Fatal(fmt.Sprintf("sizes float32 %d, int8 %d, int4 %d: want int4 < int8 < float32/2", f32, i8, i4))
+		t.Fatalf("sizes float32 %d, int8 %d, int4 %d: want int4 < int8 < float32/2", f32, i8, i4)
 	}
 }
