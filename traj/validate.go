@@ -179,18 +179,18 @@ func checkSegments(id string, segs []Segment, mask Mask) error {
 	}
 	pos := 0
 	for i, s := range segs {
-		f := fmt.Sprintf("segments[%d]", i)
+		f := func(field string) string { return fmt.Sprintf("segments[%d].%s", i, field) } // only on error: Validate runs per group
 		if s.Kind != SegmentModel && s.Kind != SegmentTool {
-			return fieldErr(id, f+".kind", "unknown kind %q", s.Kind)
+			return fieldErr(id, f("kind"), "unknown kind %q", s.Kind)
 		}
 		if s.Start != pos {
-			return fieldErr(id, f+".start", "is %d, want %d (segments must be contiguous)", s.Start, pos)
+			return fieldErr(id, f("start"), "is %d, want %d (segments must be contiguous)", s.Start, pos)
 		}
 		if s.End < s.Start || s.End > n {
-			return fieldErr(id, f+".end", "is %d, want in [%d, %d]", s.End, s.Start, n)
+			return fieldErr(id, f("end"), "is %d, want in [%d, %d]", s.End, s.Start, n)
 		}
 		if s.Turn < 0 {
-			return fieldErr(id, f+".turn", "is negative")
+			return fieldErr(id, f("turn"), "is negative")
 		}
 		want := uint8(0)
 		if s.Kind == SegmentModel {
@@ -202,7 +202,7 @@ func checkSegments(id string, segs []Segment, mask Mask) error {
 			}
 		}
 		if s.Kind == SegmentTool && s.Result == nil {
-			return fieldErr(id, f+".result", "is missing on a tool segment")
+			return fieldErr(id, f("result"), "is missing on a tool segment")
 		}
 		pos = s.End
 	}

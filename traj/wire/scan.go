@@ -142,6 +142,10 @@ type scanner struct {
 	// tokensHint and responseHint are the lengths of the last tokens array
 	// and of the last per-response array read: they size the next ones.
 	tokensHint, responseHint int
+	// strs holds the short strings read so far: a group repeats its ids,
+	// schema, model and segment kinds in every trajectory, and each is
+	// allocated once.
+	strs map[string]string
 }
 
 var errUnexpectedEnd = io.ErrUnexpectedEOF
@@ -315,7 +319,7 @@ func (s *scanner) str() (string, error) {
 		c := s.b[j]
 		if c == '"' {
 			s.i = j + 1
-			return string(s.b[start+1 : j]), nil
+			return s.intern(s.b[start+1 : j]), nil
 		}
 		if c < 0x20 || c >= 0x7f || c == '\\' {
 			break
@@ -331,6 +335,22 @@ func (s *scanner) str() (string, error) {
 	}
 	s.i = end
 	return v, nil
+}
+
+// intern returns b as a string, the same one for the same short bytes.
+func (s *scanner) intern(b []byte) string {
+	if len(b) > 64 {
+		return string(b)
+	}
+	if v, ok := s.strs[string(b)]; ok { // the conversion does not allocate
+		return v
+	}
+	if s.strs == nil {
+		s.strs = make(map[string]string, 32)
+	}
+	v := string(b)
+	s.strs[v] = v
+	return v
 }
 
 // skipString returns the end of the string starting at b[i] == '"'.
