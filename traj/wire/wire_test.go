@@ -401,3 +401,24 @@ func TestDecodeRecordBinaryRejects(t *testing.T) {
 		t.Errorf("+Inf kl encoded: %v", err)
 	}
 }
+
+// FuzzDecodeGroupMatchesEncodingJSON: on any input the decoder accepts what
+// encoding/json (unknown fields refused) plus traj's validation accepts, with
+// the same value, and refuses what it refuses; it never panics.
+func FuzzDecodeGroupMatchesEncodingJSON(f *testing.F) {
+	g := trajtest.Random(rand.New(rand.NewPCG(1, 2)), trajtest.Options{Size: 2, Temperature: trajtest.Temperature(0.7)}, trajtest.Shape{Corners: true})
+	seed, _ := EncodeGroup(g)
+	f.Add(seed)
+	f.Add([]byte(`{"schema":"toolrl.trajectory/v1","trajectories":null}`))
+	f.Add([]byte(`{"group_id":"a","trajectories":[{"tokens":[1,2],"loss_mask":[1],"logprobs":[-0.5]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := DecodeGroup(data)
+		want, stdErr := decodeStd[traj.Group](data)
+		if (err == nil) != (stdErr == nil) {
+			t.Fatalf("wire: %v\nencoding/json: %v", err, stdErr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded groups differ")
+		}
+	})
+}
