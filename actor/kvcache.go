@@ -36,11 +36,6 @@ func (b *kvBlock) reshape(l *ioLayout, rows, cols int) {
 	b.rows, b.cols = rows, cols
 }
 
-// bytes is the size of one layer's keys (or values) at the current shape.
-func (b *kvBlock) bytes(l *ioLayout) int {
-	return b.rows * l.kvHeads * b.cols * l.headDim * l.kvElem
-}
-
 // span is a half-open range of cache columns.
 type span struct{ from, to int }
 

@@ -401,7 +401,7 @@ func peerTools(ctx context.Context, f benchActorFlags, dir, name string) (peerRo
 func runPeer(ctx context.Context, f benchActorFlags, script, dir string, extra ...string) (peerResult, error) {
 	var pr peerResult
 	if _, err := os.Stat(script); err != nil {
-		return pr, fmt.Errorf("bench actor --peer: %w (run `make actor-npm`)", err)
+		return pr, fmt.Errorf("bench actor --peer: %w (run `make scripts-npm`)", err)
 	}
 	args := append([]string{script, dir, strconv.Itoa(f.peerG), strconv.Itoa(f.promptLen),
 		strconv.Itoa(f.newTokens), strconv.Itoa(f.threads)}, extra...)

@@ -128,7 +128,7 @@ func runExport[T any](ctx context.Context, src *exportSource, to string, opts ex
 	if err != nil {
 		return 0, err
 	}
-	n, err := export.Copy(w, cancelable[T]{ctx, r})
+	n, err := export.Copy(w, cancelable[T]{ctx.Err, r})
 	if err != nil {
 		w.Close()
 		os.Remove(to)
@@ -148,7 +148,7 @@ func scanRewardParts[T any](ctx context.Context, open func(context.Context) (exp
 	}
 	defer r.Close()
 	set := map[string]bool{}
-	src := cancelable[T]{ctx, r}
+	src := cancelable[T]{ctx.Err, r}
 	for {
 		rec, err := src.Next()
 		if errors.Is(err, io.EOF) {
@@ -169,14 +169,14 @@ func scanRewardParts[T any](ctx context.Context, open func(context.Context) (exp
 	return parts, nil
 }
 
-// cancelable stops a reader when ctx is done.
+// cancelable stops a reader once stopped (a context's Err) reports an error.
 type cancelable[T any] struct {
-	ctx context.Context
+	stopped func() error
 	export.Reader[T]
 }
 
 func (c cancelable[T]) Next() (T, error) {
-	if err := c.ctx.Err(); err != nil {
+	if err := c.stopped(); err != nil {
 		var zero T
 		return zero, err
 	}

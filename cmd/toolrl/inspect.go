@@ -166,6 +166,6 @@ func cancelableOpen[T any](ctx context.Context, open func(string) (export.Reader
 		if err != nil {
 			return nil, err
 		}
-		return cancelable[T]{ctx, r}, nil
+		return cancelable[T]{ctx.Err, r}, nil
 	}
 }
