@@ -128,12 +128,33 @@ func LoadConfig(path string) (Config, error) {
 	// The rollout key follows a job file's rules on explicit values (an
 	// explicit 0 that would mean the default is refused, temperature 0 is
 	// greedy, max_tool_calls 0 is no calls): the same check as LoadJob's.
+	// The loop's own keys whose zero value means "the default" refuse an
+	// explicit 0 the same way.
 	var keys struct {
-		Rollout yaml.Node `yaml:"rollout"`
+		Rollout          yaml.Node `yaml:"rollout"`
+		IterationTimeout yaml.Node `yaml:"iteration_timeout"`
+		Eval             struct {
+			Every     yaml.Node `yaml:"every"`
+			GroupSize yaml.Node `yaml:"group_size"`
+		} `yaml:"eval"`
 	}
-	if err := yaml.Unmarshal(data, &keys); err == nil && keys.Rollout.Kind == yaml.MappingNode {
-		if err := orchestrator.CheckJobKeys(&keys.Rollout, &c.Rollout); err != nil {
-			return Config{}, fmt.Errorf("train config %s: rollout.%w", path, err)
+	if err := yaml.Unmarshal(data, &keys); err == nil {
+		if keys.Rollout.Kind == yaml.MappingNode {
+			if err := orchestrator.CheckJobKeys(&keys.Rollout, &c.Rollout); err != nil {
+				return Config{}, fmt.Errorf("train config %s: rollout.%w", path, err)
+			}
+		}
+		for _, k := range []struct {
+			key, def string
+			explicit bool
+		}{
+			{"iteration_timeout", "10m", keys.IterationTimeout.Kind == yaml.ScalarNode && c.IterationTimeout == 0},
+			{"eval.every", "1", keys.Eval.Every.Kind == yaml.ScalarNode && c.Eval.Every == 0},
+			{"eval.group_size", "the rollout's group_size", keys.Eval.GroupSize.Kind == yaml.ScalarNode && c.Eval.GroupSize == 0},
+		} {
+			if k.explicit {
+				return Config{}, fmt.Errorf("train config %s: %s: 0 is not a valid value (omit the key for the default, %s)", path, k.key, k.def)
+			}
 		}
 	}
 	base := filepath.Dir(path)

@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-// TestLoadConfigRolloutKeysFollowJobFileRules: the rollout key of a train
+// TestLoadConfigKeysFollowJobFileRules: the rollout key of a train
 // config gets a job file's rules on explicit values (orchestrator.CheckJobKeys):
 // an explicit 0 that would silently mean the default is refused naming the
 // key, temperature 0 is greedy (which a train run refuses), max_tool_calls 0
 // means no calls and a negative one is refused. Before, rollout.group_size: 0
 // ran with 8 and temperature: 0 trained at temperature 1.
-func TestLoadConfigRolloutKeysFollowJobFileRules(t *testing.T) {
+func TestLoadConfigKeysFollowJobFileRules(t *testing.T) {
 	dir := t.TempDir()
 	head := "iterations: 1\nprompts_per_iteration: 2\nout: o\nrollout:\n  model: m\n  prompts: p.jsonl\n"
 	for _, c := range []struct {
@@ -27,6 +27,10 @@ func TestLoadConfigRolloutKeysFollowJobFileRules(t *testing.T) {
 		{body: "  limits:\n    max_tool_calls: -2\n", wantErr: "limits.max_tool_calls: -2"},
 		{body: "  limits:\n    max_tool_calls: 0\n", wantCalls: 0},
 		{body: "  group_size: 4\n", wantCalls: 3},
+		{body: "eval:\n  every: 0\n", wantErr: "eval.every: 0 is not a valid value"},
+		{body: "eval:\n  group_size: 0\n", wantErr: "eval.group_size: 0 is not a valid value"},
+		{body: "iteration_timeout: 0s\n", wantErr: "iteration_timeout: 0 is not a valid value"},
+		{body: "eval:\n  every: 2\n  group_size: 2\niteration_timeout: 1m\n", wantCalls: 3},
 	} {
 		path := filepath.Join(dir, "c.yaml")
 		if err := os.WriteFile(path, []byte(head+c.body), 0o644); err != nil {
