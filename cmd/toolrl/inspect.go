@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/learner"
+	"github.com/toolrl/toolrl/traj"
 )
 
 func newInspectCmd() *cobra.Command {
@@ -24,7 +26,12 @@ func newInspectCmd() *cobra.Command {
 advantage records (validating every record) and prints its schema (for
 Parquet: row groups, key-value metadata and columns; for JSONL: the columns
 it would have as Parquet), counts of records, groups and tokens, a reward
-summary with its parts, tool-call rates and a text histogram of the rewards.`,
+summary with its parts, tool-call rates and a text histogram of the rewards.
+Trajectories that carry ref_logprobs (rollout --ref-model) add the mismatch
+between the recorded logprobs and the reference's over the policy tokens: mean
+and max |Δlogprob| and mean k3, the learner's rollout_mismatch statistics. A
+rollout by a quantized policy scored with the float32 folder as --ref-model
+measures the quantization's off-policy gap.`,
 		Example: `  toolrl inspect out/calc.parquet
   toolrl inspect --bins 20 out/advantages.jsonl
   toolrl inspect --json out/calc.parquet | jq .summary.reward`,
@@ -48,9 +55,13 @@ summary with its parts, tool-call rates and a text histogram of the rewards.`,
 			ctx, stop := signalContext(cmd)
 			defer stop()
 			summary := export.NewSummary(info.Kind)
+			var mismatch refMismatch
 			switch info.Kind {
 			case export.Trajectories:
-				err = summarise(cancelableOpen(ctx, export.OpenTrajectories), path, summary.AddTrajectory)
+				err = summarise(cancelableOpen(ctx, export.OpenTrajectories), path, func(t *traj.Trajectory) {
+					summary.AddTrajectory(t)
+					mismatch.add(t)
+				})
 			default:
 				err = summarise(cancelableOpen(ctx, export.OpenAdvantages), path, summary.AddAdvantage)
 			}
@@ -62,12 +73,15 @@ summary with its parts, tool-call rates and a text histogram of the rewards.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeInspectJSON(out, info, summary, bins)
+				return writeInspectJSON(out, info, summary, mismatch.report(), bins)
 			}
 			if err := writeFileInfo(out, info, summary.RewardParts()); err != nil {
 				return err
 			}
-			return summary.WriteText(out, bins, width)
+			if err := summary.WriteText(out, bins, width); err != nil {
+				return err
+			}
+			return mismatch.writeText(out)
 		},
 	}
 	cmd.Flags().IntVar(&bins, "bins", 10, "reward histogram bins")
@@ -125,7 +139,7 @@ func writeFileInfo(w io.Writer, info export.FileInfo, parts []string) error {
 }
 
 // writeInspectJSON prints the file facts, columns and summary as one JSON object.
-func writeInspectJSON(w io.Writer, info export.FileInfo, summary *export.Summary, bins int) error {
+func writeInspectJSON(w io.Writer, info export.FileInfo, summary *export.Summary, mismatch *learner.Mismatch, bins int) error {
 	columns := info.Columns
 	if info.Format != export.Parquet {
 		var err error
@@ -148,9 +162,11 @@ func writeInspectJSON(w io.Writer, info export.FileInfo, summary *export.Summary
 		Metadata  map[string]string    `json:"parquet_metadata,omitempty"`
 		Columns   []column             `json:"columns"`
 		Summary   export.SummaryReport `json:"summary"`
+		// RefMismatch is present when the trajectories carry ref_logprobs.
+		RefMismatch *learner.Mismatch `json:"ref_mismatch,omitempty"`
 	}{Path: info.Path, Format: info.Format.String(), Schema: info.Kind.Schema(), Bytes: info.Size,
 		Rows: info.Rows, RowGroups: info.RowGroups, CreatedBy: info.CreatedBy, Metadata: info.Metadata,
-		Summary: summary.Report(bins)}
+		Summary: summary.Report(bins), RefMismatch: mismatch}
 	for _, c := range columns {
 		doc.Columns = append(doc.Columns, column{c.Name, c.Type})
 	}

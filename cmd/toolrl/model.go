@@ -196,7 +196,9 @@ func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
 			fmt.Fprintf(cmd.ErrOrStderr(), "model build: no tokenizer.json in %s and no --tokenizer: shipping the default byte-level tokenizer\n", f.fromSafetensors)
 		}
 		spec.ExtraFiles = map[string][]byte{}
-		for _, name := range []string{"generation_config.json", "special_tokens_map.json"} {
+		// prompt_format.json and tools.yaml make a toolrl policy folder: a
+		// quantized copy for actors needs them as the original does.
+		for _, name := range []string{"generation_config.json", "special_tokens_map.json", "prompt_format.json", "tools.yaml"} {
 			b, err := modelBuildReadOptional(filepath.Join(f.fromSafetensors, name))
 			if err != nil {
 				return fmt.Errorf("model build: %w", err)

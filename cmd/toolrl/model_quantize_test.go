@@ -1,10 +1,12 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/models/llama"
 )
 
@@ -46,5 +48,24 @@ func TestModelBuildRefusesBadQuantizeFlags(t *testing.T) {
 		args := append([]string{"model", "build", "--random", "--shape", "tiny", "--out", out}, c.args...)
 		_, _, err := runToolrl(t, args...)
 		wantUsageError(t, args, err, c.want...)
+	}
+}
+
+// A quantized copy of a toolrl policy folder keeps its prompt format and
+// tools, so that an actor can roll out with it as with the original.
+func TestModelBuildQuantizedCopyOfPolicyFolder(t *testing.T) {
+	src := filepath.Join(testsupport.RepoRoot(t), "models", "calc")
+	out := filepath.Join(t.TempDir(), "calc-int8")
+	if _, stderr, err := runToolrl(t, "model", "build", "--from-safetensors", src, "--quantize", "int8", "--out", out); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, name := range []string{"prompt_format.json", "tools.yaml"} {
+		want, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(filepath.Join(out, name)); err != nil || string(got) != string(want) {
+			t.Errorf("%s not copied from %s (err %v)", name, src, err)
+		}
 	}
 }
