@@ -62,7 +62,7 @@ test: setup $(TEST_DEPS)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -count=1 $(PLAIN_PKGS)
-	GOEXPERIMENT=simd $(GO) test -count=1 ./models/train
+	GOEXPERIMENT=simd $(GO) test -count=1 ./model/train
 
 # staticcheck is installed by `make lint` into .deps (its version in the path,
 # so that a new version is installed beside the old one). Checks turned off,
@@ -74,20 +74,20 @@ $(STATICCHECK):
 	@echo "lint: installing staticcheck $(STATICCHECK_VERSION) into $(@D)"
 	@GOBIN=$(abspath $(@D)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## lint: gofmt, go vet and staticcheck (models/train also with GOEXPERIMENT=simd, its GEMM kernel)
+## lint: gofmt, go vet and staticcheck (model/train also with GOEXPERIMENT=simd, its GEMM kernel)
 lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	GOEXPERIMENT=simd $(GO) vet ./models/train
+	GOEXPERIMENT=simd $(GO) vet ./model/train
 	$(STATICCHECK) ./...
-	GOEXPERIMENT=simd $(STATICCHECK) ./models/train
+	GOEXPERIMENT=simd $(STATICCHECK) ./model/train
 
 ## bench: every benchmark, ratios measured in one run
 bench: setup $(BENCH_TARGETS)
 
 # Every func Fuzz* in a _test.go file (found by git grep, so a new target is
 # fuzzed without being listed here), in path order, then file order:
-# export, models/safetensors, tokenizer, tools/calculator, tools, traj.
+# export, model/safetensors, tokenizer, tools/calculator, tools, traj.
 # FUZZ_PATHS narrows it to some folders (make fuzz FUZZ_PATHS=tokenizer).
 FUZZTIME   ?= 30s
 FUZZ_PATHS ?= .

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 )
 
 // halfCacheModel writes the tiny model with a float16 key/value cache: each

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 )
 
 // tinyModel writes the tiny random Llama into a temporary folder and

@@ -234,7 +234,7 @@ type modelConfig struct {
 	// EOSTokenID is a number or a list of numbers.
 	EOSTokenID json.RawMessage `json:"eos_token_id"`
 	// Quantization is the record toolrl model build --quantize writes
-	// (models/llama.QuantizationKey); only its name is read.
+	// (model/llama.QuantizationKey); only its name is read.
 	Quantization *struct {
 		Name string `json:"name"`
 	} `json:"toolrl_quantization"`

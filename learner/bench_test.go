@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/toolrl/toolrl/models/llama"
-	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/model/train"
 )
 
 // calcTargetTokensPerS is the learner throughput wanted for models/calc on
@@ -165,10 +165,10 @@ func gemmShare(p *profile.Profile) (share, seconds float64, top string) {
 
 // isGEMM reports whether a profiled function belongs to the GEMM: the
 // trainer's sgemm (with its worker closures), packA/packB and tile kernels
-// (models/train/gemm*.go), or gonum's Sgemm and its sgemm* helpers, under
+// (model/train/gemm*.go), or gonum's Sgemm and its sgemm* helpers, under
 // which gonum's f32 assembly runs.
 func isGEMM(fn string) bool {
-	if name, ok := strings.CutPrefix(fn, "github.com/toolrl/toolrl/models/train."); ok {
+	if name, ok := strings.CutPrefix(fn, "github.com/toolrl/toolrl/model/train."); ok {
 		for _, p := range []string{"sgemm", "packA", "packB", "kernel"} {
 			if strings.HasPrefix(name, p) {
 				return true

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/trajtest"
-	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/traj"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/advantage"
-	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/traj"
 )
 

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/traj"
 )
 

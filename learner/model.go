@@ -5,13 +5,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/toolrl/toolrl/models/llama"
-	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/model/train"
 )
 
 // LoadModel reads a Hugging Face model folder (config.json and
 // model.safetensors) into a trainable model. It refuses, naming the feature,
-// a folder models/train cannot represent: a model type other than llama,
+// a folder model/train cannot represent: a model type other than llama,
 // attention or MLP biases, scaled RoPE, a head_dim other than
 // hidden_size/num_attention_heads, or no safetensors checkpoint.
 func LoadModel(dir string) (*train.Model, llama.Config, error) {
@@ -46,7 +46,7 @@ func LoadModel(dir string) (*train.Model, llama.Config, error) {
 	return m, cfg, nil
 }
 
-// TrainConfig maps a Hugging Face config onto models/train's architecture,
+// TrainConfig maps a Hugging Face config onto model/train's architecture,
 // or says which feature the learner cannot train.
 func TrainConfig(c llama.Config) (train.Config, error) {
 	if err := c.Validate(); err != nil {

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 )
 
-// TestTrainConfigNamesWhatItCannotTrain: every folder feature models/train
+// TestTrainConfigNamesWhatItCannotTrain: every folder feature model/train
 // lacks is refused with its name; the shipped shapes it can train map.
 func TestTrainConfigNamesWhatItCannotTrain(t *testing.T) {
 	tiny, err := llama.ShapeConfig("tiny")

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolrl/toolrl/models/llama"
-	"github.com/toolrl/toolrl/models/safetensors"
+	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/model/safetensors"
 	"github.com/toolrl/toolrl/policystore"
 )
 

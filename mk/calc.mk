@@ -3,7 +3,7 @@
 # graph from scratch, deterministically. It is not part of `make test`.
 # `make model-data` rewrites only the two prompt sets (seconds).
 # The trainer is built with GOEXPERIMENT=simd so that its GEMM uses the
-# AVX-512/AVX2 kernel (models/train/gemm_simd.go); without it the same code
+# AVX-512/AVX2 kernel (model/train/gemm_simd.go); without it the same code
 # falls back to gonum's blas32 (slower, different float rounding).
 CALC_DIR ?= models/calc
 CALC_PROMPTS ?= data/calc/prompts.jsonl

@@ -5,7 +5,7 @@
 #                        in GEMM, on calc-rollout-shaped batches for models/calc
 #                        and the tiny random shape; built with GOEXPERIMENT=simd
 #                        so the trainer's GEMM is the packed kernel
-#                        (models/train/gemm_simd.go). Needs no ONNX Runtime.
+#                        (model/train/gemm_simd.go). Needs no ONNX Runtime.
 
 BENCH_TARGETS += bench-learner
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/tinymodel"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 )
 
 // TestRolloutFromQuantizedPolicy (#19.2): an actor sampling with a quantized

@@ -18,7 +18,7 @@ import (
 	"github.com/toolrl/toolrl/stream"
 )
 
-// tinyContext is the tiny model's max_position_embeddings (models/llama's
+// tinyContext is the tiny model's max_position_embeddings (model/llama's
 // "tiny" shape).
 const tinyContext = 2048
 

@@ -16,7 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"

@@ -16,7 +16,7 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/internal/trajtest"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/traj"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/learner"
-	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/traj"

@@ -42,7 +42,7 @@ type ModelRef struct {
 	Hash string `json:"hash,omitempty"`
 	// Quantization names the weights' quantization when the actor sampled
 	// with a quantized copy of the policy (e.g. "int8-b32-acc4", see
-	// models/llama.Quantization); empty for full precision. The recorded
+	// model/llama.Quantization); empty for full precision. The recorded
 	// logprobs are then the quantized policy's (the behaviour policy).
 	Quantization string `json:"quantization,omitempty"`
 }

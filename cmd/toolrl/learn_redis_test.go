@@ -21,7 +21,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/learner"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"

@@ -13,11 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/internal/samefile"
-	"github.com/toolrl/toolrl/models/llama"
-	"github.com/toolrl/toolrl/models/safetensors"
+	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/model/safetensors"
 )
 
-// newModelCmd groups the model verbs: build (ONNX builder, models/llama) and the
+// newModelCmd groups the model verbs: build (ONNX builder, model/llama) and the
 // default policy's data/train/eval (models/calc).
 func newModelCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 )
 
 // model build --quantize writes a folder whose config records the

@@ -14,7 +14,7 @@ import (
 
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/trainer"
-	"github.com/toolrl/toolrl/trainer/curves"
+	"github.com/toolrl/toolrl/internal/curves"
 )
 
 // writePlotRun writes a run's metrics.jsonl (iterations 1..n) and

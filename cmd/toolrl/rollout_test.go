@@ -20,7 +20,7 @@ import (
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/trajtest"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/stream"

@@ -1,5 +1,5 @@
 // Package tinymodel writes the tiny random Llama that tests across toolrl run
-// through ONNX Runtime: the "tiny" shape of models/llama (2 layers, hidden
+// through ONNX Runtime: the "tiny" shape of model/llama (2 layers, hidden
 // 64, vocab 320) with seeded random weights, as a Hugging Face folder.
 package tinymodel
 
@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 )
 
 // Write writes the tiny model with weights from seed, plus extra files (name

@@ -1,6 +1,6 @@
 package calcdata
 
-import "github.com/toolrl/toolrl/models/train"
+import "github.com/toolrl/toolrl/model/train"
 
 // Encoder is the tokenizer the training data is encoded with; it must be the
 // tokenizer the actor feeds (models/calc/tokenizer.json).

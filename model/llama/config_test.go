@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolrl/toolrl/models/safetensors"
+	"github.com/toolrl/toolrl/model/safetensors"
 )
 
 // Field-for-field copies of the published config.json files.

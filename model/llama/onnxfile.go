@@ -59,7 +59,7 @@ func modelHeader(gp *onnx.GraphProto) *onnx.ModelProto {
 		IrVersion:    irVersion,
 		OpsetImport:  []*onnx.OperatorSetIdProto{{Domain: "", Version: Opset}},
 		ProducerName: "toolrl",
-		DocString:    "Llama-family decoder built by github.com/toolrl/toolrl/models/llama",
+		DocString:    "Llama-family decoder built by github.com/toolrl/toolrl/model/llama",
 	}
 	for _, n := range gp.Node {
 		if n.Domain == msDomain {

@@ -3,7 +3,7 @@ package calcdata
 import (
 	"encoding/json"
 
-	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/model/train"
 )
 
 // PromptFormat is prompt_format.json: how the orchestrator renders a prompt

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/toolrl/toolrl/models/safetensors"
+	"github.com/toolrl/toolrl/model/safetensors"
 )
 
 // Tensor is a row-major float32 tensor.

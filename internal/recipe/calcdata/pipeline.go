@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 
-	"github.com/toolrl/toolrl/models/bpetrain"
-	"github.com/toolrl/toolrl/models/train"
+	"github.com/toolrl/toolrl/internal/recipe/bpetrain"
+	"github.com/toolrl/toolrl/model/train"
 )
 
 // Pipeline defaults: `make model` uses exactly these.

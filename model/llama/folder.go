@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/toolrl/toolrl/models/safetensors"
+	"github.com/toolrl/toolrl/model/safetensors"
 )
 
 // FolderSpec describes a Hugging Face model folder for WriteFolder.

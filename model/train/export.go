@@ -3,8 +3,8 @@ package train
 import (
 	"fmt"
 
-	"github.com/toolrl/toolrl/models/llama"
-	"github.com/toolrl/toolrl/models/safetensors"
+	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/model/safetensors"
 )
 
 // LlamaConfig returns the model's Hugging Face config (float32), with bos, eos and pad set to the given ids.
@@ -33,13 +33,13 @@ func (m *Model) LlamaWeights() llama.Weights {
 // FolderFiles are the non-weight files of a model folder.
 type FolderFiles struct {
 	TokenizerJSON    []byte            // tokenizer.json
-	TokenizerConfig  []byte            // tokenizer_config.json (nil: derived by models/llama)
+	TokenizerConfig  []byte            // tokenizer_config.json (nil: derived by model/llama)
 	GenerationConfig []byte            // generation_config.json (nil: derived)
 	Extra            map[string][]byte // copied verbatim (prompt_format.json, tools.yaml, ...)
 }
 
 // WriteFolder writes a complete Hugging Face model folder through
-// models/llama.WriteFolder: config.json, model.safetensors (F32),
+// model/llama.WriteFolder: config.json, model.safetensors (F32),
 // onnx/model.onnx (weights inline) and the given files. The bytes depend
 // only on the weights, ids and files.
 func (m *Model) WriteFolder(dir string, bos, eos, pad int, files FolderFiles) error {

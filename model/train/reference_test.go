@@ -4,11 +4,11 @@ import (
 	"math"
 	"testing"
 
-	"github.com/toolrl/toolrl/models/llama"
+	"github.com/toolrl/toolrl/model/llama"
 )
 
 // TestMatchesReferenceForward checks that the trainer's forward equals
-// models/llama's pure-Go reference (the ONNX graph's twin) on the same weights.
+// model/llama's pure-Go reference (the ONNX graph's twin) on the same weights.
 func TestMatchesReferenceForward(t *testing.T) {
 	m := tinyModel(t)
 	ref, err := llama.NewReference(m.LlamaConfig(12, 12, 12), m.LlamaWeights())

@@ -1,0 +1,114 @@
+// Package layering holds one test: toolrl's import graph flows one way, from
+// the data model up to the CLI, in the order of the pipeline (prompts →
+// rollout (actor, tools) → advantage → learner → policy store → actor).
+package layering_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/toolrl/toolrl/internal/testsupport"
+)
+
+const module = "github.com/toolrl/toolrl/"
+
+// layers places every package of the module. A package may import only
+// packages of a lower layer, so the graph is acyclic by construction and a
+// reader finds each stage of the pipeline above what it builds on. A new
+// package must be placed here (the test fails until it is).
+var layers = []struct {
+	name     string
+	packages []string
+}{
+	{"data, formats and leaf libraries", []string{
+		"traj", "tokenizer", "tokenizer/internal/genunicode", "policystore",
+		"model/safetensors", "internal/ort", "internal/samefile", "internal/metricsserver",
+		"tools/calculator", "tools/httptool", "tools/mcptool", "tools/python", "tools/search", "tools/internal/proctest",
+	}},
+	{"the network and the tool registry", []string{"traj/wire", "model/llama", "tools", "internal/trajtest"}},
+	{"actor, differentiable model, GRPO math, streams, files", []string{
+		"actor", "model/train", "advantage", "stream", "export", "internal/testsupport", "internal/recipe/bpetrain",
+	}},
+	{"pipeline stages: rollout, advantage service and offline pass, learner", []string{
+		"orchestrator", "advantage/serve", "advantage/offline", "learner",
+		"internal/tinymodel", "internal/recipe/calcdata",
+	}},
+	{"the closed loop", []string{"trainer"}},
+	{"its charts", []string{"internal/curves"}},
+	{"the CLI", []string{"cmd/toolrl"}},
+}
+
+type listed struct {
+	ImportPath  string
+	Imports     []string
+	TestImports []string
+}
+
+func TestImportsFlowOneWay(t *testing.T) {
+	root := testsupport.RepoRoot(t)
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	layerOf := map[string]int{}
+	for i, l := range layers {
+		for _, p := range l.packages {
+			layerOf[p] = i
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := map[string]bool{}
+	for {
+		var p listed
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list: %v", err)
+		}
+		name := strings.TrimPrefix(p.ImportPath, module)
+		if name == "internal/layering" {
+			continue
+		}
+		seen[name] = true
+		li, ok := layerOf[name]
+		if !ok {
+			t.Errorf("package %s is in no layer: place it in internal/layering's table", name)
+			continue
+		}
+		for _, imp := range p.Imports {
+			dep, ours := strings.CutPrefix(imp, module)
+			if !ours {
+				continue
+			}
+			if lj, ok := layerOf[dep]; ok && lj >= li {
+				t.Errorf("%s (layer %d, %s) imports %s (layer %d, %s): imports must go to a lower layer",
+					name, li, layers[li].name, dep, lj, layers[lj].name)
+			}
+		}
+	}
+	var stale []string
+	for p := range layerOf {
+		if !seen[p] {
+			stale = append(stale, p)
+		}
+	}
+	sort.Strings(stale)
+	if len(stale) > 0 {
+		t.Errorf("the layer table names packages that do not exist: %s", strings.Join(stale, ", "))
+	}
+	if testing.Verbose() {
+		for i, l := range layers {
+			ps := slices.Clone(l.packages)
+			sort.Strings(ps)
+			fmt.Printf("layer %d, %s: %s\n", i, l.name, strings.Join(ps, " "))
+		}
+	}
+}
