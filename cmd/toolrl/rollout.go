@@ -52,7 +52,12 @@ version of a policy store folder (--watch STORE) or of the job's Redis pointer
 finish on the old one; every trajectory records the version it was sampled
 with. --worker --follow keeps a worker waiting for new prompts (the next
 iterations) instead of exiting when the job's stream is drained: with --watch
-it is the rollout worker of a training run.`,
+it is the rollout worker of a training run.
+
+--listen ADDR serves Prometheus /metrics (toolrl_rollout_*: groups, tokens,
+tool calls by tool and outcome, tool latency, a worker's claims, the policy
+version) and /healthz while the run lasts; --summary-json FILE also writes
+the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 		Example: `  # the default policy on the shipped calc prompts (what make run does)
   toolrl rollout --model models/calc --prompts data/calc/prompts.jsonl --limit 64 --group-size 8 --out out/rollout.jsonl
 
@@ -64,7 +69,7 @@ it is the rollout worker of a training run.`,
   toolrl rollout --model models/calc --redis redis://10.0.0.5:6379/0 --job calc1 --worker
 
   # the worker of a training run: follows the job's prompts and policy until Ctrl-C
-  toolrl rollout --model models/calc --redis redis://10.0.0.5:6379/0 --job calc1 --worker --follow --watch redis
+  toolrl rollout --model models/calc --redis redis://10.0.0.5:6379/0 --job calc1 --worker --follow --watch redis --listen 127.0.0.1:9102
 
   # a file rollout that picks up each version a learner publishes into a store
   toolrl rollout --model models/calc --prompts data/calc/rl.jsonl --watch /shared/store --out out/rl.jsonl`,
