@@ -1,10 +1,13 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -116,3 +119,63 @@ func TestCollectorReadsTheLiveSummary(t *testing.T) {
 		t.Errorf("JSON tool calls %v (total %d)", j.ToolCalls.ByTool, j.ToolCalls.Total)
 	}
 }
+
+// TestLiveDuringARun scrapes a run of the default policy while it runs
+// (under -race this checks that a scrape never reads the runner's own
+// summary) and, once Run has returned, finds the returned summary's figures.
+func TestLiveDuringARun(t *testing.T) {
+	job := calcJob(t, filepath.Join(t.TempDir(), "calc.jsonl"))
+	live := NewLive()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(live))
+	done := make(chan struct{})
+	scraped := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				scraped <- n
+				return
+			default:
+			}
+			if _, err := reg.Gather(); err != nil {
+				t.Error(err)
+			}
+			n++
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	sum, err := quietRun(t, context.Background(), job, RunOptions{Live: live})
+	close(done)
+	if n := <-scraped; n == 0 {
+		t.Error("no scrape while the run ran")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gatherSeries(t, reg)
+	if got["toolrl_rollout_groups_written_total"] != float64(sum.GroupsWritten) || sum.GroupsWritten != 12 {
+		t.Errorf("groups written: /metrics %g, summary %d, want 12", got["toolrl_rollout_groups_written_total"], sum.GroupsWritten)
+	}
+	calls := 0
+	for tool, byOutcome := range sum.ToolCalls {
+		for outcome, n := range byOutcome {
+			calls += n
+			if k := "toolrl_rollout_tool_calls_total{outcome=" + outcome + ",tool=" + tool + "}"; got[k] != float64(n) {
+				t.Errorf("%s = %g, summary %d", k, got[k], n)
+			}
+		}
+	}
+	byOutcome := 0
+	for _, n := range sum.Calls {
+		byOutcome += n
+	}
+	if calls == 0 || calls != byOutcome {
+		t.Errorf("tool calls by tool add up to %d, by outcome %v", calls, sum.Calls)
+	}
+	if got[`toolrl_rollout_tool_call_seconds{tool=calculator}`] < float64(sum.ToolCalls["calculator"]["ok"]) {
+		t.Errorf("calculator executions %g < %d ok calls", got[`toolrl_rollout_tool_call_seconds{tool=calculator}`], sum.ToolCalls["calculator"]["ok"])
+	}
+}
+
