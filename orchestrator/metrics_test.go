@@ -178,4 +178,3 @@ func TestLiveDuringARun(t *testing.T) {
 		t.Errorf("calculator executions %g < %d ok calls", got[`toolrl_rollout_tool_call_seconds{tool=calculator}`], sum.ToolCalls["calculator"]["ok"])
 	}
 }
-
