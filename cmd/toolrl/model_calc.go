@@ -16,13 +16,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolrl/toolrl/internal/samefile"
+	"github.com/toolrl/toolrl/internal/curves"
 	"github.com/toolrl/toolrl/internal/recipe/bpetrain"
 	"github.com/toolrl/toolrl/internal/recipe/calcdata"
+	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/trainer"
-	"github.com/toolrl/toolrl/internal/curves"
 	"github.com/toolrl/toolrl/traj"
 )
 

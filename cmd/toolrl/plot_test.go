@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/curves"
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/trainer"
-	"github.com/toolrl/toolrl/internal/curves"
 )
 
 // writePlotRun writes a run's metrics.jsonl (iterations 1..n) and
