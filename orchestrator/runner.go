@@ -30,10 +30,10 @@ type RunOptions struct {
 	Feed PromptFeed
 	// Sink overrides opening job.Out.
 	Sink Sink
-	// Abort, when done, abandons in-flight groups at once (the second
+	// Abort, once closed, abandons in-flight groups at once (the second
 	// Ctrl-C). Cancelling Run's ctx only stops taking new prompts and lets
-	// in-flight groups finish.
-	Abort context.Context
+	// in-flight groups finish. nil: never.
+	Abort <-chan struct{}
 	// Iteration is set on every prompt read from job.Prompts (Prompt.Iteration):
 	// the closed loop runs the same job once per iteration, and each run
 	// samples every prompt as a new group, job/prompt@Iteration (0, the
@@ -146,9 +146,13 @@ type runner struct {
 	correct  map[*sampleRun]bool
 
 	// Async tool mode: calls run in the background and their results come
-	// back on toolDone; pendingTools counts those not yet injected.
+	// back on toolDone; pendingTools counts those not yet injected. toolWG
+	// counts the goroutines running them, which close waits for (closing
+	// toolStop first) before it closes the tools: none outlives Run.
 	toolDone     chan toolOutcome
 	pendingTools int
+	toolWG       sync.WaitGroup
+	toolStop     chan struct{}
 
 	// Hot reload (reload.go). version is the loaded policy version, next a
 	// newer one the source offered, loaded once nothing is in flight; held
@@ -188,9 +192,6 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	if opts.ProgressOut == nil {
 		opts.ProgressOut = os.Stderr
 	}
-	if opts.Abort == nil {
-		opts.Abort = context.Background()
-	}
 	if job.Batch < job.GroupSize {
 		return nil, fmt.Errorf("batch: %d is smaller than group_size %d; a group is decoded together", job.Batch, job.GroupSize)
 	}
@@ -202,8 +203,8 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	}
 	r := &runner{job: job, opts: opts, log: opts.Logger, summary: newSummary(job.ID), seen: map[string]bool{},
 		bySeq: map[*actor.Sequence]*sampleRun{}, correct: map[*sampleRun]bool{},
-		toolDone: make(chan toolOutcome, 4*job.Batch),
-		version:  job.PolicyVersion, refused: map[int64]bool{}}
+		toolDone: make(chan toolOutcome, 4*job.Batch), toolStop: make(chan struct{}),
+		version: job.PolicyVersion, refused: map[int64]bool{}}
 	r.summary.PolicyVersion = job.PolicyVersion
 	r.summary.Watching = opts.Policy != nil
 	defer r.close()
@@ -413,6 +414,8 @@ func (r *runner) newParser() tools.Parser {
 }
 
 func (r *runner) close() {
+	close(r.toolStop)
+	r.toolWG.Wait()
 	if r.sink != nil {
 		r.sink.Close()
 	}
@@ -460,8 +463,20 @@ func modelRef(dir string, pol *actor.Policy) (traj.ModelRef, error) {
 func (r *runner) loop(ctx context.Context) error {
 	// Work beyond the batch keeps the engine busy while sequences wait on tools.
 	maxInflight := 2 * r.job.Batch
-	// In-flight groups finish under drain even after ctx is cancelled, unless Abort.
-	drain := r.opts.Abort
+	// In-flight groups finish under drain even after ctx is cancelled, unless
+	// Abort is closed. drain ends with loop, which cancels any tool call still
+	// running (close then waits for it).
+	drain, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDrain()
+	if r.opts.Abort != nil {
+		go func() {
+			select {
+			case <-r.opts.Abort:
+				stopDrain()
+			case <-drain.Done():
+			}
+		}()
+	}
 	exhausted := false
 	for {
 		r.publish()
@@ -687,9 +702,14 @@ func (r *runner) handle(ctx context.Context, events []actor.Event) error {
 	if r.job.AsyncTools {
 		for _, j := range jobs {
 			r.pendingTools++
+			r.toolWG.Add(1)
 			go func() {
+				defer r.toolWG.Done()
 				c, res := j.sample.episode.Execute(ctx, j.turn, j.call)
-				r.toolDone <- toolOutcome{job: j, call: c, result: res}
+				select {
+				case r.toolDone <- toolOutcome{job: j, call: c, result: res}:
+				case <-r.toolStop: // the run is over; nobody reads the result
+				}
 			}()
 		}
 		return nil

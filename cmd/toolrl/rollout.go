@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -403,22 +404,34 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 	}
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
-	abort, abortNow := context.WithCancel(context.Background())
-	defer abortNow()
+	// The signal goroutine ends with the run: done is closed (and the
+	// goroutine waited for) when runRollout returns.
+	abort := make(chan struct{})
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(signals)
+	done := make(chan struct{})
+	var watcher sync.WaitGroup
+	watcher.Add(1)
+	defer func() {
+		signal.Stop(signals)
+		close(done)
+		watcher.Wait()
+	}()
 	go func() {
-		n := 0
-		for range signals {
-			n++
+		defer watcher.Done()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-signals:
+			}
 			if n == 1 {
 				fmt.Fprintln(cmd.ErrOrStderr(), "toolrl: stopping: finishing the groups in flight (Ctrl-C again to abandon them)")
 				stop()
-			} else {
-				abortNow()
-				return
+				continue
 			}
+			close(abort)
+			return
 		}
 	}()
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
