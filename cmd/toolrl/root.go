@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -69,6 +70,7 @@ func main() {
 }
 
 func run() int {
+	goredis.SetLogger(goredisLog{})
 	err := newRootCmd().Execute()
 	if err == nil {
 		return exitOK

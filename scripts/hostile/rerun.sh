@@ -41,6 +41,7 @@ check() {
 	if (( rc == 124 )); then why="hung (killed after 180 s)"
 	elif grep -qE 'panic:|goroutine [0-9]+ \[' "$out"; then why="panic trace in the output"
 	elif grep -qF "$SECRET" "$out"; then why="the password is in the output"
+	elif grep -qF "pool.go:" "$out"; then why="go-redis's pool log lines ahead of the error"
 	elif [[ $want == 0 && $rc != 0 ]]; then why="exit $rc, want 0"
 	elif [[ $want == fail && $rc == 0 ]]; then why="exit 0, want an error"
 	elif [[ -n "$pattern" ]] && ! grep -qE "$pattern" "$out"; then why="output lacks /$pattern/"
@@ -60,12 +61,12 @@ ROLL=("$TOOLRL" rollout --model "$MODEL" --group-size 2 --max-new-tokens 48 --se
 
 # 1. A Redis sink that fails to open: the real error, no panic.
 check "1 sink, wrong password" fail 'WRONGPASS|invalid password' -- "${ROLL[@]}" --prompts "$WORK/p4.jsonl" --out "redis://:WRONG-$SECRET@127.0.0.1:$PORT/0"
-check "1 sink, server down" fail 'refused' -- "${ROLL[@]}" --prompts "$WORK/p4.jsonl" --out "redis://:$SECRET@127.0.0.1:1/0"
+check "1 sink, server down" fail '^toolrl: out redis://:xxxxx@127.0.0.1:1/0: .*refused' -- "${ROLL[@]}" --prompts "$WORK/p4.jsonl" --out "redis://:$SECRET@127.0.0.1:1/0"
 check "1 sink, no password" fail 'NOAUTH|auth' -- "${ROLL[@]}" --prompts "$WORK/p4.jsonl" --out "redis://127.0.0.1:$PORT/0"
 check "1 sink, bad db" fail 'db|DB' -- "${ROLL[@]}" --prompts "$WORK/p4.jsonl" --out "redis://:$SECRET@127.0.0.1:$PORT/99"
 # 2. No password in any output.
 check "2 rollout to redis, summary redacted" 0 'output' -- "${ROLL[@]}" --job h2 --prompts "$WORK/p4.jsonl" --out "$R"
-check "2 advantage serve, user-only URL" fail '' -- "$TOOLRL" advantage serve --redis "redis://$SECRET@127.0.0.1:1/0" --job h2
+check "2 advantage serve, user-only URL" fail 'redis://xxxxx@127.0.0.1:1/0' -- "$TOOLRL" advantage serve --redis "redis://$SECRET@127.0.0.1:1/0" --job h2
 # 6. An output that is an input's file is refused; the input survives.
 "${ROLL[@]}" --prompts "$WORK/p4.jsonl" --out "$WORK/t.jsonl" >/dev/null 2>&1
 before=$(sha "$WORK/t.jsonl")
@@ -93,6 +94,11 @@ long=$(python3 -c 'print("What is 1 plus 1? " * 400)')
 check "3 over-long prompt refused alone" 0 'too-long' -- "${ROLL[@]}" --prompts "$WORK/long.jsonl" --out "$WORK/long-out.jsonl"
 check "3 ... the 4 good groups written" 0 '' -- test "$(grep -c . "$WORK/long-out.jsonl")" -eq 8
 check "3 ... resume does not abort" 0 '' -- "${ROLL[@]}" --prompts "$WORK/long.jsonl" --out "$WORK/long-out.jsonl"
+# 3 and 14, distributed: the over-long prompt is dead-lettered alone, and the
+# worker's summary says what it did.
+check "3 enqueue for workers" 0 '' -- "$TOOLRL" rollout --redis "$R" --job hw --prompts "$WORK/long.jsonl"
+check "3 worker refuses the over-long prompt alone" 0 'worker +5 prompt entries claimed.*4 done.*1 refused' -- "${ROLL[@]}" --worker --redis "$R" --job hw
+check "3 ... 4 good groups in the stream" 0 '' -- test "$(redis-cli -p "$PORT" -a "$SECRET" --no-auth-warning xlen 'toolrl:{hw}:groups')" -eq 4
 # 10. Parquet: stale temp files from a killed run are removed.
 touch "$WORK/.pq.parquet.partial.parquet.tmp-12345"
 check "10 parquet run" 0 '' -- "${ROLL[@]}" --prompts "$WORK/p4.jsonl" --out "$WORK/pq.parquet"
