@@ -6,5 +6,5 @@
 BENCH_TARGETS += advantage-bench
 
 advantage-bench:
-	$(GO) test ./advantage/serve -run '^$$' -bench 'ServiceVsRaw' -benchtime 1x -count 1
+	$(GO) test ./advantage/serve -run '^$$' -bench 'ServiceVsRaw' -benchtime 3x -count 1
 	$(GO) test ./advantage/offline -run '^$$' -bench 'Offline' -benchtime 1x -count 1

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -288,9 +289,7 @@ func (s *Service) process(ctx context.Context, c *stream.Consumer, msgs []stream
 		cfg.MaxStaleness = -1
 	}
 	groups := make([]wireGroup, len(msgs))
-	for i, m := range msgs {
-		groups[i] = s.decode(m)
-	}
+	each(len(msgs), func(i int) { groups[i] = s.decode(msgs[i]) })
 	if s.opts.RefScorer != nil {
 		// Scoring may take long on a large model: it gets no deadline until
 		// shutdown begins, then shutdownGrace.
@@ -303,22 +302,29 @@ func (s *Service) process(ctx context.Context, c *stream.Consumer, msgs []stream
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
+	type computed struct {
+		out stream.Output
+		st  advantage.Stats
+		err error
+	}
+	results := make([]computed, len(groups))
+	each(len(groups), func(i int) {
+		if groups[i].err == nil {
+			r := &results[i]
+			r.out, r.st, r.err = s.computeGroup(&groups[i], cfg)
+		}
+	})
 	var dead []stream.DeadLetter
 	outputs := make([]stream.Output, 0, len(msgs))
 	var st advantage.Stats
 	for i := range groups {
-		wg := &groups[i]
-		if wg.err != nil {
-			dead = append(dead, stream.DeadLetter{Message: wg.m, Reason: wg.err.Error()})
-			continue
-		}
-		out, gst, err := s.computeGroup(wg, cfg)
+		err := cmp.Or(groups[i].err, results[i].err)
 		if err != nil {
-			dead = append(dead, stream.DeadLetter{Message: wg.m, Reason: err.Error()})
+			dead = append(dead, stream.DeadLetter{Message: groups[i].m, Reason: err.Error()})
 			continue
 		}
-		st.Add(gst)
-		outputs = append(outputs, out)
+		st.Add(results[i].st)
+		outputs = append(outputs, results[i].out)
 	}
 	if err := c.DeadLetter(ctx, dead...); err != nil {
 		return err
@@ -359,6 +365,19 @@ func (s *Service) process(ctx context.Context, c *stream.Consumer, msgs []stream
 	s.m.zeroDropped.Add(float64(st.DroppedZero))
 	s.m.batchSeconds.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// each calls f(0), ..., f(n-1) on up to GOMAXPROCS goroutines and returns
+// when all have returned: a batch's groups are decoded and computed in
+// parallel, so that one worker uses every core while another waits on
+// Redis. f must be safe to call concurrently for different i.
+func each(n int, f func(i int)) {
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := 0; i < n; i++ {
+		g.Go(func() error { f(i); return nil })
+	}
+	_ = g.Wait() // f returns no error
 }
 
 // maxCommitBytes bounds the field bytes of one commit transaction.
