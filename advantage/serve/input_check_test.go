@@ -5,34 +5,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
 
-// badRewards are rewards the advantage stage must refuse, each with the words
-// its reason names.
-var badRewards = []struct {
-	name   string
-	reward traj.Reward
-	reason string
-}{
-	{"parts disagree", traj.Reward{Total: 1, Parts: map[string]float64{"outcome": 1, "call_cost": -0.1}}, "reward.parts sum to 0.9"},
-	{"absurd total", traj.Reward{Total: 1e300}, "magnitude"},
-	{"infinite total", traj.Reward{Total: math.Inf(1)}, "total"}, // refused by the decoder: out of range
-	{"steps disagree", traj.Reward{Total: 123}, "step_rewards sum to"},
-}
-
 // TestServiceDeadLettersInconsistentReward: a group whose reward total is
-// not the sum of its parts or of its step rewards, absurd or not finite goes to the dead letters
-// with the reason, instead of giving advantages computed from it.
+// not the sum of its parts or of its step rewards, absurd or not finite goes
+// to the dead letters with the reason and the group, instead of giving
+// advantages computed from it.
 func TestServiceDeadLettersInconsistentReward(t *testing.T) {
 	svc := &Service{opts: Options{Job: "job"}}
-	for _, tc := range badRewards {
+	for _, tc := range trajtest.BadRewards {
 		g := streamGroup("job", 3)
-		g.Trajectories[1].Reward = tc.reward
+		g.Trajectories[1].Reward = tc.Reward
 		payload, err := wire.EncodeGroup(g)
-		if err != nil && !math.IsInf(tc.reward.Total, 0) {
+		if err != nil && !math.IsInf(tc.Reward.Total, 0) {
 			t.Fatal(err)
 		}
 		if err != nil { // the encoder refuses +Inf: write the JSON by hand
@@ -41,11 +30,11 @@ func TestServiceDeadLettersInconsistentReward(t *testing.T) {
 		}
 		wg := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}})
 		if wg.err == nil {
-			t.Errorf("%s: accepted", tc.name)
+			t.Errorf("%s: accepted", tc.Name)
 			continue
 		}
-		if !strings.Contains(wg.err.Error(), tc.reason) || !strings.Contains(wg.err.Error(), "group "+g.GroupID) {
-			t.Errorf("%s: reason %q does not say what is wrong", tc.name, wg.err)
+		if !strings.Contains(wg.err.Error(), tc.Reason) || !strings.Contains(wg.err.Error(), "group "+g.GroupID) {
+			t.Errorf("%s: reason %q does not say what is wrong", tc.Name, wg.err)
 		}
 	}
 	// Rounding noise is not an error: parts that sum to the total only in exact arithmetic.

@@ -75,7 +75,7 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays, arrays bool) (
 	}
 	if arrays {
 		b = append(b, `,"input_ids":`...)
-		b = appendRaw(b, raw.Tokens, r.InputIDs, appendInt32s)
+		b = appendRaw(b, raw.Tokens, r.InputIDs, appendInts[int32])
 	}
 	b = append(b, `,"prompt_len":`...)
 	b = strconv.AppendInt(b, int64(r.PromptLen), 10)
@@ -88,7 +88,7 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays, arrays bool) (
 	}
 	if arrays {
 		b = append(b, `,"loss_mask":`...)
-		b = appendRaw(b, raw.LossMask, r.LossMask, appendMask)
+		b = appendRaw(b, raw.LossMask, r.LossMask, appendInts[uint8])
 		b = append(b, `,"old_logprobs":`...)
 		b = appendRaw(b, raw.Logprobs, r.OldLogprobs, appendFloat32s)
 		if len(r.RefLogprobs) > 0 {
@@ -201,8 +201,9 @@ func appendRaw[T any](b, raw []byte, vs []T, format func([]byte, []T) []byte) []
 	return format(b, vs)
 }
 
-// appendInt32s writes an int32 array (nil: null, as encoding/json).
-func appendInt32s(b []byte, vs []int32) []byte {
+// appendInts writes an integer array (nil: null, as encoding/json): token
+// ids, and a 0/1 mask as numbers (traj.Mask's MarshalJSON).
+func appendInts[T int32 | uint8](b []byte, vs []T) []byte {
 	if vs == nil {
 		return append(b, "null"...)
 	}
@@ -212,22 +213,6 @@ func appendInt32s(b []byte, vs []int32) []byte {
 			b = append(b, ',')
 		}
 		b = strconv.AppendInt(b, int64(v), 10)
-	}
-	return append(b, ']')
-}
-
-// appendMask writes a 0/1 mask as numbers (traj.Mask's MarshalJSON); values
-// were checked to be single digits.
-func appendMask(b []byte, vs []uint8) []byte {
-	if vs == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '0'+v)
 	}
 	return append(b, ']')
 }
