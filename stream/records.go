@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unsafe"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/toolrl/toolrl/traj"
@@ -78,9 +79,9 @@ func DecodeRecordEntry(m Message) (*traj.AdvantageRecord, error) {
 			if !ok {
 				return nil, fmt.Errorf("entry %s: no %q field (record format %s)", m.ID, wire.RecordArrayFields[i], format)
 			}
-			*b = []byte(v)
+			*b = unsafe.Slice(unsafe.StringData(v), len(v)) // read only: DecodeRecordBinary copies out
 		}
-		r, err = wire.DecodeRecordBinary([]byte(payload), arrays)
+		r, err = wire.DecodeRecordBinary(unsafe.Slice(unsafe.StringData(payload), len(payload)), arrays)
 	default:
 		return nil, fmt.Errorf("entry %s: field %s is %q, want none (JSON) or %q", m.ID, FieldFormat, format, RecordFormatBinary)
 	}

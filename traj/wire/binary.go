@@ -85,7 +85,8 @@ var hostLittleEndian = func() bool {
 // DecodeRecordBinary decodes a record in the binary format: header is its
 // JSON without the per-token arrays (a header that has one is refused) and
 // arrays their bytes. It validates the result as DecodeRecord does; an error
-// names the record and the field.
+// names the record and the field. The result keeps no reference to header or
+// arrays (they may be views of strings).
 func DecodeRecordBinary(header []byte, arrays BinaryArrays) (traj.AdvantageRecord, error) {
 	s := &scanner{b: header}
 	var r traj.AdvantageRecord
