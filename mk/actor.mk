@@ -4,11 +4,17 @@
 #                     (and models/calc when it has been built): generated tokens/s at
 #                     concurrency 1, 4, 16, 64; Go-side overhead (wall time outside ORT
 #                     Run); toolrl / transformers.js generate() at G=8; RSS over 10,000
-#                     trajectories. Writes out/bench-actor.md and out/bench-actor.json.
+#                     trajectories; the 135M model also as int8 and int4 (MatMulNBits).
+#                     Writes out/bench-actor.md and out/bench-actor.json.
 #                     The random models are built into out/ (never committed).
 
 ACTOR_TINY_DIR   := out/models/tiny-random
 ACTOR_135M_DIR   := out/models/smollm2-135m-random
+# The same weights quantized for actors (#19): MatMulNBits int8 and int4,
+# accuracy level 4, LM head included (docs/models.md#quantized-export-19).
+ACTOR_135M_INT8_DIR := out/models/smollm2-135m-random-int8
+ACTOR_135M_INT4_DIR := out/models/smollm2-135m-random-int4
+ACTOR_QUANT_ARGS    := --accuracy-level 4 --quantize-lm-head
 ACTOR_CALC_DIR   := models/calc
 ACTOR_BENCH_ARGS ?= --prompt-len 64 --new-tokens 64 --tools-every 8 --peer --peer-repeats 3 --rss 10000
 
@@ -22,6 +28,9 @@ bench-actor: ort scripts-npm build
 	@mkdir -p out
 	@test -f $(ACTOR_TINY_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape tiny --seed 1 --out $(ACTOR_TINY_DIR) >/dev/null
 	@test -f $(ACTOR_135M_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --out $(ACTOR_135M_DIR) >/dev/null
+	@test -f $(ACTOR_135M_INT8_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --quantize int8 $(ACTOR_QUANT_ARGS) --out $(ACTOR_135M_INT8_DIR) >/dev/null
+	@test -f $(ACTOR_135M_INT4_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --quantize int4 $(ACTOR_QUANT_ARGS) --out $(ACTOR_135M_INT4_DIR) >/dev/null
 	@set -o pipefail; bin/toolrl bench actor --model $(ACTOR_TINY_DIR) --model $(ACTOR_135M_DIR) \
+		--model $(ACTOR_135M_INT8_DIR) --model $(ACTOR_135M_INT4_DIR) \
 		$(if $(wildcard $(ACTOR_CALC_DIR)/onnx/model.onnx),--model $(ACTOR_CALC_DIR)) \
 		$(ACTOR_BENCH_ARGS) --json out/bench-actor.json | tee out/bench-actor.md
