@@ -95,8 +95,8 @@ func Run(ctx context.Context, src TrajectorySource, dst RecordSink, opts Options
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	o := &pass{ctx: ctx, dst: dst, opts: opts, st: &st}
-	gr := newGrouper(opts.MemoryLimit, opts.SpillDir, o.add)
+	o := &pass{dst: dst, opts: opts, st: &st}
+	gr := newGrouper(opts.MemoryLimit, opts.SpillDir, func(members []traj.Trajectory) error { return o.add(ctx, members) })
 	seen := newDedupe()
 	defer gr.Close()
 	for {
@@ -134,13 +134,13 @@ func Run(ctx context.Context, src TrajectorySource, dst RecordSink, opts Options
 			return fmt.Errorf("group %s has %d of its %d trajectories at the end of the input (use AllowIncomplete to compute it anyway)",
 				members[0].GroupID, len(members), members[0].GroupSize)
 		}
-		return o.add(members)
+		return o.add(ctx, members)
 	})
 	st.Spilled, st.PeakPartialBytes = gr.Spilled, gr.Peak
 	if err != nil {
 		return st, err
 	}
-	if err := o.flush(); err != nil {
+	if err := o.flush(ctx); err != nil {
 		return st, err
 	}
 	if st.Duplicates > 0 {
@@ -159,7 +159,6 @@ func position(src TrajectorySource) string {
 }
 
 type pass struct {
-	ctx  context.Context
 	dst  RecordSink
 	opts Options
 	st   *Stats
@@ -172,7 +171,7 @@ type pass struct {
 }
 
 // add takes one assembled group.
-func (o *pass) add(members []traj.Trajectory) error {
+func (o *pass) add(ctx context.Context, members []traj.Trajectory) error {
 	g := traj.NewGroup(members)
 	if len(members) == members[0].GroupSize {
 		if err := g.Validate(); err != nil {
@@ -205,15 +204,15 @@ func (o *pass) add(members []traj.Trajectory) error {
 	o.toScore += needs
 	o.st.PeakWaitingGroups = max(o.st.PeakWaitingGroups, int64(len(o.ready)))
 	if o.toScore >= o.opts.RefBatch {
-		return o.flush()
+		return o.flush(ctx)
 	}
 	return nil
 }
 
 // flush scores what needs scoring, then computes and writes every ready group.
-func (o *pass) flush() error {
+func (o *pass) flush(ctx context.Context) error {
 	if o.toScore > 0 {
-		if err := o.score(); err != nil {
+		if err := o.score(ctx); err != nil {
 			return err
 		}
 	}
@@ -244,7 +243,7 @@ func (o *pass) write(g *traj.Group) error {
 
 // score fills ref_logprobs of the ready trajectories that lack them, in
 // batches of RefBatch sequences.
-func (o *pass) score() error {
+func (o *pass) score(ctx context.Context) error {
 	type ref struct{ g, t int }
 	var pending []ref
 	for gi := range o.ready {
@@ -262,7 +261,7 @@ func (o *pass) score() error {
 			t := &o.ready[r.g].Trajectories[r.t]
 			seqs[i], lens[i] = t.Tokens, t.PromptLen
 		}
-		out, err := o.opts.RefScorer.Score(o.ctx, seqs, lens)
+		out, err := o.opts.RefScorer.Score(ctx, seqs, lens)
 		if err != nil {
 			return fmt.Errorf("reference scoring of %d sequences: %w", len(batch), err)
 		}
