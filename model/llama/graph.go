@@ -199,13 +199,13 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 			cols += int64(len(wf())) / in
 		}
 		if q.Enabled() {
-			return g.matMulNBits(out, x, name, cols, in, q, func() []float32 {
+			return g.matMulNBits(out, x, g.nbitsInits(name, cols, in, q, func() []float32 {
 				parts := make([][]float32, len(ws))
 				for i, wf := range ws {
 					parts[i] = wf()
 				}
 				return concat(parts...)
-			})
+			}))
 		}
 		wName := g.weight(name+"_t", []int64{in, cols}, func() []float32 {
 			parts := make([][]float32, len(ws))
@@ -304,16 +304,30 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 		return g.op("Mul", prefix+"_out", []string{g.op("Div", prefix+"_div", []string{x, root}), wName})
 	}
 
-	embedData := func() []float32 { return w[EmbedName].Data }
-	if q.LMHead && cfg.TieWordEmbeddings {
-		// The tied head is a MatMulNBits; the Gather reads the same
-		// dequantized values in float32 (see Quantization.LMHead).
-		embedData = func() []float32 {
-			t := w[EmbedName]
-			return QuantizeBlockwise(t.Data, int(V), int(H), q.Bits, q.Block()).Dequantize()
+	// The LM head's quantized table, when quantized; a tied embedding reads
+	// it too (see Quantization.LMHead).
+	var headQ nbitsWeight
+	if q.LMHead {
+		headName := LMHeadName
+		if cfg.TieWordEmbeddings {
+			headName = EmbedName
 		}
+		headQ = g.nbitsInits("lm_head.weight", V, H, q, func() []float32 { return w[headName].Data })
 	}
-	h := g.op("Gather", "embed", []string{g.weight(EmbedName, []int64{V, H}, embedData), InputIDsName}, attrInt("axis", 0))
+	var h string
+	switch {
+	case q.LMHead && cfg.TieWordEmbeddings && H%int64(q.Block()) == 0:
+		h = g.gatherBlockQuantized("embed", InputIDsName, headQ)
+	case q.LMHead && cfg.TieWordEmbeddings:
+		// A partial last block: a float32 table of the dequantized values.
+		embedData := func() []float32 {
+			return QuantizeBlockwise(w[EmbedName].Data, int(V), int(H), q.Bits, q.Block()).Dequantize()
+		}
+		h = g.op("Gather", "embed", []string{g.weight(EmbedName, []int64{V, H}, embedData), InputIDsName}, attrInt("axis", 0))
+	default:
+		embedData := func() []float32 { return w[EmbedName].Data }
+		h = g.op("Gather", "embed", []string{g.weight(EmbedName, []int64{V, H}, embedData), InputIDsName}, attrInt("axis", 0))
+	}
 	scale := g.float(float32(1 / math.Sqrt(float64(D))))
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
 		p := fmt.Sprintf("layers.%d", l)
@@ -384,11 +398,7 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 	flat := g.op("Reshape", "final_flat", []string{x, g.ints(false, -1, H)})
 	var logits2 string
 	if q.LMHead {
-		headName := LMHeadName
-		if cfg.TieWordEmbeddings {
-			headName = EmbedName
-		}
-		logits2 = g.matMulNBits("logits_2d", flat, "lm_head.weight", V, H, q, func() []float32 { return w[headName].Data })
+		logits2 = g.matMulNBits("logits_2d", flat, headQ)
 	} else {
 		head := EmbedName
 		if !cfg.TieWordEmbeddings {

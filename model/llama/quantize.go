@@ -38,9 +38,10 @@ type Quantization struct {
 	// (faster on CPU, a further small error the reference does not model).
 	AccuracyLevel int `json:"accuracy_level"`
 	// LMHead also quantizes the LM head. With tied embeddings the embedding
-	// table holds the dequantized values in float32 (Gather reads one row a
-	// token, so its bytes barely matter for speed) and the head is a
-	// MatMulNBits over the quantized table: both read the same values.
+	// lookup reads the same quantized table (GatherBlockQuantized over the
+	// head's MatMulNBits bytes) when the hidden size is a whole number of
+	// blocks; otherwise the embedding is a float32 table of the dequantized
+	// values. Either way embedding and head use the same values.
 	LMHead bool `json:"lm_head,omitempty"`
 }
 
@@ -286,20 +287,54 @@ func (qw *quantizedWeight) get() *BlockQuantized {
 	return qw.b
 }
 
-// matMulNBits adds x @ W^T for the [n, k] weight produced by rows, as a
-// MatMulNBits node with its three initializers named after name.
-func (g *graph) matMulNBits(out, x, name string, n, k int64, q Quantization, rows func() []float32) string {
+// nbitsWeight names the three initializers of a weight in MatMulNBits'
+// layout.
+type nbitsWeight struct {
+	data, scales, zeroPoints string
+	n, k, kBlocks, zpRow     int64
+	q                        Quantization
+}
+
+// nbitsInits adds the initializers of the [n, k] weight produced by rows,
+// quantized once on first write, named after name.
+func (g *graph) nbitsInits(name string, n, k int64, q Quantization, rows func() []float32) nbitsWeight {
 	qw := &quantizedWeight{rows: rows, n: int(n), k: int(k), q: q}
 	kb := (k + int64(q.Block()) - 1) / int64(q.Block())
 	blob := int64(q.Block() * q.Bits / 8)
 	zpRow := (kb*int64(q.Bits) + 7) / 8
-	data := g.bytes(name+"_Q", []int64{n, kb, blob}, func() []byte { return qw.get().Data })
-	scales := g.weight(name+"_scales", []int64{n * kb}, func() []float32 { return qw.get().Scales })
-	zps := g.bytes(name+"_zp", []int64{n * zpRow}, func() []byte { return qw.get().ZeroPoints })
+	return nbitsWeight{
+		data:       g.bytes(name+"_Q", []int64{n, kb, blob}, func() []byte { return qw.get().Data }),
+		scales:     g.weight(name+"_scales", []int64{n * kb}, func() []float32 { return qw.get().Scales }),
+		zeroPoints: g.bytes(name+"_zp", []int64{n * zpRow}, func() []byte { return qw.get().ZeroPoints }),
+		n:          n, k: k, kBlocks: kb, zpRow: zpRow, q: q,
+	}
+}
+
+// matMulNBits adds x @ W^T for the quantized weight wq.
+func (g *graph) matMulNBits(out, x string, wq nbitsWeight) string {
+	q := wq.q
 	g.nodes = append(g.nodes, &onnx.NodeProto{OpType: "MatMulNBits", Domain: msDomain, Name: out,
-		Input: []string{x, data, scales, zps}, Output: []string{out},
-		Attribute: []*onnx.AttributeProto{attrInt("K", k), attrInt("N", n), attrInt("bits", int64(q.Bits)),
+		Input: []string{x, wq.data, wq.scales, wq.zeroPoints}, Output: []string{out},
+		Attribute: []*onnx.AttributeProto{attrInt("K", wq.k), attrInt("N", wq.n), attrInt("bits", int64(q.Bits)),
 			attrInt("block_size", int64(q.Block())), attrInt("accuracy_level", int64(q.AccuracyLevel))}})
+	return out
+}
+
+// gatherBlockQuantized adds the rows ids of the quantized table wq
+// (GatherBlockQuantized, com.microsoft), dequantized to float32. It reads
+// MatMulNBits' bytes through Reshapes ([n, k*bits/8] data, [n, kBlocks]
+// scales, [n, zpRow] zero points: uint8 data follows MatMulNBits'
+// conventions), so a tied embedding and LM head share one quantized table.
+// It needs k to be a whole number of blocks (no padding inside a row).
+func (g *graph) gatherBlockQuantized(out, ids string, wq nbitsWeight) string {
+	q := wq.q
+	data := g.op("Reshape", out+"_data", []string{wq.data, g.ints(false, wq.n, wq.k*int64(q.Bits)/8)})
+	scales := g.op("Reshape", out+"_scales", []string{wq.scales, g.ints(false, wq.n, wq.kBlocks)})
+	zps := g.op("Reshape", out+"_zp", []string{wq.zeroPoints, g.ints(false, wq.n, wq.zpRow)})
+	g.nodes = append(g.nodes, &onnx.NodeProto{OpType: "GatherBlockQuantized", Domain: msDomain, Name: out,
+		Input: []string{data, ids, scales, zps}, Output: []string{out},
+		Attribute: []*onnx.AttributeProto{attrInt("gather_axis", 0), attrInt("quantize_axis", 1),
+			attrInt("block_size", int64(q.Block())), attrInt("bits", int64(q.Bits))}})
 	return out
 }
 

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/advancedclimatesystems/gonnx/onnx"
 	ortgo "github.com/yalue/onnxruntime_go"
+	"google.golang.org/protobuf/proto"
 )
 
 // A hand-worked 8-bit block: range [-1, 2] widened to include 0 stays
@@ -121,6 +123,9 @@ func TestORTQuantizedGraphMatchesDequantizedReference(t *testing.T) {
 		{Bits: 4, BlockSize: 64, LMHead: true}, // tiny's I=160: a partial block
 		{Bits: 8, AccuracyLevel: 4, LMHead: true},
 		{Bits: 4, AccuracyLevel: 4},
+		// Block 128 > hidden 64: one partial block a row, so a tied
+		// embedding falls back to a float32 table of dequantized values.
+		{Bits: 4, BlockSize: 128, LMHead: true},
 	}
 	for name, cfg := range testConfigs(t) {
 		w := mustRandom(t, cfg, 7)
@@ -208,5 +213,45 @@ func TestQuantizedModelIsSmaller(t *testing.T) {
 	t.Logf("bytes: float32 %d, int8 %d, int4 %d", f32, i8, i4)
 	if !(i4 < i8 && i8 < f32/2) {
 		t.Fatalf("sizes float32 %d, int8 %d, int4 %d: want int4 < int8 < float32/2", f32, i8, i4)
+	}
+}
+
+// A tied, quantized LM head and the embedding share one quantized table
+// (GatherBlockQuantized over the MatMulNBits bytes) when the hidden size is
+// a whole number of blocks: no float32 embedding is written. With a partial
+// block the embedding is a float32 table.
+func TestTiedQuantizedHeadSharesOneTable(t *testing.T) {
+	cfg := testConfigs(t)["qwen2_tied_bias"] // tied, hidden 64
+	w := mustRandom(t, cfg, 5)
+	for _, c := range []struct {
+		q            Quantization
+		gather, fp32 bool // GatherBlockQuantized node, float32 embedding initializer
+	}{
+		{Quantization{Bits: 4, BlockSize: 32, LMHead: true}, true, false},
+		{Quantization{Bits: 8, BlockSize: 64, LMHead: true}, true, false},
+		{Quantization{Bits: 4, BlockSize: 128, LMHead: true}, false, true},
+		{Quantization{Bits: 4, BlockSize: 32}, false, true},
+	} {
+		var buf bytes.Buffer
+		if err := EncodeQuantizedONNX(&buf, cfg, w, c.q); err != nil {
+			t.Fatal(err)
+		}
+		var m onnx.ModelProto
+		if err := proto.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		gather := false
+		for _, n := range m.Graph.Node {
+			if n.OpType == "GatherBlockQuantized" {
+				gather = n.Domain == msDomain
+			}
+		}
+		fp32 := false
+		for _, in := range m.Graph.Initializer {
+			fp32 = fp32 || in.Name == EmbedName
+		}
+		if gather != c.gather || fp32 != c.fp32 {
+			t.Errorf("%s: GatherBlockQuantized %v (want %v), float32 %s %v (want %v)", c.q, gather, c.gather, EmbedName, fp32, c.fp32)
+		}
 	}
 }
