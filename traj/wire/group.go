@@ -68,6 +68,23 @@ func DecodeGroup(data []byte) (traj.Group, error) {
 // per-token arrays, which view data: data must not change while they are in
 // use.
 func DecodeGroupArrays(data []byte) (*traj.Group, []Arrays, error) {
+	g, raws, err := decodeGroupJSON(data)
+	if err != nil {
+		if g.GroupID != "" {
+			return nil, nil, fmt.Errorf("decode group %s: %w", g.GroupID, err)
+		}
+		return nil, nil, fmt.Errorf("decode group: %w", err)
+	}
+	if err := g.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("decode group: %w", err)
+	}
+	return g, raws, nil
+}
+
+// decodeGroupJSON decodes one JSON group strictly without validating it. The
+// group is returned with an error too, for the error to name its id when it
+// was read.
+func decodeGroupJSON(data []byte) (*traj.Group, []Arrays, error) {
 	s := &scanner{b: data}
 	g := &traj.Group{}
 	var raws []Arrays
@@ -111,16 +128,7 @@ func DecodeGroupArrays(data []byte) (*traj.Group, []Arrays, error) {
 	if err == nil {
 		err = s.end()
 	}
-	if err != nil {
-		if g.GroupID != "" {
-			return nil, nil, fmt.Errorf("decode group %s: %w", g.GroupID, err)
-		}
-		return nil, nil, fmt.Errorf("decode group: %w", err)
-	}
-	if err := g.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("decode group: %w", err)
-	}
-	return g, raws, nil
+	return g, raws, err
 }
 
 // DecodeTrajectory decodes one JSON trajectory strictly and validates it

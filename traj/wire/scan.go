@@ -202,7 +202,9 @@ func (s *scanner) object(names []string, field func(key string) error) error {
 		return nil
 	}
 	for {
-		key, err := s.key()
+		// A known field's key is only compared: read it in place. A map's
+		// keys are kept.
+		key, err := s.key(names != nil)
 		if err != nil {
 			return err
 		}
@@ -290,14 +292,28 @@ func (s *scanner) array(elem func(i int) error) error {
 	}
 }
 
-// key reads an object key.
-func (s *scanner) key() (string, error) {
+// key reads an object key. With view, a plain ASCII key is a view of the
+// input (no copy, no interning): the caller must not keep it.
+func (s *scanner) key(view bool) (string, error) {
 	s.ws()
 	if s.i >= len(s.b) {
 		return "", errUnexpectedEnd
 	}
 	if s.b[s.i] != '"' {
 		return "", s.syntax("want a key")
+	}
+	if view {
+		for j := s.i + 1; j < len(s.b); j++ {
+			c := s.b[j]
+			if c == '"' {
+				k := unsafeString(s.b[s.i+1 : j])
+				s.i = j + 1
+				return k, nil
+			}
+			if c < 0x20 || c >= 0x7f || c == '\\' {
+				break
+			}
+		}
 	}
 	return s.str()
 }
