@@ -51,29 +51,32 @@ type resultRow struct {
 // trajectoryRow is one trajectory: tokens are written as input_ids and the
 // behaviour logprobs as old_logprobs, the names trainers look for.
 type trajectoryRow struct {
-	ID            string       `parquet:"id"`
-	JobID         string       `parquet:"job_id"`
-	PromptID      string       `parquet:"prompt_id"`
-	Iteration     int64        `parquet:"iteration"`
-	GroupID       string       `parquet:"group_id"`
-	GroupSize     int64        `parquet:"group_size"`
-	SampleIndex   int64        `parquet:"sample_index"`
-	PolicyVersion int64        `parquet:"policy_version"`
-	Seed          uint64       `parquet:"seed"`
-	Temperature   *float64     `parquet:"temperature,optional"`
-	ModelName     string       `parquet:"model_name"`
-	ModelHash     string       `parquet:"model_hash"`
-	PromptLen     int64        `parquet:"prompt_len"`
-	InputIDs      []int32      `parquet:"input_ids,list"`
-	LossMask      []uint8      `parquet:"loss_mask,optional,list" parquet-element:",uint(8)"`
-	OldLogprobs   []float32    `parquet:"old_logprobs,optional,list"`
-	RefLogprobs   []float32    `parquet:"ref_logprobs,optional,list"`
-	FinishReason  string       `parquet:"finish_reason"`
-	Reward        float64      `parquet:"reward"`
-	StepRewards   []float64    `parquet:"step_rewards,optional,list"`
-	Answer        string       `parquet:"answer"`
-	Meta          *string      `parquet:"meta,optional"`
-	Segments      []segmentRow `parquet:"segments,optional,list"`
+	ID            string   `parquet:"id"`
+	JobID         string   `parquet:"job_id"`
+	PromptID      string   `parquet:"prompt_id"`
+	Iteration     int64    `parquet:"iteration"`
+	GroupID       string   `parquet:"group_id"`
+	GroupSize     int64    `parquet:"group_size"`
+	SampleIndex   int64    `parquet:"sample_index"`
+	PolicyVersion int64    `parquet:"policy_version"`
+	Seed          uint64   `parquet:"seed"`
+	Temperature   *float64 `parquet:"temperature,optional"`
+	ModelName     string   `parquet:"model_name"`
+	ModelHash     string   `parquet:"model_hash"`
+	// ModelQuantization is traj.ModelRef.Quantization: "" for full
+	// precision, and for files written before the column existed.
+	ModelQuantization string       `parquet:"model_quantization"`
+	PromptLen         int64        `parquet:"prompt_len"`
+	InputIDs          []int32      `parquet:"input_ids,list"`
+	LossMask          []uint8      `parquet:"loss_mask,optional,list" parquet-element:",uint(8)"`
+	OldLogprobs       []float32    `parquet:"old_logprobs,optional,list"`
+	RefLogprobs       []float32    `parquet:"ref_logprobs,optional,list"`
+	FinishReason      string       `parquet:"finish_reason"`
+	Reward            float64      `parquet:"reward"`
+	StepRewards       []float64    `parquet:"step_rewards,optional,list"`
+	Answer            string       `parquet:"answer"`
+	Meta              *string      `parquet:"meta,optional"`
+	Segments          []segmentRow `parquet:"segments,optional,list"`
 }
 
 // advantageRow is one advantage record, the row a trainer's loss consumes.
@@ -116,7 +119,7 @@ type rowCodec[T, R any] struct {
 // addedColumns are the columns of a schema version after v1, which files
 // written before it lack: a reader takes such a file and reads them as null
 // (temperature) or 0 (iteration).
-var addedColumns = map[string]bool{"temperature": true, "iteration": true}
+var addedColumns = map[string]bool{"temperature": true, "iteration": true, "model_quantization": true}
 
 var trajectoryRows = &rowCodec[traj.Trajectory, trajectoryRow]{
 	kind:     Trajectories,
@@ -128,7 +131,7 @@ var trajectoryRows = &rowCodec[traj.Trajectory, trajectoryRow]{
 			ID: t.ID, JobID: t.JobID, PromptID: t.PromptID, Iteration: int64(t.Iteration), GroupID: t.GroupID,
 			GroupSize: int64(t.GroupSize), SampleIndex: int64(t.SampleIndex), PolicyVersion: t.PolicyVersion,
 			Seed: t.Seed, Temperature: t.Temperature, ModelName: t.Model.Name, ModelHash: t.Model.Hash,
-			PromptLen: int64(t.PromptLen), InputIDs: t.Tokens, LossMask: []uint8(t.LossMask),
+			ModelQuantization: t.Model.Quantization, PromptLen: int64(t.PromptLen), InputIDs: t.Tokens, LossMask: []uint8(t.LossMask),
 			OldLogprobs: t.Logprobs, RefLogprobs: omitEmpty(t.RefLogprobs),
 			FinishReason: string(t.FinishReason), Reward: t.Reward.Total, StepRewards: omitEmpty(t.StepRewards),
 			Answer: t.Answer, Meta: rawToColumn(t.Meta, &err), Segments: segmentsToRows(t.Segments, false, &err),
@@ -139,7 +142,7 @@ var trajectoryRows = &rowCodec[traj.Trajectory, trajectoryRow]{
 		return traj.Trajectory{
 			Schema: schema, ID: r.ID, JobID: r.JobID, PromptID: r.PromptID, Iteration: int(r.Iteration), GroupID: r.GroupID,
 			GroupSize: int(r.GroupSize), SampleIndex: int(r.SampleIndex), PolicyVersion: r.PolicyVersion,
-			Seed: r.Seed, Temperature: r.Temperature, Model: traj.ModelRef{Name: r.ModelName, Hash: r.ModelHash},
+			Seed: r.Seed, Temperature: r.Temperature, Model: traj.ModelRef{Name: r.ModelName, Hash: r.ModelHash, Quantization: r.ModelQuantization},
 			Tokens: r.InputIDs, PromptLen: int(r.PromptLen), LossMask: traj.Mask(r.LossMask),
 			Logprobs: r.OldLogprobs, RefLogprobs: omitEmpty(r.RefLogprobs),
 			Segments: segmentsFromRows(r.Segments, false), FinishReason: traj.FinishReason(r.FinishReason),

@@ -183,7 +183,7 @@ func expectedTrajectoryRow(t traj.Trajectory, parts []string) map[string]any {
 	row := map[string]any{
 		"id": t.ID, "job_id": t.JobID, "prompt_id": t.PromptID, "iteration": int64(t.Iteration), "group_id": t.GroupID, "group_size": int64(t.GroupSize),
 		"sample_index": int64(t.SampleIndex), "policy_version": t.PolicyVersion, "seed": t.Seed, "temperature": float64Ptr(t.Temperature),
-		"model_name": t.Model.Name, "model_hash": t.Model.Hash, "prompt_len": int64(t.PromptLen),
+		"model_name": t.Model.Name, "model_hash": t.Model.Hash, "model_quantization": t.Model.Quantization, "prompt_len": int64(t.PromptLen),
 		"input_ids": ints32(t.Tokens), "loss_mask": mask(t.LossMask), "old_logprobs": floats32(t.Logprobs),
 		"ref_logprobs": floats32(nilIfEmpty(t.RefLogprobs)), "finish_reason": string(t.FinishReason), "reward": t.Reward.Total,
 		"step_rewards": floats64(nilIfEmpty(t.StepRewards)), "answer": t.Answer, "meta": rawText(t.Meta),
