@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolrl/toolrl/internal/testsupport"
 )
 
 // heldOutDigest is the sha256 of "id\tprompt\tanswer\n" over the 256 lines of
@@ -37,7 +39,7 @@ func splitFile(t *testing.T, s Split) ([]byte, []Problem) {
 
 func readShipped(t *testing.T, s Split) ([]byte, []PromptRecord) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(s.Path())))
+	b, err := os.ReadFile(filepath.Join(testsupport.RepoRoot(t), filepath.FromSlash(s.Path())))
 	if err != nil {
 		t.Fatal(err)
 	}
