@@ -72,11 +72,7 @@ func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 					t.ID, len(t.RefLogprobs), len(t.Logprobs), len(t.LossMask))
 			}
 			kl := make([]float32, len(t.LossMask))
-			for j, m := range t.LossMask {
-				if m == 1 {
-					kl[j] = float32(KLTerm(cfg.KL, float64(t.Logprobs[j]), float64(t.RefLogprobs[j])))
-				}
-			}
+			tokenKL(cfg.KL, kl, t.Logprobs, t.RefLogprobs, t.LossMask)
 			kls[i] = kl
 		}
 	}
