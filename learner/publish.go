@@ -41,6 +41,10 @@ type State struct {
 	// Iteration is the training loop's iteration that published this
 	// version (toolrl train); 0 outside a loop.
 	Iteration int `json:"iteration,omitempty"`
+	// RolloutQuantization names the quantization of the version's copy for
+	// actors in policystore.QuantizedForm (e.g. "int8-b32-acc4"); empty when
+	// the version has only its float32 form.
+	RolloutQuantization string `json:"rollout_quantization,omitempty"`
 }
 
 // Base is the model folder a learner started from: its config and the files
@@ -52,6 +56,11 @@ type Base struct {
 	// Files are the folder's top-level files other than the config, the
 	// weights and the ONNX graph, by name.
 	Files map[string][]byte
+	// RolloutQuantization, when enabled, makes every published version also
+	// hold a quantized copy of its weights for actors, in the version's
+	// policystore.QuantizedForm folder (see WriteQuantized). The learner
+	// itself always trains and resumes from the float32 weights.
+	RolloutQuantization llama.Quantization
 }
 
 // ReadBase reads the files a published version copies from dir.
@@ -78,12 +87,14 @@ func ReadBase(dir string, cfg llama.Config) (Base, error) {
 
 // Publish writes the current weights as policy version l.Version()+1 into
 // store (a complete model folder: config, tokenizer and the base's other
-// files, model.safetensors, onnx/model.onnx, and the optimiser state), then
-// advances the learner's version. consumed and records describe what was
+// files, model.safetensors, onnx/model.onnx, and the optimiser state; with
+// base.RolloutQuantization also the quantized copy for actors in
+// policystore.QuantizedForm), then advances the learner's version. consumed and records describe what was
 // trained on since the previous version (see State).
 func (l *Learner) Publish(ctx context.Context, store *policystore.Store, base Base, consumed []string, records int) (policystore.Version, error) {
 	next := l.version + 1
-	st := State{Schema: StateSchema, Version: next, Steps: l.step, Updates: l.updates, Consumed: consumed, Records: records, Base: base.Dir, Iteration: l.iteration}
+	st := State{Schema: StateSchema, Version: next, Steps: l.step, Updates: l.updates, Consumed: consumed, Records: records, Base: base.Dir, Iteration: l.iteration,
+		RolloutQuantization: base.RolloutQuantization.String()}
 	meta, err := json.Marshal(st)
 	if err != nil {
 		return policystore.Version{}, fmt.Errorf("learner: publish version %d: %w", next, err)
@@ -97,25 +108,15 @@ func (l *Learner) Publish(ctx context.Context, store *policystore.Store, base Ba
 }
 
 func (l *Learner) writeFolder(dir string, base Base) error {
-	cfg := base.Config
-	cfg.TorchDType = "float32"
-	w := l.model.LlamaWeights()
-	extra := map[string][]byte{}
-	for name, data := range base.Files {
-		extra[name] = data
-	}
-	take := func(name string) []byte {
-		data := extra[name]
-		delete(extra, name)
-		return data
-	}
-	spec := llama.FolderSpec{
-		Config: cfg, Weights: w, TokenizerJSON: take("tokenizer.json"), TokenizerConfig: take("tokenizer_config.json"),
-		GenerationConfig: take("generation_config.json"), ExtraFiles: extra,
-		ONNX: llama.ONNXOptions{External: llama.ExternalAuto}, Safetensors: true, SafetensorsDType: safetensors.F32,
-	}
+	spec := l.folderSpec(base)
+	spec.Safetensors, spec.SafetensorsDType = true, safetensors.F32
 	if _, err := llama.WriteFolder(dir, spec); err != nil {
 		return err
+	}
+	if base.RolloutQuantization.Enabled() {
+		if err := l.WriteQuantized(filepath.Join(dir, policystore.QuantizedForm), base); err != nil {
+			return err
+		}
 	}
 	var tensors []safetensors.Tensor
 	for _, p := range l.model.Params {
@@ -127,6 +128,28 @@ func (l *Learner) writeFolder(dir string, base Base) error {
 	}
 	return safetensors.WriteFile(filepath.Join(dir, StateFile), tensors, safetensors.F32,
 		map[string]string{"optimizer": "adamw", "optimizer_steps": strconv.Itoa(l.step)})
+}
+
+// folderSpec is the model folder of the learner's current weights: the
+// base's config (float32), tokenizer and other files, an ONNX graph with
+// external data when it needs it; no safetensors, no quantization.
+func (l *Learner) folderSpec(base Base) llama.FolderSpec {
+	cfg := base.Config
+	cfg.TorchDType = "float32"
+	extra := map[string][]byte{}
+	for name, data := range base.Files {
+		extra[name] = data
+	}
+	take := func(name string) []byte {
+		data := extra[name]
+		delete(extra, name)
+		return data
+	}
+	return llama.FolderSpec{
+		Config: cfg, Weights: l.model.LlamaWeights(), TokenizerJSON: take("tokenizer.json"), TokenizerConfig: take("tokenizer_config.json"),
+		GenerationConfig: take("generation_config.json"), ExtraFiles: extra,
+		ONNX: llama.ONNXOptions{External: llama.ExternalAuto},
+	}
 }
 
 // ReadState returns a published version's learner state from its manifest.

@@ -9,6 +9,7 @@
 //	  v000001/          config.json, tokenizer files, model.safetensors,
 //	  v000002/          onnx/model.onnx, anything the caller adds, and
 //	  v000003/          manifest.json, written last
+//	    quantized/      the quantized copy for actors, when published (QuantizedForm)
 //	  .tmp-…            temporaries of a publish or prune in progress
 //
 // A version is written into a temporary directory, every file and directory

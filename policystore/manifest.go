@@ -22,6 +22,15 @@ const ManifestSchema = "toolrl.policy/v1"
 // writes it last; a caller's write function must not create it.
 const ManifestFile = "manifest.json"
 
+// QuantizedForm is the folder inside a version that holds its quantized copy
+// for actors, when the learner publishes one (a train config's
+// rollout_quantization, toolrl learn --rollout-quantization): a complete model
+// folder (config.json recording the quantization, tokenizer files,
+// onnx/model.onnx) beside the version's own float32 files, which the learner
+// resumes from. The manifest lists its files like any other, so Verify covers
+// both forms.
+const QuantizedForm = "quantized"
+
 // Manifest describes one published version (manifest.json).
 type Manifest struct {
 	// Schema is ManifestSchema.
