@@ -267,6 +267,8 @@ func rewardParts() []string {
 // duplicates a group. A write that fails on a connection error (the server
 // restarting, a failover) is retried with backoff for the URL's retry=
 // option (default stream.DefaultWriteRetry, 30 s), then the rollout fails.
+// The URL's group_format=binary option writes the binary group format
+// (stream.GroupFormatOf), which the advantage service reads; JSON otherwise.
 // Its settings record is the job's key stream.Keys.Settings.
 type redisSink struct {
 	client   goredis.UniversalClient
@@ -282,12 +284,16 @@ func openRedisSink(ctx context.Context, url, job string) (*redisSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("out: %w", err)
 	}
+	groupFormat, err := stream.GroupFormatOf(url)
+	if err != nil {
+		return nil, fmt.Errorf("out: %w", err)
+	}
 	client, err := stream.Connect(ctx, url, stream.ConnectOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("out %s: %w", stream.Redact(url), err)
 	}
 	return &redisSink{client: client, job: job,
-		producer: stream.NewProducer(client, stream.ProducerOptions{Groups: []string{stream.AdvantageGroup}, RetryFor: retry,
+		producer: stream.NewProducer(client, stream.ProducerOptions{Groups: []string{stream.AdvantageGroup}, RetryFor: retry, GroupFormat: groupFormat,
 			OnRetry: func(err error, wait time.Duration) {
 				slog.Warn("redis sink: write failed, retrying", "out", stream.Redact(url), "err", err, "wait", wait, "retry_for", retry)
 			}})}, nil

@@ -40,8 +40,9 @@ type ConnectOptions struct {
 // Sentinels watching master NAME. Other options: db=N, client_name=,
 // password= (as redis-py accepts it; the userinfo form wins), sentinel_password=,
 // dial_timeout=, read_timeout=, write_timeout= (Go durations or seconds),
-// pool_size=N and retry= (how long a writer retries, see WriteRetry; ParseURL
-// only accepts it).
+// pool_size=N, retry= (how long a writer retries, see WriteRetry) and
+// group_format= (how a rollout's sink encodes groups, see GroupFormatOf);
+// ParseURL only accepts the last two.
 //
 // The password comes from the URL, else from $TOOLRL_REDIS_PASSWORD. Errors
 // never include it (they quote Redact(raw)).
@@ -99,7 +100,7 @@ func ParseURL(raw string, opts ConnectOptions) (*goredis.UniversalOptions, error
 	for key, values := range q {
 		v := values[len(values)-1]
 		switch key {
-		case "addr", "password", "retry":
+		case "addr", "password", "retry", "group_format":
 		case "cluster":
 			if o.IsClusterMode, err = strconv.ParseBool(v); err != nil {
 				return nil, fmt.Errorf("redis url %s: cluster=%q is not a boolean", safe, v)
@@ -183,11 +184,32 @@ func WriteRetry(raw string) (time.Duration, error) {
 	return d, nil
 }
 
+// GroupFormatOf returns the URL's group_format= option, how a rollout's
+// Redis sink encodes the groups it writes (ProducerOptions.GroupFormat):
+// "json" (the default, read by every consumer) or "binary" (the binary group
+// format, read by the advantage service and DecodeGroupEntry; docs/redis.md).
+// Another value is an error.
+func GroupFormatOf(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("redis url %s: does not parse", Redact(raw))
+	}
+	v := u.Query().Get("group_format")
+	if err := ValidGroupFormat(v); err != nil {
+		return "", fmt.Errorf("redis url %s: group_format=: %w", Redact(raw), err)
+	}
+	if v == "" {
+		v = GroupFormatJSON
+	}
+	return v, nil
+}
+
 // publicOptions are the URL options whose values Redact shows: none of them
 // is a secret.
 var publicOptions = map[string]bool{
 	"addr": true, "cluster": true, "sentinel": true, "master_name": true, "client_name": true, "db": true,
 	"pool_size": true, "dial_timeout": true, "read_timeout": true, "write_timeout": true, "retry": true,
+	"group_format": true,
 }
 
 // Redact returns the URL with any password replaced by "xxxxx", for logs and

@@ -53,6 +53,12 @@ type ProducerOptions struct {
 	// OnRetry, when set, is called before each retry with the error and the
 	// wait (for a log line). It must not block.
 	OnRetry func(err error, wait time.Duration)
+	// GroupFormat is how AddGroup and AddGroups encode a group: "" or
+	// GroupFormatJSON (its JSON, which every reader takes) or
+	// GroupFormatBinaryName (the binary group format, which the advantage
+	// service and DecodeGroupEntry read; docs/redis.md). NewProducer refuses
+	// another value.
+	GroupFormat string
 }
 
 // Producer appends entries to streams, applying backpressure on their
@@ -69,8 +75,13 @@ type Producer struct {
 	estimate map[string]int64
 }
 
-// NewProducer returns a producer over client.
+// NewProducer returns a producer over client. It panics on a
+// ProducerOptions.GroupFormat it does not know (check it with
+// ValidGroupFormat first).
 func NewProducer(client goredis.UniversalClient, opts ProducerOptions) *Producer {
+	if err := ValidGroupFormat(opts.GroupFormat); err != nil {
+		panic(err)
+	}
 	if opts.MaxBacklog == 0 {
 		opts.MaxBacklog = 10000
 	}
@@ -113,7 +124,13 @@ func (p *Producer) AddGroup(ctx context.Context, job string, g *traj.Group) (boo
 func (p *Producer) AddGroups(ctx context.Context, job string, groups []*traj.Group) ([]bool, error) {
 	payloads := make([]GroupPayload, len(groups))
 	for i, g := range groups {
-		data, err := wire.EncodeGroup(g)
+		var data []byte
+		var err error
+		if p.opts.GroupFormat == GroupFormatBinaryName {
+			data, err = wire.AppendGroupBinary(nil, g)
+		} else {
+			data, err = wire.EncodeGroup(g)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -130,9 +147,20 @@ type GroupPayload struct {
 	// Schema is the group's schema version, for the entry's schema field;
 	// empty means traj.TrajectorySchema.
 	Schema string
-	// JSON is the traj.Group; the producer does not check that it matches
+	// JSON is the traj.Group, as JSON (wire.EncodeGroup) or in the binary
+	// group format (wire.AppendGroupBinary: the entry then gets the format
+	// field, GroupFormatBinary); the producer does not check that it matches
 	// GroupID and PolicyVersion (the consumer does).
 	JSON []byte
+}
+
+// ValidGroupFormat checks a ProducerOptions.GroupFormat value.
+func ValidGroupFormat(format string) error {
+	switch format {
+	case "", GroupFormatJSON, GroupFormatBinaryName:
+		return nil
+	}
+	return fmt.Errorf("group format %q, want %q or %q", format, GroupFormatJSON, GroupFormatBinaryName)
 }
 
 func (g GroupPayload) schema() string {
@@ -146,12 +174,16 @@ func (g GroupPayload) schema() string {
 // that XADD it themselves, e.g. through Consumer.Commit into keys.Groups with
 // keys.GroupsWritten as the done set (the same set AddGroup checks).
 func GroupFields(g GroupPayload) []Field {
-	return []Field{
+	fields := []Field{
 		{Name: FieldGroupID, Value: []byte(g.GroupID)},
 		{Name: FieldPolicyVersion, Value: strconv.AppendInt(nil, g.PolicyVersion, 10)},
 		{Name: FieldSchema, Value: []byte(g.schema())},
 		{Name: FieldGroup, Value: g.JSON},
 	}
+	if wire.IsGroupBinary(g.JSON) {
+		fields = append(fields, Field{Name: FieldFormat, Value: []byte(GroupFormatBinary)})
+	}
+	return fields
 }
 
 // AddGroupPayloads is AddGroups for groups already encoded, e.g. read from a
@@ -212,9 +244,12 @@ func (p *Producer) addGroupPayloads(ctx context.Context, job string, groups []Gr
 	written, err := gatedTx(ctx, p.client, keys.GroupsWritten, members, func(pipe goredis.Pipeliner, fresh []bool) {
 		for i, g := range groups {
 			if fresh[i] {
-				pipe.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Groups, Values: []any{
-					FieldGroupID, g.GroupID, FieldPolicyVersion, strconv.FormatInt(g.PolicyVersion, 10),
-					FieldSchema, g.schema(), FieldGroup, g.JSON}})
+				values := []any{FieldGroupID, g.GroupID, FieldPolicyVersion, strconv.FormatInt(g.PolicyVersion, 10),
+					FieldSchema, g.schema(), FieldGroup, g.JSON}
+				if wire.IsGroupBinary(g.JSON) {
+					values = append(values, FieldFormat, GroupFormatBinary)
+				}
+				pipe.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Groups, Values: values})
 			}
 		}
 	})

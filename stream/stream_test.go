@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -368,5 +369,54 @@ func TestPruneIdleConsumers(t *testing.T) {
 	left, _ := client.XInfoConsumers(ctx, "s", "g").Result()
 	if len(left) != 1 || left[0].Name != "holder" || left[0].Pending != 1 {
 		t.Fatalf("consumers left: %+v", left)
+	}
+}
+
+// With GroupFormat binary the producer writes the binary group format with
+// the format field; DecodeGroupEntry reads it back to the group, and refuses
+// an entry whose format field and payload disagree, naming the field. A
+// JSON producer's entries carry no format field (what every reader takes).
+func TestAddGroupBinaryFormat(t *testing.T) {
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connect(t, r.URL())
+	ctx := context.Background()
+	g := testGroup("j", "p1", 3)
+	if w, err := NewProducer(client, ProducerOptions{GroupFormat: GroupFormatBinaryName}).AddGroup(ctx, "j", g); err != nil || !w {
+		t.Fatalf("AddGroup: %v %v", w, err)
+	}
+	if _, err := NewProducer(client, ProducerOptions{}).AddGroup(ctx, "j", testGroup("j", "p2", 2)); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := client.XRange(ctx, JobKeys("j").Groups, "-", "+").Result()
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("groups stream holds %d entries (%v), want 2", len(msgs), err)
+	}
+	bin := Message{ID: msgs[0].ID, Values: msgs[0].Values}
+	if bin.Values[FieldFormat] != GroupFormatBinary || !wire.IsGroupBinary([]byte(bin.Values[FieldGroup].(string))) {
+		t.Fatalf("binary entry: format %v, payload opens %q", bin.Values[FieldFormat], bin.Values[FieldGroup].(string)[:4])
+	}
+	if _, ok := msgs[1].Values[FieldFormat]; ok {
+		t.Errorf("a JSON entry has a format field: %v", msgs[1].Values)
+	}
+	back, err := DecodeGroupEntry(bin)
+	if err != nil || !reflect.DeepEqual(back, g) {
+		t.Fatalf("binary entry does not decode to the group: %v", err)
+	}
+	jsonPayload := msgs[1].Values[FieldGroup]
+	for _, c := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"binary payload without the field", map[string]any{FieldGroupID: g.GroupID, FieldGroup: bin.Values[FieldGroup]}, "field format is absent (JSON) but the group field is in the binary group format"},
+		{"JSON payload marked binary", map[string]any{FieldGroupID: "j/p2", FieldGroup: jsonPayload, FieldFormat: GroupFormatBinary}, `field format is "toolrl.group.bin/v1" but the group field does not open with "TRLG"`},
+		{"unknown format", map[string]any{FieldGroupID: "j/p2", FieldGroup: jsonPayload, FieldFormat: "msgpack"}, `field format is "msgpack"`},
+	} {
+		if _, err := DecodeGroupEntry(Message{ID: "9-0", Values: c.values}); err == nil || !strings.Contains(err.Error(), "entry 9-0: "+c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	if err := ValidGroupFormat("msgpack"); err == nil || !strings.Contains(err.Error(), "msgpack") {
+		t.Errorf("ValidGroupFormat(msgpack) = %v", err)
 	}
 }

@@ -32,13 +32,19 @@ func benchRedis(b *testing.B) goredis.UniversalClient {
 	return client
 }
 
-// benchGroups makes n synthetic groups and their groups-stream payloads.
-func benchGroups(n, g, stepLen int) ([]*traj.Group, [][]byte) {
+// benchGroups makes n synthetic groups and their groups-stream payloads, as
+// JSON or (groupFormat stream.GroupFormatBinaryName) in the binary group
+// format.
+func benchGroups(n, g, stepLen int, groupFormat string) ([]*traj.Group, [][]byte) {
 	groups := make([]*traj.Group, n)
 	payloads := make([][]byte, n)
 	for i := range groups {
 		groups[i] = trajtest.Synthetic("bench", i, g, stepLen)
-		payloads[i], _ = wire.EncodeGroup(groups[i])
+		if groupFormat == stream.GroupFormatBinaryName {
+			payloads[i], _ = wire.AppendGroupBinary(nil, groups[i])
+		} else {
+			payloads[i], _ = wire.EncodeGroup(groups[i])
+		}
 	}
 	return groups, payloads
 }
@@ -50,19 +56,23 @@ func benchGroups(n, g, stepLen int) ([]*traj.Group, [][]byte) {
 // floor (its Redis operations with precomputed records), and reports the
 // service's ratio to raw ("ratio") and to its floor ("service/floor").
 //
-// It runs once per record format (sub-benchmarks json and binary): the
-// floor commits the records the service writes in that format.
+// It runs once per group payload format and record format (sub-benchmarks
+// groups=json/records=json, ..., groups=binary/records=binary): raw and the
+// floor move the same payloads, and the floor commits the records the service
+// writes in that format.
 func BenchmarkServiceVsRaw(b *testing.B) {
-	for _, format := range []string{RecordFormatJSON, RecordFormatBinary} {
-		b.Run(format, func(b *testing.B) { benchServiceVsRaw(b, format) })
+	for _, groupFormat := range []string{stream.GroupFormatJSON, stream.GroupFormatBinaryName} {
+		for _, format := range []string{RecordFormatJSON, RecordFormatBinary} {
+			b.Run("groups="+groupFormat+"/records="+format, func(b *testing.B) { benchServiceVsRaw(b, groupFormat, format) })
+		}
 	}
 }
 
-func benchServiceVsRaw(b *testing.B, format string) {
+func benchServiceVsRaw(b *testing.B, groupFormat, format string) {
 	const n, g, stepLen, batch = 2000, 8, 64, 32
 	client := benchRedis(b)
 	ctx := context.Background()
-	groups, payloads := benchGroups(n, g, stepLen)
+	groups, payloads := benchGroups(n, g, stepLen, groupFormat)
 	var tokens int64
 	for i := range groups {
 		for _, t := range groups[i].Trajectories {
@@ -234,6 +244,9 @@ func precomputedOutputs(b testing.TB, groups []*traj.Group, payloads [][]byte, f
 	outs := make(map[string]stream.Output, len(groups))
 	for i, g := range groups {
 		m := stream.Message{Values: map[string]any{stream.FieldGroup: string(payloads[i]), stream.FieldGroupID: g.GroupID}}
+		if wire.IsGroupBinary(payloads[i]) {
+			m.Values[stream.FieldFormat] = stream.GroupFormatBinary
+		}
 		out, _, err := svc.compute(m, cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -317,7 +330,7 @@ func BenchmarkServiceFloorVariants(b *testing.B) {
 	const n, g, stepLen, batch, rounds = 2000, 8, 64, 32, 7
 	client := benchRedis(b)
 	ctx := context.Background()
-	groups, payloads := benchGroups(n, g, stepLen)
+	groups, payloads := benchGroups(n, g, stepLen, stream.GroupFormatJSON)
 	perTraj := precomputedOutputs(b, groups, payloads, RecordFormatJSON)
 	perGroup := func(frac float64) map[string]stream.Output {
 		m := make(map[string]stream.Output, len(perTraj))
@@ -399,6 +412,21 @@ func BenchmarkServiceComputeEncode(b *testing.B) {
 			if buf, err = wire.AppendRecord(buf[:0], &recs[k], &raws[k]); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+// BenchmarkServiceDecodeBinary is BenchmarkServiceDecode for the binary group
+// format (the arrays read as views, the header's JSON parsed, validated).
+func BenchmarkServiceDecodeBinary(b *testing.B) {
+	data, err := wire.AppendGroupBinary(nil, trajtest.Synthetic("bench", 1, 8, 64))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for i := 0; i < b.N; i++ {
+		if _, _, err := wire.DecodeGroupPayload(data); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

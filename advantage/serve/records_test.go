@@ -10,6 +10,7 @@ import (
 	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/stream"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // The service's path (wire.DecodeGroupArrays, advantage.Compute,
@@ -116,5 +117,47 @@ func TestServiceBinaryRecordsMatchJSON(t *testing.T) {
 	}
 	if _, err := New(nil, Options{Job: "job", Config: cfg, RecordFormat: "msgpack"}); err == nil || !strings.Contains(err.Error(), "msgpack") {
 		t.Errorf("unknown record format accepted: %v", err)
+	}
+}
+
+// A group in the binary group format gives the same output entries, byte for
+// byte, as its JSON, in either record format; a binary payload without the
+// format field is refused, naming the field.
+func TestServiceBinaryGroupsMatchJSON(t *testing.T) {
+	cfg := advantage.DefaultConfig()
+	cfg.Mode, cfg.KL = advantage.ModeHybrid, advantage.KLK3
+	for _, format := range []string{RecordFormatJSON, RecordFormatBinary} {
+		svc, err := New(nil, Options{Job: "job", Config: cfg, RecordFormat: format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 10; i++ {
+			g := streamGroup("job", i)
+			js, err := wire.EncodeGroup(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bin, err := wire.AppendGroupBinary(nil, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _, err := svc.compute(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(js), stream.FieldGroupID: g.GroupID}}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			binMsg := stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(bin), stream.FieldGroupID: g.GroupID,
+				stream.FieldFormat: stream.GroupFormatBinary}}
+			got, _, err := svc.compute(binMsg, cfg)
+			if err != nil {
+				t.Fatalf("%s group %d: %v", format, i, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s group %d: the binary group's output differs from the JSON group's", format, i)
+			}
+			delete(binMsg.Values, stream.FieldFormat)
+			if _, _, err := svc.compute(binMsg, cfg); err == nil || !strings.Contains(err.Error(), "field format is absent") {
+				t.Fatalf("binary payload without the format field: %v", err)
+			}
+		}
 	}
 }

@@ -412,7 +412,15 @@ func (s *Service) decode(m stream.Message) wireGroup {
 		return wg
 	}
 	wg.payload = len(payload)
-	g, raws, err := wire.DecodeGroupArrays(unsafe.Slice(unsafe.StringData(payload), len(payload)))
+	data := unsafe.Slice(unsafe.StringData(payload), len(payload))
+	var g *traj.Group
+	var raws []wire.Arrays
+	err := stream.CheckGroupFormat(m, data)
+	if err == nil {
+		// Either format: a binary payload's arrays are views of it (the
+		// entry's string, which nothing writes).
+		g, raws, err = wire.DecodeGroupPayload(data)
+	}
 	switch {
 	case err != nil:
 		wg.err = fmt.Errorf("entry %s: %w", m.ID, err)
