@@ -121,7 +121,9 @@ func (r *runner) reload(ctx context.Context) {
 	r.log.Info("loaded policy version", "version", ref.Version, "dir", ref.Dir, "seconds", elapsed.Seconds())
 }
 
-// loadVersion verifies ref's folder against its manifest and loads it.
+// loadVersion verifies ref's folder against its manifest and loads it: its
+// quantized form (policystore.QuantizedForm) when the running policy is
+// quantized, else the version's own float32 folder.
 func (r *runner) loadVersion(ctx context.Context, ref PolicyRef) (*actor.Policy, traj.ModelRef, error) {
 	v, err := policystore.OpenVersion(ref.Dir)
 	if err != nil {
@@ -133,7 +135,17 @@ func (r *runner) loadVersion(ctx context.Context, ref PolicyRef) (*actor.Policy,
 	if err := policystore.Verify(ctx, v); err != nil {
 		return nil, traj.ModelRef{}, err
 	}
-	tokPath := filepath.Join(v.Dir, "tokenizer.json")
+	// An actor keeps the form it started with: one sampling with a
+	// quantized copy loads each version's quantized form.
+	dir := v.Dir
+	if q := r.pol.Quantization(); q != "" {
+		dir = filepath.Join(v.Dir, policystore.QuantizedForm)
+		if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+			return nil, traj.ModelRef{}, fmt.Errorf("version %d (%s) has no quantized form (%s/) and the running policy is quantized (%s): publish with a rollout quantization, or start the actor from a float32 model",
+				v.Number, v.Dir, policystore.QuantizedForm, q)
+		}
+	}
+	tokPath := filepath.Join(dir, "tokenizer.json")
 	h, err := fileSHA256(tokPath)
 	if err != nil {
 		return nil, traj.ModelRef{}, err
@@ -142,11 +154,11 @@ func (r *runner) loadVersion(ctx context.Context, ref PolicyRef) (*actor.Policy,
 		return nil, traj.ModelRef{}, fmt.Errorf("%s differs from the running policy's (%s): the prompt format and tool markup were tokenized with it; a new tokenizer needs a new run",
 			tokPath, filepath.Join(r.job.Model, "tokenizer.json"))
 	}
-	pol, err := actor.Load(ctx, actor.LoadOptions{Dir: v.Dir, Provider: r.job.Provider, IntraOpThreads: r.job.Threads})
+	pol, err := actor.Load(ctx, actor.LoadOptions{Dir: dir, Provider: r.job.Provider, IntraOpThreads: r.job.Threads})
 	if err != nil {
 		return nil, traj.ModelRef{}, err
 	}
-	model, err := modelRef(v.Dir, pol)
+	model, err := modelRef(dir, pol)
 	if err != nil {
 		pol.Close()
 		return nil, traj.ModelRef{}, err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -454,7 +455,12 @@ func modelRef(dir string, pol *actor.Policy) (traj.ModelRef, error) {
 		}
 	}
 	abs, _ := filepath.Abs(dir)
-	return traj.ModelRef{Name: filepath.Base(abs), Hash: "sha256:" + hex.EncodeToString(h.Sum(nil)), Quantization: pol.Quantization()}, nil
+	name := filepath.Base(abs)
+	if name == policystore.QuantizedForm {
+		// A version's quantized form is named by its version: v000003/quantized.
+		name = filepath.Base(filepath.Dir(abs)) + "/" + name
+	}
+	return traj.ModelRef{Name: name, Hash: "sha256:" + hex.EncodeToString(h.Sum(nil)), Quantization: pol.Quantization()}, nil
 }
 
 // loop admits groups, steps the engine, runs tool calls and writes finished
