@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/learner"
+	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/orchestrator"
 )
 
@@ -49,6 +50,15 @@ type Config struct {
 	// update: rollouts run one version behind the learner (staleness 1,
 	// corrected by the ratio). Off: strictly on-policy.
 	Async bool `yaml:"async"`
+	// RolloutQuantization, when set, makes actors sample with a quantized
+	// copy of each version (int8 or int4 MatMulNBits weights): every
+	// published version also holds that copy (policystore.QuantizedForm),
+	// version 0's is written to OUT/base/quantized, and the learner keeps
+	// training its float32 weights. The records' logprobs are then the
+	// quantized behaviour policy's; learner.tis_cap corrects the gap and
+	// the metrics' rollout_mismatch reports it. Held-out evaluation samples
+	// the float32 form (the learned policy). Unset: float32 rollouts.
+	RolloutQuantization *QuantizationConfig `yaml:"rollout_quantization"`
 	// IterationTimeout bounds how long the Redis driver waits for an
 	// iteration's groups (workers or the advantage service gone, a prompt
 	// dead-lettered) before it trains on what arrived (default 10m).
@@ -66,6 +76,35 @@ type AdvantageConfig struct {
 	ProcessWeight    *float64 `yaml:"process_weight"` // default 1
 	Gamma            *float64 `yaml:"gamma"`          // default 1
 	DropZeroVariance bool     `yaml:"drop_zero_variance"`
+}
+
+// QuantizationConfig is the YAML form of llama.Quantization: bits (8 or 4,
+// required), block_size (default 32), accuracy_level (0 or 4, default 0),
+// lm_head (default false).
+type QuantizationConfig struct {
+	Bits          int  `yaml:"bits"`
+	BlockSize     int  `yaml:"block_size"`
+	AccuracyLevel int  `yaml:"accuracy_level"`
+	LMHead        bool `yaml:"lm_head"`
+}
+
+// Quantization is the rollout quantization the config asks for (the zero
+// value, float32, when the key is unset). It refuses, naming the key, bits
+// other than 4 or 8 and any field Quantization.Validate refuses.
+func (c *Config) Quantization() (llama.Quantization, error) {
+	if c.RolloutQuantization == nil {
+		return llama.Quantization{}, nil
+	}
+	rq := c.RolloutQuantization
+	q := llama.Quantization{Bits: rq.Bits, BlockSize: rq.BlockSize, AccuracyLevel: rq.AccuracyLevel, LMHead: rq.LMHead}
+	if q.Bits != 4 && q.Bits != 8 {
+		return q, fmt.Errorf("rollout_quantization.bits: %d, want 8 or 4 (remove the key for float32 rollouts)", q.Bits)
+	}
+	if err := q.Validate(); err != nil {
+		return q, fmt.Errorf("rollout_quantization: %w", err)
+	}
+	q.BlockSize = q.Block()
+	return q, nil
 }
 
 // LearnerConfig is the YAML form of learner.Options; an unset key keeps
@@ -133,7 +172,10 @@ func LoadConfig(path string) (Config, error) {
 	var keys struct {
 		Rollout          yaml.Node `yaml:"rollout"`
 		IterationTimeout yaml.Node `yaml:"iteration_timeout"`
-		Eval             struct {
+		Quantization     struct {
+			BlockSize yaml.Node `yaml:"block_size"`
+		} `yaml:"rollout_quantization"`
+		Eval struct {
 			Every     yaml.Node `yaml:"every"`
 			GroupSize yaml.Node `yaml:"group_size"`
 		} `yaml:"eval"`
@@ -151,6 +193,7 @@ func LoadConfig(path string) (Config, error) {
 			{"iteration_timeout", "10m", keys.IterationTimeout.Kind == yaml.ScalarNode && c.IterationTimeout == 0},
 			{"eval.every", "1", keys.Eval.Every.Kind == yaml.ScalarNode && c.Eval.Every == 0},
 			{"eval.group_size", "the rollout's group_size", keys.Eval.GroupSize.Kind == yaml.ScalarNode && c.Eval.GroupSize == 0},
+			{"rollout_quantization.block_size", "32", keys.Quantization.BlockSize.Kind == yaml.ScalarNode && c.RolloutQuantization != nil && c.RolloutQuantization.BlockSize == 0},
 		} {
 			if k.explicit {
 				return Config{}, fmt.Errorf("train config %s: %s: 0 is not a valid value (omit the key for the default, %s)", path, k.key, k.def)
@@ -233,6 +276,9 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("eval.limit: %d, want ≥ 0", c.Eval.Limit)
 	}
 	if _, err := c.AdvantageConfig(); err != nil {
+		return err
+	}
+	if _, err := c.Quantization(); err != nil {
 		return err
 	}
 	if _, err := c.LearnerOptions(); err != nil {

@@ -114,6 +114,9 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 				m.Learner, trained, updated = met, trained || met.Steps > 0, time.Now()
 			},
 			OnPublish: func(v policystore.Version, _ learner.State) {
+				// Workers load the version themselves (its quantized form
+				// when they started from a quantized model); the driver
+				// evaluates its float32 folder.
 				r.modelDir = v.Dir
 				m.PublishedVersion = v.Number
 				m.Seconds.Publish = time.Since(updated).Seconds()

@@ -57,6 +57,10 @@ const (
 	EvalFile         = "eval.jsonl"
 	TrajectoriesFile = "trajectories.jsonl"
 	PolicyDir        = "policy"
+	// BaseQuantizedDir holds version 0's quantized copy for actors (the
+	// base model quantized as rollout_quantization asks), written when a
+	// fresh run starts.
+	BaseQuantizedDir = "base/" + policystore.QuantizedForm
 )
 
 // run is one training run's state.
@@ -74,6 +78,9 @@ type run struct {
 	evals    *os.File
 	trajOut  orchestrator.Sink
 	modelDir string // the latest version's folder (version 0: the config's model)
+	// actorDir is the folder rollouts load the latest version from:
+	// modelDir, or its quantized form with rollout_quantization.
+	actorDir string
 	// learnerOpts are the learner's options; resumed the state of the
 	// version a resumed run starts from (nil on a fresh run).
 	learnerOpts learner.Options
@@ -90,7 +97,7 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	r := &run{cfg: cfg, opts: opts, log: opts.Logger, modelDir: cfg.Rollout.Model}
+	r := &run{cfg: cfg, opts: opts, log: opts.Logger, modelDir: cfg.Rollout.Model, actorDir: cfg.Rollout.Model}
 	defer r.close()
 	first, err := r.open(ctx)
 	if err != nil {
@@ -124,7 +131,7 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 	}
 	startRollout := func(k int) chan rollout {
 		ch := make(chan rollout, 1)
-		dir, version := r.modelDir, r.learner.Version()
+		dir, version := r.actorDir, r.learner.Version()
 		go func() {
 			groups, sum, err := r.rollout(work, k, dir, version)
 			ch <- rollout{groups, sum, version, err}
@@ -209,6 +216,9 @@ func (r *run) open(ctx context.Context) (int, error) {
 	if r.base, err = learner.ReadBase(cfg.Rollout.Model, mcfg); err != nil {
 		return 0, err
 	}
+	if r.base.RolloutQuantization, err = cfg.Quantization(); err != nil {
+		return 0, err
+	}
 	var ref *train.Model
 	if lopts.Loss.KLBeta > 0 {
 		refDir := cfg.Learner.RefModel
@@ -245,9 +255,23 @@ func (r *run) open(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("resume: %w", err)
 		}
 		first = st.Iteration + 1
-		r.modelDir = v.Dir
+		if err := r.setVersionDir(v.Dir); err != nil {
+			return 0, fmt.Errorf("resume: %w", err)
+		}
 		r.resumed = &st
 		r.log.Info("train: resumed", "version", v.Number, "iteration", st.Iteration, "dir", v.Dir)
+	}
+	if first == 1 && r.base.RolloutQuantization.Enabled() {
+		// Version 0's copy for actors, from the base weights the learner
+		// just loaded; rewritten by every fresh run (it is deterministic).
+		dir := filepath.Join(cfg.Out, BaseQuantizedDir)
+		if err := os.RemoveAll(dir); err != nil {
+			return 0, fmt.Errorf("rollout_quantization: %w", err)
+		}
+		if err := r.learner.WriteQuantized(dir, r.base); err != nil {
+			return 0, fmt.Errorf("rollout_quantization: version 0: %w", err)
+		}
+		r.actorDir = dir
 	}
 	set, err := orchestrator.ReadPrompts(cfg.Rollout.Prompts, cfg.Rollout.Limit, cfg.Rollout.SkipInvalid)
 	if err != nil {
@@ -421,10 +445,28 @@ func (r *run) iterate(ctx context.Context, k int, groups []traj.Group, sum *orch
 	if err != nil {
 		return m, err
 	}
-	r.modelDir = v.Dir
+	if err := r.setVersionDir(v.Dir); err != nil {
+		return m, err
+	}
 	m.PublishedVersion = v.Number
 	m.Seconds.Publish = time.Since(t).Seconds()
 	return m, nil
+}
+
+// setVersionDir makes the version in dir the one rollouts and evaluation
+// sample: evaluation its float32 folder, rollouts that too or, with
+// rollout_quantization, its quantized form, which must be there.
+func (r *run) setVersionDir(dir string) error {
+	r.modelDir, r.actorDir = dir, dir
+	if !r.base.RolloutQuantization.Enabled() {
+		return nil
+	}
+	q := filepath.Join(dir, policystore.QuantizedForm)
+	if _, err := os.Stat(filepath.Join(q, "config.json")); err != nil {
+		return fmt.Errorf("rollout_quantization: %s has no quantized form (%s/): it was published without rollout_quantization", dir, policystore.QuantizedForm)
+	}
+	r.actorDir = q
+	return nil
 }
 
 func writeLine(f *os.File, v any) error {
