@@ -31,6 +31,12 @@ func TestLoadConfigKeysFollowJobFileRules(t *testing.T) {
 		{body: "eval:\n  group_size: 0\n", wantErr: "eval.group_size: 0 is not a valid value"},
 		{body: "iteration_timeout: 0s\n", wantErr: "iteration_timeout: 0 is not a valid value"},
 		{body: "eval:\n  every: 2\n  group_size: 2\niteration_timeout: 1m\n", wantCalls: 3},
+		{body: "rollout_quantization:\n  bits: 8\n  block_size: 0\n", wantErr: "rollout_quantization.block_size: 0 is not a valid value"},
+		{body: "rollout_quantization:\n  bits: 16\n", wantErr: "rollout_quantization.bits: 16, want 8 or 4"},
+		{body: "rollout_quantization:\n  block_size: 32\n", wantErr: "rollout_quantization.bits: 0, want 8 or 4"},
+		{body: "rollout_quantization:\n  bits: 4\n  accuracy_level: 2\n", wantErr: "rollout_quantization: quantization: accuracy level 2"},
+		{body: "rollout_quantization:\n  bits: 8\n  bogus: 1\n", wantErr: "field bogus not found"},
+		{body: "rollout_quantization:\n  bits: 8\n  accuracy_level: 4\n  lm_head: true\n", wantCalls: 3},
 	} {
 		path := filepath.Join(dir, "c.yaml")
 		if err := os.WriteFile(path, []byte(head+c.body), 0o644); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/learner"
+	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/stream"
@@ -23,7 +24,7 @@ import (
 
 type learnFlags struct {
 	model, in, redisURL, job, store, refModel, metricsPath, listen string
-	group, consumer, lossAgg                                       string
+	group, consumer, lossAgg, rolloutQuant                         string
 	batch, publishEvery, keep                                      int
 	startVersion                                                   int64
 	temperature                                                    float64
@@ -55,7 +56,10 @@ Every --publish-every updates it publishes version N+1 into --store as a
 complete Hugging Face folder (STORE/v00000N/ with config, tokenizer,
 model.safetensors, onnx/model.onnx and the optimiser state, then the latest
 pointer, atomically): the actor and transformers.js load it. A store that
-already holds versions is resumed from its latest.
+already holds versions is resumed from its latest. --rollout-quantization
+(e.g. int8-b32-acc4, as trajectories name it) also writes each version's
+quantized copy for actors into STORE/v00000N/quantized/; the learner keeps
+training the float32 weights, and --tis-cap corrects the gap between them.
 
 With --in FILE (JSONL or Parquet) it trains on the file once (--batch records
 per update; 0: the whole file as one batch) and publishes one version at the
@@ -71,7 +75,8 @@ used and trains on the rest once.
 One JSON line per update goes to --metrics; a readable line to stderr.`,
 		Example: `  toolrl learn --model models/calc --in out/advantages.jsonl --store out/policy --metrics out/learn.jsonl
   toolrl learn --model models/calc --redis redis://127.0.0.1:6379 --job calc-demo --store /shared/policy --batch 256 --kl-beta 0.01
-  toolrl learn --model models/calc --in adv.parquet --store out/policy --minibatches 4 --epochs 2 --tis-cap 2 --loss-agg seq-mean-token-sum-norm`,
+  toolrl learn --model models/calc --in adv.parquet --store out/policy --minibatches 4 --epochs 2 --tis-cap 2 --loss-agg seq-mean-token-sum-norm
+  toolrl learn --model models/calc --redis redis://127.0.0.1:6379 --job calc-int8 --store /shared/policy --rollout-quantization int8-b32-acc4 --tis-cap 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLearn(cmd, f)
@@ -93,6 +98,7 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 	fs.IntVar(&f.publishEvery, "publish-every", 1, "publish a version every K updates (with --in, unset: once, at the end)")
 	fs.IntVar(&f.keep, "keep", 0, "keep only the newest N versions in the store (0: keep all)")
 	fs.Int64Var(&f.startVersion, "version", 0, "the policy version of --model (records are tagged with it)")
+	fs.StringVar(&f.rolloutQuant, "rollout-quantization", "", "also publish each version's quantized copy for actors (STORE/vN/quantized/): int{8,4}-b{block}-acc{0,4}[-lmhead], e.g. int8-b32-acc4")
 	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature of records that carry none (v1); 0: such a record is an error")
 	o := &f.opts
 	fs.Float64Var(&o.LR, "lr", o.LR, "AdamW learning rate (constant after --warmup)")
@@ -158,6 +164,10 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	if err := f.opts.Validate(); err != nil {
 		return usageErrorf("learn: %v", err)
 	}
+	rolloutQuant, err := llama.ParseQuantization(f.rolloutQuant)
+	if err != nil {
+		return usageErrorf("learn: --rollout-quantization: %v", err)
+	}
 	if f.redisURL != "" {
 		if err := stream.ValidateJob(f.job); err != nil {
 			return usageErrorf("learn: --job: %v", err)
@@ -179,6 +189,7 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	if err != nil {
 		return fmt.Errorf("learn: %w", err)
 	}
+	base.RolloutQuantization = rolloutQuant
 	var ref *train.Model
 	if f.opts.Loss.KLBeta > 0 {
 		refDir := f.refModel

@@ -194,6 +194,8 @@ func TestLearnUsageErrors(t *testing.T) {
 		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--loss-agg", "sum"},
 		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--epochs", "0"},
 		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--lr", "0"},
+		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--rollout-quantization", "int16"},
+		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--rollout-quantization", "int8-b32-acc2"},
 	}
 	for _, args := range cases {
 		_, _, err := runToolrl(t, args...)
@@ -403,5 +405,41 @@ func TestLearnParquetEqualsJSONL(t *testing.T) {
 	a, b, c := weights(adv, "jsonl"), weights(pq, "parquet"), weights(adv, "jsonl-again")
 	if a != b || a != c {
 		t.Errorf("model.safetensors sha256: JSONL %s, Parquet %s, JSONL again %s", a, b, c)
+	}
+}
+
+// TestLearnRolloutQuantization: --rollout-quantization publishes the version
+// with its quantized copy for actors (quantized/, in the manifest, whose
+// config names the quantization) beside the float32 folder.
+func TestLearnRolloutQuantization(t *testing.T) {
+	testsupport.RequireORT(t)
+	dir := t.TempDir()
+	adv := calcRecords(t, dir, 1)
+	store := filepath.Join(dir, "store")
+	if _, stderr, err := runToolrl(t, "learn", "--model", filepath.Join(testsupport.RepoRoot(t), "models", "calc"), "--in", adv,
+		"--store", store, "--rollout-quantization", "int8-b32-acc4", "--tis-cap", "2"); err != nil {
+		t.Fatalf("learn: %v\n%s", err, stderr)
+	}
+	s, err := policystore.OpenReadOnly(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := policystore.Verify(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := actor.Load(context.Background(), actor.LoadOptions{Dir: filepath.Join(v.Dir, policystore.QuantizedForm)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pol.Close()
+	if pol.Quantization() != "int8-b32-acc4" {
+		t.Fatalf("quantized copy names quantization %q, want int8-b32-acc4", pol.Quantization())
+	}
+	if st, err := learner.ReadState(v); err != nil || st.RolloutQuantization != "int8-b32-acc4" {
+		t.Fatalf("state %+v, %v", st, err)
 	}
 }
