@@ -41,6 +41,10 @@ evaluation and out. With async: true (or --async) each iteration's rollout
 overlaps the previous update: rollouts are one version behind the learner,
 which the ratio corrects; otherwise the loop is strictly on-policy and, for a
 seed, deterministic (the same metrics, timings aside, and the same weights).
+With rollout_quantization (e.g. bits: 8) actors sample an int8/int4 copy of
+each version (OUT/policy/vN/quantized/, version 0's in OUT/base/quantized/)
+while the learner trains float32 weights; learner.tis_cap corrects the gap,
+which metrics.jsonl's rollout_mismatch reports.
 
 OUT gets metrics.jsonl (one line per iteration: rollout, advantage and
 learner figures, seconds per phase), eval.jsonl, trajectories.jsonl (the
@@ -49,7 +53,8 @@ SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
 130; --resume continues from the last published version and iteration.`,
 		Example: `  toolrl train --config experiments/calc-smoke.yaml
   toolrl train --config experiments/calc-smoke.yaml --out out/run2 --async
-  toolrl train --config experiments/calc-smoke.yaml --resume`,
+  toolrl train --config experiments/calc-smoke.yaml --resume
+  toolrl train --config experiments/calc-int8.yaml --seed 1 --out out/int8-s1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if configPath == "" {
@@ -133,6 +138,13 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 		mode += fmt.Sprintf(", distributed on %s (job %s: start workers with toolrl rollout --worker --follow --watch redis --redis URL --job %s, and toolrl advantage serve --redis URL --job %s)",
 			stream.Redact(redisURL), cfg.Rollout.ID, cfg.Rollout.ID, cfg.Rollout.ID)
 	}
+	if q, _ := cfg.Quantization(); q.Enabled() {
+		mode += fmt.Sprintf(", %s rollouts (actors sample each version's quantized copy; the learner trains float32", q)
+		if redisURL != "" {
+			mode += fmt.Sprintf("; start workers with --model %s", filepath.Join(cfg.Out, trainer.BaseQuantizedDir))
+		}
+		mode += ")"
+	}
 	fmt.Fprintf(stderr, "train: %d iterations × %d prompts × G=%d, %s, out %s\n",
 		cfg.Iterations, cfg.PromptsPerIteration, cfg.Rollout.GroupSize, mode, cfg.Out)
 	res, err := trainer.Train(ctx, cfg, opts)
@@ -152,6 +164,8 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 		fmt.Fprintf(w, "  last iteration  reward %.3f, accuracy %.1f%%, call rate %.1f%%, calls/trajectory %.2f; learner loss %.4f, kl %.4f, clip %.3f\n",
 			m.Rollout.RewardMean, 100*m.Rollout.Accuracy, 100*m.Rollout.CallRate, m.Rollout.CallsPerTrajectory,
 			m.Learner.Loss, m.Learner.KL, m.Learner.ClipFracLow+m.Learner.ClipFracHigh)
+		fmt.Fprintf(w, "  mismatch        mean |Δlogprob| %.2g, max %.2g, k3 %.2g (behaviour vs learner logprobs, last iteration)\n",
+			m.Learner.Mismatch.MeanAbs, m.Learner.Mismatch.MaxAbs, m.Learner.Mismatch.K3)
 	}
 	if ev := res.LastEval; ev != nil {
 		fmt.Fprintf(w, "  eval (v%d)      accuracy %.1f%%, call rate %.1f%%, calls/trajectory %.2f on %d held-out prompts\n",
