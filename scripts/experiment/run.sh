@@ -44,6 +44,16 @@ name=$(basename "$doc")
   echo
   cat "$doc/table.md"
   echo
+  echo "Rollout mismatch (metrics.jsonl's learner.rollout_mismatch: the records' behaviour logprobs against the"
+  echo "learner's before each update: mean |Δ| below 1e-6 with float32 rollouts, the quantization gap with int8 ones), over each run's iterations:"
+  echo
+  echo "| run | mean of mean \\|Δ\\| | largest max \\|Δ\\| | mean k3 |"
+  echo "|---|---:|---:|---:|"
+  for r in "${runs[@]}"; do
+    jq -rs '[.[].learner.rollout_mismatch] | [([.[].mean_abs] | add / length), ([.[].max_abs] | max), ([.[].k3] | add / length)] | @tsv' \
+      "$r/metrics.jsonl" | awk -v run="$(basename "$r")" -F'\t' '{ printf "| %s | %.2g | %.2g | %.2g |\n", run, $1, $2, $3 }'
+  done
+  echo
   for f in "$doc"/*.png; do
     b=$(basename "$f")
     echo "![${b%.png}]($b)"
