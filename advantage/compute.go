@@ -57,6 +57,14 @@ func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 	useProcess := cfg.Mode == ModeProcess || cfg.Mode == ModeHybrid
 
 	// Per-token KL, when there is a reference to compare against.
+	// One block holds every record's advantages, then every KL array (the
+	// records' arrays are full-capacity sub-slices of it).
+	tokens := 0
+	for i := range g.Trajectories {
+		tokens += len(g.Trajectories[i].LossMask)
+	}
+	block := make([]float32, 2*tokens)
+	advBlock, klBlock := block[:tokens:tokens], block[tokens:]
 	kls := make([][]float32, n)
 	if cfg.KL != KLNone {
 		for i := range g.Trajectories {
@@ -71,7 +79,8 @@ func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 				return nil, st, fmt.Errorf("advantage: trajectory %s: ref_logprobs has %d entries, logprobs %d, loss_mask %d",
 					t.ID, len(t.RefLogprobs), len(t.Logprobs), len(t.LossMask))
 			}
-			kl := make([]float32, len(t.LossMask))
+			kl := klBlock[:len(t.LossMask):len(t.LossMask)]
+			klBlock = klBlock[len(t.LossMask):]
 			tokenKL(cfg.KL, kl, t.Logprobs, t.RefLogprobs, t.LossMask)
 			kls[i] = kl
 		}
@@ -115,7 +124,8 @@ func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 	records := make([]traj.AdvantageRecord, n)
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
-		adv := make([]float32, len(t.LossMask))
+		adv := advBlock[:len(t.LossMask):len(t.LossMask)]
+		advBlock = advBlock[len(t.LossMask):]
 		step := -1
 		for _, seg := range t.Segments {
 			if seg.Kind != traj.SegmentModel {

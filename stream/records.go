@@ -28,6 +28,10 @@ const FieldFormat = "format"
 // empty when the record has none).
 const RecordFormatBinary = "binary-le/v1"
 
+// binaryFormatValue is RecordFormatBinary as a field value, shared (fields
+// are only read).
+var binaryFormatValue = []byte(RecordFormatBinary)
+
 // RecordFields are the fields of an advantages-stream entry for record r with
 // JSON data (wire.AppendRecord): the JSON format.
 func RecordFields(r *traj.AdvantageRecord, data []byte) []Field {
@@ -44,7 +48,7 @@ func RecordFields(r *traj.AdvantageRecord, data []byte) []Field {
 // r in RecordFormatBinary. The array fields may be views of r's arrays
 // (wire.BinaryArraysOf): r must not change while the fields are in use.
 func BinaryRecordFields(r *traj.AdvantageRecord) ([]Field, error) {
-	header, err := wire.AppendRecordHeader(make([]byte, 0, 512), r)
+	header, err := wire.AppendRecordHeader(make([]byte, 0, 1024), r)
 	if err != nil {
 		return nil, err
 	}
@@ -52,10 +56,12 @@ func BinaryRecordFields(r *traj.AdvantageRecord) ([]Field, error) {
 	if err != nil {
 		return nil, err
 	}
-	fields := append(RecordFields(r, header), Field{Name: FieldFormat, Value: []byte(RecordFormatBinary)})
-	for i, b := range arrays.Fields() {
-		fields = append(fields, Field{Name: wire.RecordArrayFields[i], Value: b})
-	}
+	fields := make([]Field, 0, 12)
+	fields = append(fields, RecordFields(r, header)...)
+	fields = append(fields, Field{Name: FieldFormat, Value: binaryFormatValue},
+		Field{Name: wire.RecordArrayFields[0], Value: arrays.InputIDs}, Field{Name: wire.RecordArrayFields[1], Value: arrays.LossMask},
+		Field{Name: wire.RecordArrayFields[2], Value: arrays.OldLogprobs}, Field{Name: wire.RecordArrayFields[3], Value: arrays.RefLogprobs},
+		Field{Name: wire.RecordArrayFields[4], Value: arrays.Advantages}, Field{Name: wire.RecordArrayFields[5], Value: arrays.KL})
 	return fields, nil
 }
 

@@ -430,3 +430,33 @@ func BenchmarkServiceDecodeBinary(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkServiceGroup is the service's whole per-group work (decode,
+// compute, the output entries' fields) on one benchmark group, per group
+// payload format and record format: what the service adds to its floor's
+// Redis operations.
+func BenchmarkServiceGroup(b *testing.B) {
+	cfg := advantage.DefaultConfig()
+	cfg.Mode, cfg.KL = advantage.ModeHybrid, advantage.KLK3
+	for _, groupFormat := range []string{stream.GroupFormatJSON, stream.GroupFormatBinaryName} {
+		for _, format := range []string{RecordFormatJSON, RecordFormatBinary} {
+			b.Run("groups="+groupFormat+"/records="+format, func(b *testing.B) {
+				groups, payloads := benchGroups(1, 8, 64, groupFormat)
+				svc, err := New(nil, Options{Job: "bench", Config: cfg, RecordFormat: format})
+				if err != nil {
+					b.Fatal(err)
+				}
+				m := stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payloads[0]), stream.FieldGroupID: groups[0].GroupID}}
+				if groupFormat == stream.GroupFormatBinaryName {
+					m.Values[stream.FieldFormat] = stream.GroupFormatBinary
+				}
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if _, _, err := svc.compute(m, cfg); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

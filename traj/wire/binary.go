@@ -52,10 +52,8 @@ func BinaryArraysOf(r *traj.AdvantageRecord) (BinaryArrays, error) {
 		out    *[]byte
 	}{{"old_logprobs", r.OldLogprobs, &a.OldLogprobs}, {"ref_logprobs", r.RefLogprobs, &a.RefLogprobs},
 		{"advantages", r.Advantages, &a.Advantages}, {"kl", r.KL, &a.KL}} {
-		for i, v := range f.values {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return BinaryArrays{}, fmt.Errorf("encode advantage record %s %s[%d]: unsupported value %v", r.TrajectoryID, f.name, i, v)
-			}
+		if i := firstNonFinite(f.values); i >= 0 {
+			return BinaryArrays{}, fmt.Errorf("encode advantage record %s %s[%d]: unsupported value %v", r.TrajectoryID, f.name, i, f.values[i])
 		}
 		*f.out = leBytes(f.values)
 	}
@@ -147,4 +145,15 @@ func fromLE[T int32 | float32](name string, b []byte) ([]T, error) {
 		}
 	}
 	return out, nil
+}
+
+// firstNonFinite returns the index of the first NaN or ±Inf in vs, or -1: a
+// float32 is not finite exactly when its exponent bits are all ones.
+func firstNonFinite(vs []float32) int {
+	for i, v := range vs {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+			return i
+		}
+	}
+	return -1
 }

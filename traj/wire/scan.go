@@ -201,6 +201,7 @@ func (s *scanner) object(names []string, field func(key string) error) error {
 		s.i++
 		return nil
 	}
+	next := 0 // index in names of the field expected next
 	for {
 		// A known field's key is only compared: read it in place. A map's
 		// keys are kept.
@@ -212,10 +213,17 @@ func (s *scanner) object(names []string, field func(key string) error) error {
 		if names == nil {
 			name = key
 		}
-		for _, n := range names {
-			if n == key {
-				name = n
-				break
+		// Writers emit the fields in names' order: try the one after the
+		// last match first.
+		if next < len(names) && names[next] == key {
+			name = names[next]
+			next++
+		} else {
+			for k, n := range names {
+				if n == key {
+					name, next = n, k+1
+					break
+				}
 			}
 		}
 		if name == "" {
