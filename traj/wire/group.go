@@ -68,7 +68,7 @@ func DecodeGroup(data []byte) (traj.Group, error) {
 // per-token arrays, which view data: data must not change while they are in
 // use.
 func DecodeGroupArrays(data []byte) (*traj.Group, []Arrays, error) {
-	g, raws, err := decodeGroupJSON(data)
+	g, raws, err := decodeGroupJSON(data, 0)
 	if err != nil {
 		if g.GroupID != "" {
 			return nil, nil, fmt.Errorf("decode group %s: %w", g.GroupID, err)
@@ -81,11 +81,13 @@ func DecodeGroupArrays(data []byte) (*traj.Group, []Arrays, error) {
 	return g, raws, nil
 }
 
-// decodeGroupJSON decodes one JSON group strictly without validating it. The
+// decodeGroupJSON decodes one JSON group strictly without validating it
+// (groupHint > 0: the number of trajectories expected, to size the slices).
+// The
 // group is returned with an error too, for the error to name its id when it
 // was read.
-func decodeGroupJSON(data []byte) (*traj.Group, []Arrays, error) {
-	s := &scanner{b: data}
+func decodeGroupJSON(data []byte, groupHint int) (*traj.Group, []Arrays, error) {
+	s := &scanner{b: data, groupHint: groupHint}
 	g := &traj.Group{}
 	var raws []Arrays
 	err := s.object(groupFields, func(key string) error {
@@ -107,6 +109,9 @@ func decodeGroupJSON(data []byte) (*traj.Group, []Arrays, error) {
 			g.Trajectories, raws = nil, nil
 			if s.null() {
 				return nil
+			}
+			if s.groupHint > 0 {
+				g.Trajectories, raws = make([]traj.Trajectory, 0, s.groupHint), make([]Arrays, 0, s.groupHint)
 			}
 			err = s.array(func(i int) error {
 				g.Trajectories = append(g.Trajectories, traj.Trajectory{})

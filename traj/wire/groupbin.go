@@ -152,7 +152,7 @@ func decodeGroupBinary(data []byte) (*traj.Group, error) {
 	if err := r.padding("header"); err != nil {
 		return nil, err
 	}
-	g, raws, err := decodeGroupJSON(hdr)
+	g, raws, err := decodeGroupJSON(hdr, int(min(count, 1024)))
 	if err != nil {
 		return g, fmt.Errorf("header: %w", err)
 	}

@@ -142,6 +142,8 @@ type scanner struct {
 	// tokensHint and responseHint are the lengths of the last tokens array
 	// and of the last per-response array read: they size the next ones.
 	tokensHint, responseHint int
+	// groupHint, when > 0, is how many trajectories the group holds.
+	groupHint int
 	// strs holds the short strings read so far: a group repeats its ids,
 	// schema, model and segment kinds in every trajectory, and each is
 	// allocated once.
@@ -456,6 +458,22 @@ func (s *scanner) integer(bits int) (int64, error) {
 	num, err := s.integerText()
 	if err != nil {
 		return 0, err
+	}
+	if bits == 64 && len(num) <= 18 {
+		// number checked the grammar (-?digits): at most 18 characters
+		// always fit, so parse inline.
+		digits, neg := num, num[0] == '-'
+		if neg {
+			digits = num[1:]
+		}
+		var v int64
+		for _, c := range digits {
+			v = v*10 + int64(c-'0')
+		}
+		if neg {
+			v = -v
+		}
+		return v, nil
 	}
 	return strconv.ParseInt(unsafeString(num), 10, bits)
 }
