@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,24 +25,6 @@ func quantizedConfig(t *testing.T, out string, iterations int) Config {
 	c.Learner.TISCap = &tis
 	c.RolloutQuantization = &QuantizationConfig{Bits: 8, BlockSize: 32, AccuracyLevel: 4}
 	return c
-}
-
-// readMetrics reads a run's metrics.jsonl.
-func readMetrics(t *testing.T, out string) []IterationMetrics {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(out, MetricsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ms []IterationMetrics
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var m IterationMetrics
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		ms = append(ms, m)
-	}
-	return ms
 }
 
 // onnxHash is the hash a trajectory records for the ONNX model in dir
@@ -121,7 +102,7 @@ func TestTrainQuantizedRollouts(t *testing.T) {
 	if n != 2*8*4 {
 		t.Fatalf("%d trajectories, want 64", n)
 	}
-	ms := readMetrics(t, out)
+	ms := testsupport.ReadJSONLines[IterationMetrics](t, filepath.Join(out, MetricsFile))
 	for _, m := range ms {
 		if m.Learner.Mismatch.MeanAbs < 1e-5 || m.Learner.Mismatch.K3 <= 0 {
 			t.Errorf("iteration %d: rollout_mismatch %+v: want the int8 gap (mean |Δ| ≥ 1e-5)", m.Iteration, m.Learner.Mismatch)
@@ -136,7 +117,7 @@ func TestTrainQuantizedRollouts(t *testing.T) {
 	if _, err := Train(ctx, fcfg, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	fm := readMetrics(t, fout)[0]
+	fm := testsupport.ReadJSONLines[IterationMetrics](t, filepath.Join(fout, MetricsFile))[0]
 	t.Logf("rollout_mismatch: int8 %+v, float32 %+v", ms[0].Learner.Mismatch, fm.Learner.Mismatch)
 	if fm.Learner.Mismatch.MeanAbs*10 > ms[0].Learner.Mismatch.MeanAbs {
 		t.Errorf("float32 mean |Δ| %g is not an order below int8's %g", fm.Learner.Mismatch.MeanAbs, ms[0].Learner.Mismatch.MeanAbs)
