@@ -242,7 +242,8 @@ func (s *exportSource) trajectories(ctx context.Context) (export.Reader[traj.Tra
 		return export.OpenTrajectories(s.path)
 	}
 	return newStreamRecords(ctx, s, func(payload string) ([]traj.Trajectory, error) {
-		g, err := wire.DecodeGroup([]byte(payload))
+		// Either group format (a rollout's ?group_format=binary).
+		g, _, err := wire.DecodeGroupPayload([]byte(payload))
 		if err != nil {
 			return nil, err
 		}

@@ -171,13 +171,19 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 	const job = "export-job"
 	keys := stream.JobKeys(job)
 	producer := stream.NewProducer(client, stream.ProducerOptions{MaxBacklog: -1})
+	// Every other group in the binary group format (?group_format=binary).
+	binProducer := stream.NewProducer(client, stream.ProducerOptions{MaxBacklog: -1, GroupFormat: stream.GroupFormatBinaryName})
 	var want []traj.Trajectory
 	// More groups than one XRANGE page, so paging is exercised.
 	const groups = stream.RangePage + 44
 	for p := range groups {
 		g := exportGroup(job, p, 2)
 		want = append(want, g.Trajectories...)
-		if ok, err := producer.AddGroup(ctx, job, g); err != nil || !ok {
+		writer := producer
+		if p%2 == 1 {
+			writer = binProducer
+		}
+		if ok, err := writer.AddGroup(ctx, job, g); err != nil || !ok {
 			t.Fatalf("AddGroup: %v %v", ok, err)
 		}
 	}
