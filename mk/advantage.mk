@@ -1,4 +1,5 @@
-# advantage/serve + stream/: the service-vs-raw Redis benchmark (one run,
+# advantage/serve + stream/: the service-vs-raw Redis benchmark (one run per
+# group payload format and record format, groups=json|binary/records=json|binary;
 # reports the groups/s ratio to raw and to the floor, and the client and
 # redis-server CPU per group of both sides); advantage/offline: offline
 # tokens/s. Needs redis-server (make setup).
