@@ -38,10 +38,6 @@ const GroupBinaryMagic = "TRLG"
 // and reads.
 const GroupBinaryVersion = 1
 
-// groupBinaryPrefix is the bytes before the header: magic, version,
-// header_len, trajectories.
-const groupBinaryPrefix = 16
-
 // IsGroupBinary reports whether data opens with GroupBinaryMagic.
 func IsGroupBinary(data []byte) bool {
 	return bytes.HasPrefix(data, []byte(GroupBinaryMagic))
