@@ -33,16 +33,20 @@ const RecordFormatBinary = "binary-le/v1"
 var binaryFormatValue = []byte(RecordFormatBinary)
 
 // RecordFields are the fields of an advantages-stream entry for record r with
-// JSON data (wire.AppendRecord): the JSON format.
+// JSON data (wire.AppendRecord): the JSON format. The id and schema values
+// view r's strings: the fields are read only.
 func RecordFields(r *traj.AdvantageRecord, data []byte) []Field {
 	return []Field{
-		{Name: FieldTrajectoryID, Value: []byte(r.TrajectoryID)},
-		{Name: FieldGroupID, Value: []byte(r.GroupID)},
+		{Name: FieldTrajectoryID, Value: stringBytes(r.TrajectoryID)},
+		{Name: FieldGroupID, Value: stringBytes(r.GroupID)},
 		{Name: FieldPolicyVersion, Value: strconv.AppendInt(nil, r.PolicyVersion, 10)},
-		{Name: FieldSchema, Value: []byte(r.Schema)},
+		{Name: FieldSchema, Value: stringBytes(r.Schema)},
 		{Name: FieldRecord, Value: data},
 	}
 }
+
+// stringBytes views s as bytes, not a copy: they must not be written.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // BinaryRecordFields are the fields of an advantages-stream entry for record
 // r in RecordFormatBinary. The array fields may be views of r's arrays

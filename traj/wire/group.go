@@ -262,10 +262,15 @@ func (s *scanner) segments() ([]traj.Segment, error) {
 	if s.null() {
 		return nil, nil
 	}
-	out := make([]traj.Segment, 0, 8)
+	// A group's segments share one slab (one allocation, not one a
+	// trajectory); each trajectory gets a full-capacity sub-slice.
+	if cap(s.segSlab)-len(s.segSlab) < 8 {
+		s.segSlab = make([]traj.Segment, 0, max(8, 8*s.groupHint))
+	}
+	start := len(s.segSlab)
 	err := s.array(func(i int) error {
-		out = append(out, traj.Segment{})
-		seg := &out[i]
+		s.segSlab = append(s.segSlab, traj.Segment{}) // may move the slab: the sub-slice is taken at the end
+		seg := &s.segSlab[start+i]
 		err := s.nested(segmentFields, func(key string) (err error) {
 			switch key {
 			case "kind":
@@ -306,7 +311,8 @@ func (s *scanner) segments() ([]traj.Segment, error) {
 		}
 		return nil
 	})
-	return out, err
+	end := len(s.segSlab)
+	return s.segSlab[start:end:end], err
 }
 
 func (s *scanner) call(c *traj.ToolCall) error {

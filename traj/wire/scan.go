@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"unsafe"
+
+	"github.com/toolrl/toolrl/traj"
 )
 
 // The decoder: one pass over a document that parses the per-token arrays in
@@ -144,6 +146,10 @@ type scanner struct {
 	tokensHint, responseHint int
 	// groupHint, when > 0, is how many trajectories the group holds.
 	groupHint int
+	// segSlab and f64Slab back the segments and float64 arrays decoded so
+	// far (each value a full-capacity sub-slice): fewer allocations.
+	segSlab []traj.Segment
+	f64Slab []float64
 	// strs holds the short strings read so far: a group repeats its ids,
 	// schema, model and segment kinds in every trajectory, and each is
 	// allocated once.
@@ -699,16 +705,21 @@ func (s *scanner) float64s() ([]float64, error) {
 	if s.null() {
 		return nil, nil
 	}
-	out := make([]float64, 0, 8)
+	// Like segments, a group's float64 arrays share one slab.
+	if cap(s.f64Slab)-len(s.f64Slab) < 8 {
+		s.f64Slab = make([]float64, 0, max(8, 8*s.groupHint))
+	}
+	start := len(s.f64Slab)
 	err := s.array(func(i int) error {
 		v, err := s.float64()
 		if err != nil {
 			return fmt.Errorf("[%d]: %w", i, err)
 		}
-		out = append(out, v)
+		s.f64Slab = append(s.f64Slab, v)
 		return nil
 	})
-	return out, err
+	end := len(s.f64Slab)
+	return s.f64Slab[start:end:end], err
 }
 
 // bool reads true or false; null leaves old.
