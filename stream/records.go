@@ -52,21 +52,45 @@ func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), le
 // r in RecordFormatBinary. The array fields may be views of r's arrays
 // (wire.BinaryArraysOf): r must not change while the fields are in use.
 func BinaryRecordFields(r *traj.AdvantageRecord) ([]Field, error) {
-	header, err := wire.AppendRecordHeader(make([]byte, 0, 1024), r)
+	fields, _, err := AppendBinaryRecordFields(make([]Field, 0, BinaryRecordFieldCount), make([]byte, 0, 1024), r)
+	return fields, err
+}
+
+// BinaryRecordFieldCount is the number of fields of a binary record entry
+// (BinaryRecordFields).
+const BinaryRecordFieldCount = 12
+
+// AppendBinaryRecordFields appends BinaryRecordFields(r) to fields, writing
+// r's header and policy version at the end of buf, and returns both: the
+// records of a group share one fields slice and one buffer. The values
+// written view buf's bytes as they are now; buf may be appended to after
+// (a reallocation leaves them in the old array) but its written bytes must
+// not change while the fields are in use.
+func AppendBinaryRecordFields(fields []Field, buf []byte, r *traj.AdvantageRecord) ([]Field, []byte, error) {
+	start := len(buf)
+	buf, err := wire.AppendRecordHeader(buf, r)
 	if err != nil {
-		return nil, err
+		return fields, buf[:start], err
 	}
+	header := buf[start:len(buf):len(buf)]
+	start = len(buf)
+	buf = strconv.AppendInt(buf, r.PolicyVersion, 10)
+	version := buf[start:len(buf):len(buf)]
 	arrays, err := wire.BinaryArraysOf(r)
 	if err != nil {
-		return nil, err
+		return fields, buf, err
 	}
-	fields := make([]Field, 0, 12)
-	fields = append(fields, RecordFields(r, header)...)
-	fields = append(fields, Field{Name: FieldFormat, Value: binaryFormatValue},
+	fields = append(fields,
+		Field{Name: FieldTrajectoryID, Value: stringBytes(r.TrajectoryID)},
+		Field{Name: FieldGroupID, Value: stringBytes(r.GroupID)},
+		Field{Name: FieldPolicyVersion, Value: version},
+		Field{Name: FieldSchema, Value: stringBytes(r.Schema)},
+		Field{Name: FieldRecord, Value: header},
+		Field{Name: FieldFormat, Value: binaryFormatValue},
 		Field{Name: wire.RecordArrayFields[0], Value: arrays.InputIDs}, Field{Name: wire.RecordArrayFields[1], Value: arrays.LossMask},
 		Field{Name: wire.RecordArrayFields[2], Value: arrays.OldLogprobs}, Field{Name: wire.RecordArrayFields[3], Value: arrays.RefLogprobs},
 		Field{Name: wire.RecordArrayFields[4], Value: arrays.Advantages}, Field{Name: wire.RecordArrayFields[5], Value: arrays.KL})
-	return fields, nil
+	return fields, buf, nil
 }
 
 // DecodeRecordEntry decodes and validates the advantage record of an

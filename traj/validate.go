@@ -158,18 +158,35 @@ func checkMask(id, field string, mask Mask) error {
 }
 
 func checkLogprobs(id, field string, lp []float32, mask Mask) error {
+	mask = mask[:len(lp)]
 	for i, v := range lp {
-		f := float64(v)
-		switch {
-		case math.IsNaN(f) || math.IsInf(f, 0):
-			return fieldErr(id, fmt.Sprintf("%s[%d]", field, i), "is not finite")
-		case v > 0:
-			return fieldErr(id, fmt.Sprintf("%s[%d]", field, i), "is %g, a logprob must be ≤ 0", v)
-		case mask[i] == 0 && v != 0:
-			return fieldErr(id, fmt.Sprintf("%s[%d]", field, i), "is %g on an injected token (loss_mask 0), want 0", v)
+		// One pass of bit tests: exponent all ones (Inf or NaN), or > 0, or a
+		// nonzero value (±0 both pass) where the mask is 0.
+		b := math.Float32bits(v)
+		if b&0x7f800000 == 0x7f800000 || v > 0 || (mask[i] == 0 && b<<1 != 0) {
+			return logprobErr(id, field, i, v)
 		}
 	}
 	return nil
+}
+
+// logprobErr says why lp[i] = v failed checkLogprobs (only on error).
+func logprobErr(id, field string, i int, v float32) error {
+	name := fmt.Sprintf("%s[%d]", field, i)
+	switch {
+	case !finite32(v):
+		return fieldErr(id, name, "is not finite")
+	case v > 0:
+		return fieldErr(id, name, "is %g, a logprob must be ≤ 0", v)
+	default:
+		return fieldErr(id, name, "is %g on an injected token (loss_mask 0), want 0", v)
+	}
+}
+
+// finite32 reports whether v is neither infinite nor NaN: its exponent bits
+// are not all ones.
+func finite32(v float32) bool {
+	return math.Float32bits(v)&0x7f800000 != 0x7f800000
 }
 
 func checkSegments(id string, segs []Segment, mask Mask) error {
@@ -310,7 +327,7 @@ func (r *AdvantageRecord) Validate() error {
 		}
 	}
 	for i, a := range r.Advantages {
-		if math.IsNaN(float64(a)) || math.IsInf(float64(a), 0) {
+		if !finite32(a) {
 			return fieldErr(id, fmt.Sprintf("advantages[%d]", i), "is not finite")
 		}
 		if r.LossMask[i] == 0 && a != 0 {
@@ -318,7 +335,7 @@ func (r *AdvantageRecord) Validate() error {
 		}
 	}
 	for i, k := range r.KL {
-		if math.IsNaN(float64(k)) || math.IsInf(float64(k), 0) {
+		if !finite32(k) {
 			return fieldErr(id, fmt.Sprintf("kl[%d]", i), "is not finite")
 		}
 	}

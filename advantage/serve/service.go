@@ -650,10 +650,15 @@ func (s *Service) computeGroup(wg *wireGroup, cfg advantage.Config) (stream.Outp
 	}
 	out := stream.Output{ID: m.ID, Done: g.GroupID, Entries: make([][]stream.Field, len(recs))}
 	if s.opts.RecordFormat == RecordFormatBinary {
+		// The group's records share one fields slice and one header buffer.
+		fields := make([]stream.Field, 0, stream.BinaryRecordFieldCount*len(recs))
+		buf := make([]byte, 0, binaryHeaderBytes*len(recs))
 		for i := range recs {
-			if out.Entries[i], err = stream.BinaryRecordFields(&recs[i]); err != nil {
+			n := len(fields)
+			if fields, buf, err = stream.AppendBinaryRecordFields(fields, buf, &recs[i]); err != nil {
 				return stream.Output{}, advantage.Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 			}
+			out.Entries[i] = fields[n:len(fields):len(fields)]
 		}
 		return out, st, nil
 	}
@@ -666,6 +671,10 @@ func (s *Service) computeGroup(wg *wireGroup, cfg advantage.Config) (stream.Outp
 	}
 	return out, st, nil
 }
+
+// binaryHeaderBytes is room for one binary record's header and policy
+// version (a few hundred bytes; more only with many reward parts).
+const binaryHeaderBytes = 1024
 
 // waitForTrainers returns once the advantages stream has room for another
 // batch's records (MaxOutputBacklog), checking every tenth of the metrics
