@@ -247,30 +247,46 @@ func (g *Group) Validate() error {
 	if len(g.Trajectories) == 0 {
 		return fieldErr(g.GroupID, "trajectories", "is empty")
 	}
-	seen := make(map[int]bool, len(g.Trajectories))
+	// Sample indexes are in [0, group_size) (Trajectory.Validate), and
+	// group_size is the number of trajectories once checked below.
+	var seenArr [64]bool
+	seen := seenArr[:]
+	if len(g.Trajectories) > len(seenArr) {
+		seen = make([]bool, len(g.Trajectories))
+	}
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
 		if err := t.Validate(); err != nil {
 			return fmt.Errorf("group %s trajectories[%d]: %w", g.GroupID, i, err)
 		}
-		f := fmt.Sprintf("trajectories[%d]", i)
-		if g.Schema == TrajectorySchemaV1 && t.Schema != TrajectorySchemaV1 {
-			return fieldErr(g.GroupID, f+".schema", "is %q in a %s group, want %q", t.Schema, TrajectorySchemaV1, TrajectorySchemaV1)
+		if err := t.checkInGroup(g, i, seen); err != nil {
+			return err
 		}
-		if t.GroupID != g.GroupID {
-			return fieldErr(g.GroupID, f+".group_id", "is %q, want the group's %q", t.GroupID, g.GroupID)
-		}
-		if t.Iteration != g.Iteration {
-			return fieldErr(g.GroupID, f+".iteration", "is %d, want the group's %d", t.Iteration, g.Iteration)
-		}
-		if t.GroupSize != len(g.Trajectories) {
-			return fieldErr(g.GroupID, f+".group_size", "is %d but the group holds %d trajectories", t.GroupSize, len(g.Trajectories))
-		}
-		if seen[t.SampleIndex] {
-			return fieldErr(g.GroupID, f+".sample_index", "%d appears twice", t.SampleIndex)
-		}
-		seen[t.SampleIndex] = true
 	}
+	return nil
+}
+
+// checkInGroup checks that t, the group's i-th trajectory, belongs to it;
+// seen marks the sample indexes met so far (t's is in [0, len(seen)) once
+// its group_size matches). The field name is built only on error.
+func (t *Trajectory) checkInGroup(g *Group, i int, seen []bool) error {
+	f := func() string { return fmt.Sprintf("trajectories[%d]", i) }
+	if g.Schema == TrajectorySchemaV1 && t.Schema != TrajectorySchemaV1 {
+		return fieldErr(g.GroupID, f()+".schema", "is %q in a %s group, want %q", t.Schema, TrajectorySchemaV1, TrajectorySchemaV1)
+	}
+	if t.GroupID != g.GroupID {
+		return fieldErr(g.GroupID, f()+".group_id", "is %q, want the group's %q", t.GroupID, g.GroupID)
+	}
+	if t.Iteration != g.Iteration {
+		return fieldErr(g.GroupID, f()+".iteration", "is %d, want the group's %d", t.Iteration, g.Iteration)
+	}
+	if t.GroupSize != len(g.Trajectories) {
+		return fieldErr(g.GroupID, f()+".group_size", "is %d but the group holds %d trajectories", t.GroupSize, len(g.Trajectories))
+	}
+	if seen[t.SampleIndex] {
+		return fieldErr(g.GroupID, f()+".sample_index", "%d appears twice", t.SampleIndex)
+	}
+	seen[t.SampleIndex] = true
 	return nil
 }
 

@@ -673,8 +673,9 @@ func (s *Service) computeGroup(wg *wireGroup, cfg advantage.Config) (stream.Outp
 }
 
 // binaryHeaderBytes is room for one binary record's header and policy
-// version (a few hundred bytes; more only with many reward parts).
-const binaryHeaderBytes = 1024
+// version (~560 bytes for a record of four segments and two reward parts; a
+// larger one grows the group's buffer, leaving earlier headers in place).
+const binaryHeaderBytes = 640
 
 // waitForTrainers returns once the advantages stream has room for another
 // batch's records (MaxOutputBacklog), checking every tenth of the metrics
