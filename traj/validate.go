@@ -55,9 +55,15 @@ func (t *Trajectory) Validate() error {
 	if len(t.Tokens) == 0 {
 		return fieldErr(id, "tokens", "is empty")
 	}
-	for i, tok := range t.Tokens {
-		if tok < 0 {
-			return fieldErr(id, fmt.Sprintf("tokens[%d]", i), "negative token id %d", tok)
+	var or int32 // negative once a token is: no branch per token
+	for _, tok := range t.Tokens {
+		or |= tok
+	}
+	if or < 0 {
+		for i, tok := range t.Tokens {
+			if tok < 0 {
+				return fieldErr(id, fmt.Sprintf("tokens[%d]", i), "negative token id %d", tok)
+			}
 		}
 	}
 	if t.PromptLen < 1 || t.PromptLen > len(t.Tokens) {
@@ -149,6 +155,13 @@ func (r Reward) validate(id, field string) error {
 }
 
 func checkMask(id, field string, mask Mask) error {
+	var or uint8 // > 1 once a value is: no branch per value
+	for _, m := range mask {
+		or |= m
+	}
+	if or <= 1 {
+		return nil
+	}
 	for i, m := range mask {
 		if m > 1 {
 			return fieldErr(id, fmt.Sprintf("%s[%d]", field, i), "is %d, want 0 or 1", m)
@@ -159,9 +172,23 @@ func checkMask(id, field string, mask Mask) error {
 
 func checkLogprobs(id, field string, lp []float32, mask Mask) error {
 	mask = mask[:len(lp)]
+	// A branch-free pass over the values first: bad gets bit 31 set by a
+	// value that is not finite (exponent bits all ones), > 0 (sign bit 0
+	// and not +0), or nonzero (±0 pass) where the mask is 0. Only then does
+	// the loop below look for the first one, to name it.
+	var bad uint32
 	for i, v := range lp {
-		// One pass of bit tests: exponent all ones (Inf or NaN), or > 0, or a
-		// nonzero value (±0 both pass) where the mask is 0.
+		b := math.Float32bits(v)
+		nonFinite := (b & 0x7f800000) + 0x00800000 // bit 31: exponent all ones
+		positive := ^b & (b | -b)                  // bit 31: sign 0 and b ≠ 0
+		mag := b << 1
+		injected := (mag | -mag) & (uint32(mask[i]) - 1) // bit 31: ≠ ±0 and mask 0
+		bad |= nonFinite | positive | injected
+	}
+	if bad>>31 == 0 {
+		return nil
+	}
+	for i, v := range lp {
 		b := math.Float32bits(v)
 		if b&0x7f800000 == 0x7f800000 || v > 0 || (mask[i] == 0 && b<<1 != 0) {
 			return logprobErr(id, field, i, v)
