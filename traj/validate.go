@@ -2,10 +2,7 @@ package traj
 
 import (
 	"fmt"
-	"iter"
-	"maps"
 	"math"
-	"slices"
 )
 
 // FieldError is a broken invariant, naming the JSON field it was found in.
@@ -408,23 +405,41 @@ func (t *Trajectory) ValidateRewardSums() error {
 	if math.IsNaN(total) || math.IsInf(total, 0) || math.Abs(total) > MaxRewardMagnitude {
 		return fieldErr(t.ID, "reward.total", "is %g, want a finite value with magnitude ≤ %g", total, MaxRewardMagnitude)
 	}
-	if sum, ok := sumsTo(total, maps.Values(t.Reward.Parts)); !ok {
+	// Plain loops, not iterators: the iterators' closures escaped to the
+	// heap, an allocation per trajectory the service decodes.
+	var parts sumAcc
+	for _, v := range t.Reward.Parts {
+		parts.add(v)
+	}
+	if sum, ok := parts.sumsTo(total); !ok {
 		return fieldErr(t.ID, "reward.total", "is %g but reward.parts sum to %g", total, sum)
 	}
-	if sum, ok := sumsTo(total, slices.Values(t.StepRewards)); !ok {
+	var steps sumAcc
+	for _, v := range t.StepRewards {
+		steps.add(v)
+	}
+	if sum, ok := steps.sumsTo(total); !ok {
 		return fieldErr(t.ID, "reward.total", "is %g but step_rewards sum to %g", total, sum)
 	}
 	return nil
 }
 
-// sumsTo reports whether values (none: trivially) sum to total within
-// rewardSumTolerance, and their sum.
-func sumsTo(total float64, values iter.Seq[float64]) (float64, bool) {
-	sum, scale, n := 0.0, max(1, math.Abs(total)), 0
-	for v := range values {
-		sum += v
-		scale = max(scale, math.Abs(v))
-		n++
-	}
-	return sum, n == 0 || math.Abs(sum-total) <= rewardSumTolerance*scale
+// sumAcc sums values in order, keeping their largest magnitude and count.
+type sumAcc struct {
+	sum, scale float64
+	n          int
+}
+
+func (a *sumAcc) add(v float64) {
+	a.sum += v
+	a.scale = max(a.scale, math.Abs(v))
+	a.n++
+}
+
+// sumsTo reports whether the values (none: trivially) sum to total within
+// rewardSumTolerance (of the largest magnitude involved, at least 1), and
+// their sum.
+func (a *sumAcc) sumsTo(total float64) (float64, bool) {
+	scale := max(1, math.Abs(total), a.scale)
+	return a.sum, a.n == 0 || math.Abs(a.sum-total) <= rewardSumTolerance*scale
 }
