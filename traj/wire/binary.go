@@ -45,19 +45,19 @@ func AppendRecordHeader(b []byte, r *traj.AdvantageRecord) ([]byte, error) {
 // must not change while the result is in use. It refuses a non-finite float,
 // naming the record, array and index.
 func BinaryArraysOf(r *traj.AdvantageRecord) (BinaryArrays, error) {
-	a := BinaryArrays{InputIDs: leBytes(r.InputIDs), LossMask: []byte(r.LossMask)}
-	for _, f := range []struct {
+	// Array by array, not a loop over a table of pointers into a: that made
+	// a escape, an allocation per record.
+	for _, f := range [...]struct {
 		name   string
 		values []float32
-		out    *[]byte
-	}{{"old_logprobs", r.OldLogprobs, &a.OldLogprobs}, {"ref_logprobs", r.RefLogprobs, &a.RefLogprobs},
-		{"advantages", r.Advantages, &a.Advantages}, {"kl", r.KL, &a.KL}} {
+	}{{"old_logprobs", r.OldLogprobs}, {"ref_logprobs", r.RefLogprobs}, {"advantages", r.Advantages}, {"kl", r.KL}} {
 		if i := firstNonFinite(f.values); i >= 0 {
 			return BinaryArrays{}, fmt.Errorf("encode advantage record %s %s[%d]: unsupported value %v", r.TrajectoryID, f.name, i, f.values[i])
 		}
-		*f.out = leBytes(f.values)
 	}
-	return a, nil
+	return BinaryArrays{InputIDs: leBytes(r.InputIDs), LossMask: []byte(r.LossMask),
+		OldLogprobs: leBytes(r.OldLogprobs), RefLogprobs: leBytes(r.RefLogprobs),
+		Advantages: leBytes(r.Advantages), KL: leBytes(r.KL)}, nil
 }
 
 // leBytes is vs as little-endian 4-byte values: a view of vs on a

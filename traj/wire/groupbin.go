@@ -198,10 +198,11 @@ func (r *binReader) take(field string, n uint64) ([]byte, error) {
 // padding skips the zero bytes up to the next multiple of 4.
 func (r *binReader) padding(field string) error {
 	n := uint64((4 - r.i%4) % 4)
-	b, err := r.take(field+" padding", n)
-	if err != nil {
-		return err
+	if left := uint64(len(r.b) - r.i); n > left {
+		return fmt.Errorf("%s padding: needs %d bytes, %d left", field, n, left) // take's message
 	}
+	b := r.b[r.i : r.i+int(n)]
+	r.i += int(n)
 	for _, c := range b {
 		if c != 0 {
 			return fmt.Errorf("%s padding: byte %d is not 0", field, c)
