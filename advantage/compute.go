@@ -122,6 +122,11 @@ func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 	}
 
 	records := make([]traj.AdvantageRecord, n)
+	nsegs := 0
+	for i := range g.Trajectories {
+		nsegs += len(g.Trajectories[i].Segments)
+	}
+	segBlock := make([]traj.Segment, nsegs) // the records' spans, one allocation
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
 		adv := advBlock[:len(t.LossMask):len(t.LossMask)]
@@ -156,7 +161,7 @@ func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 			InputIDs: t.Tokens, PromptLen: t.PromptLen, LossMask: t.LossMask,
 			OldLogprobs: t.Logprobs, RefLogprobs: t.RefLogprobs,
 			Advantages: adv, Reward: t.Reward, StepRewards: t.StepRewards,
-			Segments: spans(t.Segments), Mode: string(cfg.Mode), Estimator: string(cfg.Estimator),
+			Segments: spans(&segBlock, t.Segments), Mode: string(cfg.Mode), Estimator: string(cfg.Estimator),
 			ZeroVariance: zero, Stale: stale,
 		}
 		if kls[i] != nil {
@@ -207,13 +212,14 @@ func processAdvantages(g *traj.Group, kls [][]float32, cfg Config) ([][]float64,
 	Baseline(pooled, cfg.Estimator, cfg.Eps)
 
 	out := make([][]float64, len(g.Trajectories))
+	slab := make([]float64, total) // the trajectories' per-step advantages, one allocation
 	k := 0
 	for i := range g.Trajectories {
 		steps := len(g.Trajectories[i].StepRewards)
 		norm := pooled[k : k+steps]
+		adv := slab[k : k+steps : k+steps]
 		k += steps
 		// Suffix sums, latest step first: A_k = r̃_k + γ A_{k+1}.
-		adv := make([]float64, steps)
 		var acc float64
 		for j := steps - 1; j >= 0; j-- {
 			acc = norm[j] + cfg.Gamma*acc
@@ -236,11 +242,13 @@ func maskedSum(values []float32, mask traj.Mask, start, end int) float64 {
 
 // spans copies the segments' kinds and offsets only: trainers need the step
 // boundaries, not the text, calls and results (those stay in the trajectory).
-func spans(segs []traj.Segment) []traj.Segment {
+// They are taken from the front of *block.
+func spans(block *[]traj.Segment, segs []traj.Segment) []traj.Segment {
 	if len(segs) == 0 {
 		return nil
 	}
-	out := make([]traj.Segment, len(segs))
+	out := (*block)[:len(segs):len(segs)]
+	*block = (*block)[len(segs):]
 	for i, s := range segs {
 		out[i] = traj.Segment{Kind: s.Kind, Turn: s.Turn, Start: s.Start, End: s.End}
 	}
