@@ -300,7 +300,7 @@ func (s *scanner) segments() ([]traj.Segment, error) {
 					return nil
 				}
 				if seg.Result == nil {
-					seg.Result = &traj.ToolResult{}
+					seg.Result = s.newResult()
 				}
 				err = s.result(seg.Result)
 			}
@@ -329,6 +329,17 @@ func (s *scanner) call(c *traj.ToolCall) error {
 		}
 		return err
 	})
+}
+
+// newResult returns a zero ToolResult from the scanner's current chunk of
+// them (a new chunk when it is full: earlier pointers stay valid), one
+// allocation for many tool segments.
+func (s *scanner) newResult() *traj.ToolResult {
+	if len(s.resSlab) == cap(s.resSlab) {
+		s.resSlab = make([]traj.ToolResult, 0, max(8, 2*s.groupHint))
+	}
+	s.resSlab = s.resSlab[:len(s.resSlab)+1]
+	return &s.resSlab[len(s.resSlab)-1]
 }
 
 func (s *scanner) result(r *traj.ToolResult) error {

@@ -150,6 +150,8 @@ type scanner struct {
 	// far (each value a full-capacity sub-slice): fewer allocations.
 	segSlab []traj.Segment
 	f64Slab []float64
+	// resSlab is the current chunk of tool results (newResult).
+	resSlab []traj.ToolResult
 	// strs holds the short strings read so far: a group repeats its ids,
 	// schema, model and segment kinds in every trajectory, and each is
 	// allocated once.
