@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,24 +25,6 @@ import (
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
-
-// lockedBuffer collects a subprocess's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // learnRecords are n valid v2 advantage records for a vocabulary of vocab
 // tokens (policy version 0, behaviour logprobs near uniform).
@@ -138,26 +118,9 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 		t.Errorf("wrong password: err %v (want one), output %q: must not hold the password", err, stderr)
 	}
 
-	cmd := exec.Command(bin, "learn", "--redis", url, "--job", job, "--model", model, "--store", storeDir,
+	proc := startBackground(t, bin, "learn", "--redis", url, "--job", job, "--model", model, "--store", storeDir,
 		"--listen", "127.0.0.1:0", "--batch", "8", "--max-wait", "200ms", "--max-staleness", "-1", "--lr", "1e-3")
-	var stdout, errOut lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	waited := false
-	defer func() {
-		if !waited {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf(format+"\nstdout:\n%s\nstderr:\n%s", append(args, stdout.String(), errOut.String())...)
-	}
+	fail := func(format string, args ...any) { t.Helper(); proc.fatalf(t, format, args...) }
 
 	// The listener's address is logged; both batches are trained, published
 	// and acknowledged.
@@ -165,7 +128,7 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	var addr string
 	for {
-		if m := addrRE.FindStringSubmatch(errOut.String()); m != nil {
+		if m := addrRE.FindStringSubmatch(proc.stderr.String()); m != nil {
 			addr = m[1]
 		}
 		p, perr := client.XPending(ctx, keys.Advantages, stream.LearnerGroup).Result()
@@ -174,8 +137,8 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 			break
 		}
 		select {
-		case err := <-exited:
-			waited = true
+		case <-proc.done:
+			err := proc.err
 			fail("learn exited early: %v", err)
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -199,12 +162,12 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 		}
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := proc.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err = <-exited:
-		waited = true
+	case <-proc.done:
+		err = proc.err
 	case <-time.After(10 * time.Second):
 		fail("learn did not exit within 10 s of SIGINT")
 	}
@@ -212,12 +175,12 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
 		fail("exit: %v, want code %d", err, exitInterrupted)
 	}
-	out := stdout.String() + errOut.String()
+	out := proc.stdout.String() + proc.stderr.String()
 	if strings.Contains(out, password) {
 		t.Errorf("the Redis password appears in the output:\n%s", out)
 	}
-	if !strings.Contains(errOut.String(), "learn: 2 updates, 2 optimiser steps, 2 versions published (v0 → v2); records 16 read, 16 trained") ||
-		!strings.Contains(errOut.String(), "stopped by signal after publishing version 2") {
+	if !strings.Contains(proc.stderr.String(), "learn: 2 updates, 2 optimiser steps, 2 versions published (v0 → v2); records 16 read, 16 trained") ||
+		!strings.Contains(proc.stderr.String(), "stopped by signal after publishing version 2") {
 		fail("no summary line of 2 updates and versions v0 → v2, or no interrupted note")
 	}
 

@@ -153,27 +153,10 @@ func TestRolloutWorkerServesMetrics(t *testing.T) {
 		t.Fatalf("enqueue: %d, %v", n, err)
 	}
 	summaryPath := filepath.Join(t.TempDir(), "summary.json")
-	cmd := exec.Command(bin, "rollout", "--model", filepath.Join(root, "models", "calc"), "--redis", url, "--job", job,
+	proc := startBackground(t, bin, "rollout", "--model", filepath.Join(root, "models", "calc"), "--redis", url, "--job", job,
 		"--worker", "--follow", "--group-size", "4", "--seed", "3", "--threads", "1",
 		"--listen", "127.0.0.1:0", "--summary-json", summaryPath)
-	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	waited := false
-	defer func() {
-		if !waited {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf(format+"\nstdout:\n%s\nstderr:\n%s", append(args, stdout.String(), stderr.String())...)
-	}
+	fail := func(format string, args ...any) { t.Helper(); proc.fatalf(t, format, args...) }
 	get := func(addr, path string) string {
 		t.Helper()
 		resp, err := http.Get("http://" + addr + path)
@@ -196,7 +179,7 @@ func TestRolloutWorkerServesMetrics(t *testing.T) {
 	var series map[string]float64
 	for {
 		if addr == "" {
-			if m := addrRE.FindStringSubmatch(stderr.String()); m != nil {
+			if m := addrRE.FindStringSubmatch(proc.stderr.String()); m != nil {
 				addr = m[1]
 			}
 		}
@@ -207,8 +190,8 @@ func TestRolloutWorkerServesMetrics(t *testing.T) {
 			}
 		}
 		select {
-		case err := <-exited:
-			waited = true
+		case <-proc.done:
+			err := proc.err
 			fail("worker exited early: %v", err)
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -224,12 +207,12 @@ func TestRolloutWorkerServesMetrics(t *testing.T) {
 		t.Errorf("/metrics holds the Redis URL or its password:\n%s", body)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := proc.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err = <-exited:
-		waited = true
+	case <-proc.done:
+		err = proc.err
 	case <-time.After(30 * time.Second):
 		fail("worker did not exit within 30 s of SIGINT")
 	}
@@ -249,7 +232,7 @@ func TestRolloutWorkerServesMetrics(t *testing.T) {
 		t.Fatalf("the calc policy made no successful calculator call: nothing to compare\n%s", raw)
 	}
 	checkMetricsMatchSummary(t, parseExposition(t, body), s)
-	if got := stdout.String(); !strings.Contains(got, fmt.Sprintf("groups         %d written", prompts)) {
+	if got := proc.stdout.String(); !strings.Contains(got, fmt.Sprintf("groups         %d written", prompts)) {
 		t.Errorf("printed summary does not say %d groups written:\n%s", prompts, got)
 	}
 	if _, err := client.XLen(ctx, stream.JobKeys(job).Groups).Result(); err != nil {

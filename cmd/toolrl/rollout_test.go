@@ -254,21 +254,9 @@ func TestRolloutWorkerFollowsAndWatches(t *testing.T) {
 	}
 	enqueue(0)
 
-	cmd := exec.Command(bin, "rollout", "--model", base, "--redis", srv.URL(), "--job", job, "--worker", "--follow",
+	proc := startBackground(t, bin, "rollout", "--model", base, "--redis", srv.URL(), "--job", job, "--worker", "--follow",
 		"--watch", storeDir, "--group-size", "4", "--batch", "8", "--threads", "1", "--max-new-tokens", "16")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	fail := func(format string, args ...any) {
-		t.Helper()
-		cmd.Process.Kill()
-		<-exited
-		t.Fatalf(format+"\nstdout:\n%s\nstderr:\n%s", append(args, stdout.String(), stderr.String())...)
-	}
+	fail := func(format string, args ...any) { t.Helper(); proc.fatalf(t, format, args...) }
 	waitGroups := func(n int64) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
@@ -277,8 +265,8 @@ func TestRolloutWorkerFollowsAndWatches(t *testing.T) {
 				return
 			}
 			select {
-			case err := <-exited:
-				t.Fatalf("worker exited (%v) before %d groups\nstdout:\n%s\nstderr:\n%s", err, n, stdout.String(), stderr.String())
+			case <-proc.done:
+				fail("worker exited (%v) before %d groups", proc.err, n)
 			default:
 			}
 			if time.Now().After(deadline) {
@@ -290,8 +278,8 @@ func TestRolloutWorkerFollowsAndWatches(t *testing.T) {
 	waitGroups(2)
 	// The stream is drained now; a worker without --follow exits here.
 	select {
-	case err := <-exited:
-		t.Fatalf("worker exited (%v) once the stream was drained\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	case <-proc.done:
+		fail("worker exited (%v) once the stream was drained", proc.err)
 	case <-time.After(700 * time.Millisecond):
 	}
 	if _, err := store.Publish(ctx, 2, nil, folder(3)); err != nil {
@@ -299,20 +287,21 @@ func TestRolloutWorkerFollowsAndWatches(t *testing.T) {
 	}
 	enqueue(1)
 	waitGroups(4)
-	cmd.Process.Signal(syscall.SIGINT)
+	proc.cmd.Process.Signal(syscall.SIGINT)
 	var exit *exec.ExitError
 	select {
-	case err := <-exited:
+	case <-proc.done:
+		err := proc.err
 		if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
-			t.Fatalf("exit: %v, want code %d\nstdout:\n%s\nstderr:\n%s", err, exitInterrupted, stdout.String(), stderr.String())
+			fail("exit: %v, want code %d", err, exitInterrupted)
 		}
 	case <-time.After(30 * time.Second):
 		fail("still running 30 s after SIGINT")
 	}
-	if want := "policy         version 2 at the end; 2 reloads (to 1, 2)"; !strings.Contains(stdout.String(), "interrupted") || !strings.Contains(stdout.String(), want) {
-		t.Errorf("summary does not say interrupted and %q:\n%s", want, stdout.String())
+	if want := "policy         version 2 at the end; 2 reloads (to 1, 2)"; !strings.Contains(proc.stdout.String(), "interrupted") || !strings.Contains(proc.stdout.String(), want) {
+		t.Errorf("summary does not say interrupted and %q:\n%s", want, proc.stdout.String())
 	}
-	for _, line := range strings.Split(stdout.String(), "\n") {
+	for _, line := range strings.Split(proc.stdout.String(), "\n") {
 		if strings.Contains(line, "policy ") {
 			t.Log(strings.TrimSpace(line))
 		}

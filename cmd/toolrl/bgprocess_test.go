@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"sync"
+	"testing"
+)
+
+// lockedBuffer collects a subprocess's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// bgProcess is a toolrl process a test runs in the background (a worker, a
+// learner) while it drives it: its output is captured, done is closed once it
+// has exited (err is Wait's result), and it is killed at the test's cleanup
+// if it is still running.
+type bgProcess struct {
+	cmd            *exec.Cmd
+	stdout, stderr lockedBuffer
+	done           chan struct{}
+	err            error
+}
+
+// startBackground starts bin with args.
+func startBackground(t *testing.T, bin string, args ...string) *bgProcess {
+	t.Helper()
+	p := &bgProcess{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// fatalf fails the test with the process's output so far.
+func (p *bgProcess) fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Fatalf(format+"\nstdout:\n%s\nstderr:\n%s", append(args, p.stdout.String(), p.stderr.String())...)
+}
