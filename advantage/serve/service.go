@@ -288,9 +288,21 @@ func (s *Service) process(ctx context.Context, c *stream.Consumer, msgs []stream
 	if !s.policyKnown.Load() {
 		cfg.MaxStaleness = -1
 	}
+	type computed struct {
+		out stream.Output
+		st  advantage.Stats
+		err error
+	}
 	groups := make([]wireGroup, len(msgs))
-	each(len(msgs), func(i int) { groups[i] = s.decode(msgs[i]) })
+	results := make([]computed, len(groups))
+	compute := func(i int) {
+		if groups[i].err == nil {
+			r := &results[i]
+			r.out, r.st, r.err = s.computeGroup(&groups[i], cfg)
+		}
+	}
 	if s.opts.RefScorer != nil {
+		each(len(msgs), func(i int) { groups[i] = s.decode(msgs[i]) })
 		// Scoring may take long on a large model: it gets no deadline until
 		// shutdown begins, then shutdownGrace.
 		sctx, cancel := graceContext(ctx, shutdownGrace)
@@ -299,21 +311,17 @@ func (s *Service) process(ctx context.Context, c *stream.Consumer, msgs []stream
 		if err != nil {
 			return err
 		}
+		each(len(groups), compute)
+	} else {
+		// Nothing between decoding and computing: each group in one go,
+		// while its payload and decoded arrays are still in cache.
+		each(len(msgs), func(i int) {
+			groups[i] = s.decode(msgs[i])
+			compute(i)
+		})
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
-	type computed struct {
-		out stream.Output
-		st  advantage.Stats
-		err error
-	}
-	results := make([]computed, len(groups))
-	each(len(groups), func(i int) {
-		if groups[i].err == nil {
-			r := &results[i]
-			r.out, r.st, r.err = s.computeGroup(&groups[i], cfg)
-		}
-	})
 	var dead []stream.DeadLetter
 	outputs := make([]stream.Output, 0, len(msgs))
 	var st advantage.Stats
