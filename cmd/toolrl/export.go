@@ -18,7 +18,6 @@ import (
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
-	"github.com/toolrl/toolrl/traj/wire"
 )
 
 func newExportCmd() *cobra.Command {
@@ -191,7 +190,6 @@ type exportSource struct {
 	client goredis.UniversalClient // or a stream
 	stream string
 	lastID string // the stream's last entry when the export started
-	field  string
 }
 
 func newExportSource(ctx context.Context, from, which string) (*exportSource, error) {
@@ -219,9 +217,9 @@ func newExportSource(ctx context.Context, from, which string) (*exportSource, er
 		return nil, err
 	}
 	keys := stream.JobKeys(job)
-	src := &exportSource{client: client, kind: export.Trajectories, stream: keys.Groups, field: stream.FieldGroup}
+	src := &exportSource{client: client, kind: export.Trajectories, stream: keys.Groups}
 	if which == "advantages" {
-		src.kind, src.stream, src.field = export.Advantages, keys.Advantages, stream.FieldRecord
+		src.kind, src.stream = export.Advantages, keys.Advantages
 	}
 	src.name = src.stream
 	if src.lastID, err = stream.LastID(ctx, client, src.stream); err != nil {
@@ -241,9 +239,9 @@ func (s *exportSource) trajectories(ctx context.Context) (export.Reader[traj.Tra
 	if s.path != "" {
 		return export.OpenTrajectories(s.path)
 	}
-	return newStreamRecords(ctx, s, func(payload string) ([]traj.Trajectory, error) {
+	return newStreamRecords(ctx, s, func(m stream.Message) ([]traj.Trajectory, error) {
 		// Either group format (a rollout's ?group_format=binary).
-		g, _, err := wire.DecodeGroupPayload([]byte(payload))
+		g, err := stream.DecodeGroupEntry(m)
 		if err != nil {
 			return nil, err
 		}
@@ -255,31 +253,31 @@ func (s *exportSource) advantages(ctx context.Context) (export.Reader[traj.Advan
 	if s.path != "" {
 		return export.OpenAdvantages(s.path)
 	}
-	return newStreamRecords(ctx, s, func(payload string) ([]traj.AdvantageRecord, error) {
-		r, err := wire.DecodeRecord([]byte(payload))
+	return newStreamRecords(ctx, s, func(m stream.Message) ([]traj.AdvantageRecord, error) {
+		// Either record format (advantage serve --record-format binary).
+		r, err := stream.DecodeRecordEntry(m)
 		if err != nil {
 			return nil, err
 		}
-		return []traj.AdvantageRecord{r}, nil
+		return []traj.AdvantageRecord{*r}, nil
 	}), nil
 }
 
-// streamRecords is an export.Reader of the records in the src.field payload
-// of each entry a stream.RangeReader yields, up to src.lastID.
+// streamRecords is an export.Reader of the records decoded from each entry a
+// stream.RangeReader yields, up to src.lastID.
 type streamRecords[T any] struct {
 	// next reads the next entry (export.Reader's Next takes no context, so
 	// it is bound here, once, where the reader is made).
 	next    func() (stream.Message, error)
 	stream  string
-	field   string
-	decode  func(payload string) ([]T, error)
+	decode  func(stream.Message) ([]T, error)
 	pending []T
 }
 
-func newStreamRecords[T any](ctx context.Context, src *exportSource, decode func(string) ([]T, error)) *streamRecords[T] {
+func newStreamRecords[T any](ctx context.Context, src *exportSource, decode func(stream.Message) ([]T, error)) *streamRecords[T] {
 	entries := stream.NewRangeReader(src.client, src.stream, src.lastID)
 	return &streamRecords[T]{next: func() (stream.Message, error) { return entries.Next(ctx) },
-		stream: src.stream, field: src.field, decode: decode}
+		stream: src.stream, decode: decode}
 }
 
 func (r *streamRecords[T]) Next() (T, error) {
@@ -289,13 +287,9 @@ func (r *streamRecords[T]) Next() (T, error) {
 		if err != nil {
 			return zero, err
 		}
-		payload, ok := e.Values[r.field].(string)
-		if !ok {
-			return zero, fmt.Errorf("%s entry %s: no %q field", r.stream, e.ID, r.field)
-		}
-		recs, err := r.decode(payload)
+		recs, err := r.decode(e)
 		if err != nil {
-			return zero, fmt.Errorf("%s entry %s: %w", r.stream, e.ID, err)
+			return zero, fmt.Errorf("%s: %w", r.stream, err)
 		}
 		r.pending = recs
 	}

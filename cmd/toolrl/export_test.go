@@ -210,14 +210,27 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 		t.Errorf("export changed the consumer group: before %s, after %s", before, after)
 	}
 
-	// The advantages stream: one record per entry in the record field.
+	// The advantages stream: one record per entry, as the service writes it,
+	// in either record format (the second entry binary: --record-format
+	// binary; export read only JSON entries before).
 	for i := range 3 {
 		rec := trajtest.Record(want[i], 1)
-		payload, err := wire.EncodeRecord(&rec)
+		var fields []stream.Field
+		if i == 1 {
+			fields, err = stream.BinaryRecordFields(&rec)
+		} else {
+			var payload []byte
+			payload, err = wire.EncodeRecord(&rec)
+			fields = stream.RecordFields(&rec, payload)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Advantages, Values: []any{stream.FieldRecord, payload}}).Err(); err != nil {
+		var values []any
+		for _, f := range fields {
+			values = append(values, f.Name, f.Value)
+		}
+		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Advantages, Values: values}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
