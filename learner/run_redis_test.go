@@ -247,8 +247,7 @@ func storeVersions(t *testing.T, dir string) []policystore.Version {
 // and the latest verifies and loads; the Redis pointer follows each publish.
 func TestRedisExactlyOnceAcrossRestarts(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	keys := stream.JobKeys("learn-once")
 	baseDir := writeTinyBase(t)
 	m, _, err := LoadModel(baseDir)
@@ -358,8 +357,7 @@ func TestRedisExactlyOnceAcrossRestarts(t *testing.T) {
 // and the rest of their batch is trained on and published.
 func TestRedisDeadLettersBadRecords(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	ctx := context.Background()
 	keys := stream.JobKeys("learn-dead")
 	baseDir := writeTinyBase(t)
@@ -462,8 +460,7 @@ func TestRedisDeadLettersBadRecords(t *testing.T) {
 // and they must not join a second batch.
 func TestRedisOwnEntriesReclaimedWhileWaitingAreNotTrainedTwice(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	keys := stream.JobKeys("learn-reclaim")
 	baseDir := writeTinyBase(t)
 	m, _, err := LoadModel(baseDir)

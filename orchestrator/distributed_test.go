@@ -22,8 +22,7 @@ func TestDistributedWorkersWriteEachGroupOnce(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	model := tinyPolicy(t)
 	ctx := context.Background()
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	const job = "dist"
 	keys := stream.JobKeys(job)
 

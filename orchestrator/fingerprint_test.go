@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/stream"
 )
@@ -174,8 +172,7 @@ func TestWorkerWithOtherSettingsIsRefused(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	model := tinyPolicy(t)
 	ctx := context.Background()
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	const job = "fp"
 	set, err := ReadPrompts(writePrompts(t, 2), 0, false)
 	if err != nil {

@@ -235,8 +235,7 @@ func TestDistributedIterations(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	model := tinyPolicy(t)
 	ctx := context.Background()
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	const job = "distit"
 	keys := stream.JobKeys(job)
 	set, err := ReadPrompts(writePrompts(t, 2), 0, false)

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/stream"
 )
@@ -99,8 +97,7 @@ func TestDistributedWorkerRefusesOverLongPromptAlone(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	model := tinyPolicy(t)
 	ctx := context.Background()
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	const job = "refuse"
 	keys := stream.JobKeys(job)
 	set, err := ReadPrompts(promptsWithLong(t, 5), 0, false)
@@ -195,8 +192,7 @@ func TestWorkerSurvivesRedisRestart(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{AOF: true})
 	model := tinyPolicy(t)
 	ctx := context.Background()
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	const job = "restart"
 	keys := stream.JobKeys(job)
 	set, err := ReadPrompts(writePrompts(t, 8), 0, false)
@@ -254,8 +250,7 @@ func TestWorkerSurvivesRedisRestart(t *testing.T) {
 func TestFeedRetryGivesUp(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	ctx := context.Background()
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	feed, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: "gone", Consumer: "w", Retry: stream.Retry{For: 500 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

@@ -358,8 +358,7 @@ func TestGateWaitsForMinPolicyVersion(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	model := tinyPolicy(t)
 	ctx := context.Background()
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	const job = "gate"
 	keys := stream.JobKeys(job)
 	storeDir := t.TempDir()
@@ -482,8 +481,7 @@ func TestFollowingWorkerWaitsForNewEntries(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	model := tinyPolicy(t)
 	ctx := context.Background()
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	const job = "follow"
 	keys := stream.JobKeys(job)
 	prompts := readPromptSet(t, 2)

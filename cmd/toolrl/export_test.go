@@ -166,8 +166,7 @@ func TestExportUsageErrors(t *testing.T) {
 func TestExportFromRedisConsumesNothing(t *testing.T) {
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	ctx := context.Background()
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	const job = "export-job"
 	keys := stream.JobKeys(job)
 	producer := stream.NewProducer(client, stream.ProducerOptions{MaxBacklog: -1})

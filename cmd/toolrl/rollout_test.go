@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/trajtest"
@@ -238,8 +236,7 @@ func TestRolloutWorkerFollowsAndWatches(t *testing.T) {
 	if _, err := store.Publish(ctx, 1, nil, folder(2)); err != nil {
 		t.Fatal(err)
 	}
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	const job = "follow"
 	keys := stream.JobKeys(job)
 	enqueue := func(iteration int) {

@@ -206,8 +206,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	// so a worker that sampled with an older version shows as staleness.
 	const maxStale = 0
 	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
-	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	defer client.Close()
+	client := srv.Client(t)
 	ctx := context.Background()
 	keys := stream.JobKeys(job)
 	root := testsupport.RepoRoot(t)

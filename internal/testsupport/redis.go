@@ -39,6 +39,14 @@ type Redis struct {
 // URL returns redis://Addr/0.
 func (r *Redis) URL() string { return "redis://" + r.Addr + "/0" }
 
+// Client returns a go-redis client of this server's db 0, closed when the
+// test ends (before the server stops).
+func (r *Redis) Client(t testing.TB) *goredis.Client {
+	c := goredis.NewClient(&goredis.Options{Addr: r.Addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // StartRedis starts redis-server on a free loopback port with its own temp
 // dir, waits until it answers PING, and stops it when the test ends.
 func StartRedis(t testing.TB, opts RedisOptions) *Redis {
