@@ -2,9 +2,10 @@
 #
 #   make bench-actor  in one run, on the tiny and the SmolLM2-135M-shaped random models
 #                     (and models/calc when it has been built): generated tokens/s at
-#                     concurrency 1, 4, 16, 64; Go-side overhead (wall time outside ORT
+#                     concurrency 1, 4, 8, 16, 64; Go-side overhead (wall time outside ORT
 #                     Run); toolrl / transformers.js generate() at G=8; RSS over 10,000
-#                     trajectories; the 135M model also as int8 and int4 (MatMulNBits).
+#                     trajectories; the 135M model also as int8 and int4 (MatMulNBits, blocks
+#                     of 32; int4 also in blocks of 128), each against the float32 model.
 #                     Writes out/bench-actor.md and out/bench-actor.json.
 #                     The random models are built into out/ (never committed).
 
@@ -14,9 +15,10 @@ ACTOR_135M_DIR   := out/models/smollm2-135m-random
 # accuracy level 4, LM head included (docs/models.md#quantized-export-19).
 ACTOR_135M_INT8_DIR := out/models/smollm2-135m-random-int8
 ACTOR_135M_INT4_DIR := out/models/smollm2-135m-random-int4
+ACTOR_135M_INT4_B128_DIR := out/models/smollm2-135m-random-int4-b128
 ACTOR_QUANT_ARGS    := --accuracy-level 4 --quantize-lm-head
 ACTOR_CALC_DIR   := models/calc
-ACTOR_BENCH_ARGS ?= --prompt-len 64 --new-tokens 64 --tools-every 8 --peer --peer-repeats 3 --rss 10000
+ACTOR_BENCH_ARGS ?= --concurrency 1,4,8,16,64 --prompt-len 64 --new-tokens 64 --tools-every 8 --peer --peer-repeats 3 --rss 10000
 
 BENCH_TARGETS += bench-actor
 
@@ -30,7 +32,8 @@ bench-actor: ort scripts-npm build
 	@test -f $(ACTOR_135M_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --out $(ACTOR_135M_DIR) >/dev/null
 	@test -f $(ACTOR_135M_INT8_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --quantize int8 $(ACTOR_QUANT_ARGS) --out $(ACTOR_135M_INT8_DIR) >/dev/null
 	@test -f $(ACTOR_135M_INT4_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --quantize int4 $(ACTOR_QUANT_ARGS) --out $(ACTOR_135M_INT4_DIR) >/dev/null
+	@test -f $(ACTOR_135M_INT4_B128_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --quantize int4 --block-size 128 $(ACTOR_QUANT_ARGS) --out $(ACTOR_135M_INT4_B128_DIR) >/dev/null
 	@set -o pipefail; bin/toolrl bench actor --model $(ACTOR_TINY_DIR) --model $(ACTOR_135M_DIR) \
-		--model $(ACTOR_135M_INT8_DIR) --model $(ACTOR_135M_INT4_DIR) \
+		--model $(ACTOR_135M_INT8_DIR) --model $(ACTOR_135M_INT4_DIR) --model $(ACTOR_135M_INT4_B128_DIR) \
 		$(if $(wildcard $(ACTOR_CALC_DIR)/onnx/model.onnx),--model $(ACTOR_CALC_DIR)) \
 		$(ACTOR_BENCH_ARGS) --json out/bench-actor.json | tee out/bench-actor.md

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -164,6 +165,43 @@ type benchRow struct {
 	// answered by 6 injected tokens.
 	ToolCalls       bool    `json:"tool_calls,omitempty"`
 	PrefillsPerStep float64 `json:"prefills_per_step,omitempty"`
+	// Quantization is the model's quantization (config.json's
+	// toolrl_quantization; "" for float weights). Baseline is the float
+	// model of the same shape measured earlier in the run, and VsBaseline
+	// this row's tokens/s over the baseline's at the same concurrency and
+	// workload.
+	Quantization string  `json:"quantization,omitempty"`
+	Baseline     string  `json:"baseline,omitempty"`
+	VsBaseline   float64 `json:"vs_baseline,omitempty"`
+}
+
+// quantizedBaselines gives each quantized row the ratio of its tokens/s to
+// its baseline's row at the same concurrency and workload (and each
+// quantized peer row both sides' ratios to theirs); rows whose baseline has
+// no such row keep a zero ratio.
+func quantizedBaselines(rows []benchRow, peers []peerRow) {
+	for i := range peers {
+		p := &peers[i]
+		if p.Baseline == "" {
+			continue
+		}
+		for _, b := range peers {
+			if b.Model == p.Baseline && b.G == p.G && b.ToolCalls == p.ToolCalls && b.ToolrlTPS > 0 && b.PeerTPS > 0 {
+				p.ToolrlVsFloat, p.PeerVsFloat = p.ToolrlTPS/b.ToolrlTPS, p.PeerTPS/b.PeerTPS
+			}
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.Baseline == "" {
+			continue
+		}
+		for _, b := range rows {
+			if b.Model == r.Baseline && b.Concurrency == r.Concurrency && b.ToolCalls == r.ToolCalls && b.TokensPerSec > 0 {
+				r.VsBaseline = r.TokensPerSec / b.TokensPerSec
+			}
+		}
+	}
 }
 
 type peerRow struct {
@@ -179,6 +217,13 @@ type peerRow struct {
 	ToolrlORT  string  `json:"toolrl_ort_version"`
 	PeerSecs   float64 `json:"peer_seconds"`
 	ToolrlSecs float64 `json:"toolrl_seconds"`
+	// Quantized models: the quantization, the float model of the same
+	// shape and each side's tokens/s over its own on that model (same G,
+	// same workload).
+	Quantization  string  `json:"quantization,omitempty"`
+	Baseline      string  `json:"baseline,omitempty"`
+	ToolrlVsFloat float64 `json:"toolrl_vs_baseline,omitempty"`
+	PeerVsFloat   float64 `json:"peer_vs_baseline,omitempty"`
 	// Tool-use rows only.
 	PauseEvery    int   `json:"pause_every,omitempty"`
 	InjectTokens  int   `json:"inject_tokens,omitempty"`
@@ -222,12 +267,23 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 	var rows []benchRow
 	var peers []peerRow
 	var rss *rssReport
+	// baselines maps a shape (vocabulary, layers) to the last float model
+	// of that shape measured so far: a quantized model's rows are compared
+	// with its rows.
+	baselines := map[[2]int]string{}
 	for mi, dir := range f.models {
 		pol, err := actor.Load(ctx, actor.LoadOptions{Dir: dir, IntraOpThreads: f.threads, InterOpThreads: 1, Spinning: f.spin})
 		if err != nil {
 			return err
 		}
 		name := filepath.Base(filepath.Clean(dir))
+		shape := [2]int{pol.VocabSize(), pol.Layers()}
+		quant, baseline := pol.Quantization(), ""
+		if quant == "" {
+			baselines[shape] = name
+		} else {
+			baseline = baselines[shape]
+		}
 		// Warm up: first-run allocations inside ORT.
 		if _, err := measureDecoding(ctx, pol, throughputOptions{concurrency: 2, promptLen: f.promptLen, newTokens: 2}); err != nil {
 			pol.Close()
@@ -239,7 +295,8 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 				pol.Close()
 				return err
 			}
-			rows = append(rows, benchRow{Model: name, Concurrency: c, Generated: res.generated, Seconds: res.wall.Seconds(), TokensPerSec: res.tokensPerSecond(), Overhead: res.overhead()})
+			rows = append(rows, benchRow{Model: name, Concurrency: c, Generated: res.generated, Seconds: res.wall.Seconds(), TokensPerSec: res.tokensPerSecond(), Overhead: res.overhead(),
+				Quantization: quant, Baseline: baseline})
 			fmt.Fprintf(os.Stderr, "bench actor: %s concurrency %d: %.1f tokens/s, overhead %.1f%%\n", name, c, res.tokensPerSecond(), 100*res.overhead())
 		}
 		if f.toolsEvery > 0 {
@@ -252,7 +309,8 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 				return err
 			}
 			rows = append(rows, benchRow{Model: name, Concurrency: c, Generated: res.generated, Seconds: res.wall.Seconds(), TokensPerSec: res.tokensPerSecond(),
-				Overhead: res.overhead(), ToolCalls: true, PrefillsPerStep: float64(res.stats.PrefillRuns) / float64(res.stats.DecodeRuns)})
+				Overhead: res.overhead(), ToolCalls: true, PrefillsPerStep: float64(res.stats.PrefillRuns) / float64(res.stats.DecodeRuns),
+				Quantization: quant, Baseline: baseline})
 			fmt.Fprintf(os.Stderr, "bench actor: %s concurrency %d with tool calls: %.1f tokens/s, overhead %.1f%%\n", name, c, res.tokensPerSecond(), 100*res.overhead())
 		}
 		if f.peer {
@@ -282,13 +340,14 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 			}
 			peers = append(peers, peerRow{Model: name, G: f.peerG, ToolrlTPS: best.tokensPerSecond(), PeerTPS: bestPeer.TokensPerS,
 				Ratio: best.tokensPerSecond() / bestPeer.TokensPerS, PeerORT: bestPeer.ORTVersion, ToolrlORT: ort.Version(),
-				PeerSecs: bestPeer.Seconds, ToolrlSecs: best.wall.Seconds()})
+				PeerSecs: bestPeer.Seconds, ToolrlSecs: best.wall.Seconds(), Quantization: quant, Baseline: baseline})
 			if f.toolsEvery > 0 {
 				row, err := peerTools(ctx, f, dir, name)
 				if err != nil {
 					pol.Close()
 					return err
 				}
+				row.Quantization, row.Baseline = quant, baseline
 				peers = append(peers, row)
 			}
 		}
@@ -300,6 +359,8 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 			}
 		}
 	}
+
+	quantizedBaselines(rows, peers)
 
 	spin := "off (toolrl's default)"
 	if f.spin {
@@ -316,17 +377,38 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 		}
 		fmt.Fprintf(w, "| %s | %s | %.1f | %.1f%% |\n", r.Model, c, r.TokensPerSec, 100*r.Overhead)
 	}
+	if quantized := slices.ContainsFunc(rows, func(r benchRow) bool { return r.VsBaseline > 0 }); quantized {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Quantized weights against the float model of the same shape, same run:")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| model | quantization | concurrency | tokens/s | float model | its tokens/s | ratio |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---|---:|---:|")
+		for _, r := range rows {
+			if r.VsBaseline == 0 {
+				continue
+			}
+			c := strconv.Itoa(r.Concurrency)
+			if r.ToolCalls {
+				c += " + tool calls"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %.1f | %s | %.1f | %.2f× |\n", r.Model, r.Quantization, c, r.TokensPerSec, r.Baseline, r.TokensPerSec/r.VsBaseline, r.VsBaseline)
+		}
+	}
 	if len(peers) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "Peer comparison: best of %d interleaved runs each.\n\n", f.peerRepeats)
-		fmt.Fprintln(w, "| model | G | toolrl tokens/s | transformers.js tokens/s | ratio |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| model | G | toolrl tokens/s | transformers.js tokens/s | ratio | vs the float model: toolrl, transformers.js |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|")
 		for _, p := range peers {
 			g := strconv.Itoa(p.G)
 			if p.ToolCalls {
 				g += fmt.Sprintf(" + tool calls every %d–%d tokens (%d pauses, peer: %d generate() calls)", p.PauseEvery, p.PauseEvery+3, p.Pauses, p.GenerateCalls)
 			}
-			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.2f× |\n", p.Model, g, p.ToolrlTPS, p.PeerTPS, p.Ratio)
+			vs := ""
+			if p.ToolrlVsFloat > 0 {
+				vs = fmt.Sprintf("%.2f×, %.2f× (%s)", p.ToolrlVsFloat, p.PeerVsFloat, p.Baseline)
+			}
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.2f× | %s |\n", p.Model, g, p.ToolrlTPS, p.PeerTPS, p.Ratio, vs)
 		}
 	}
 	if rss != nil {

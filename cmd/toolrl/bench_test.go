@@ -116,3 +116,33 @@ func TestBenchActorRefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizedBaselines checks that a quantized row is compared with the
+// float model's row at the same concurrency and workload only, and that a
+// row without such a row keeps no ratio.
+func TestQuantizedBaselines(t *testing.T) {
+	rows := []benchRow{
+		{Model: "fp", Concurrency: 8, TokensPerSec: 100},
+		{Model: "fp", Concurrency: 64, TokensPerSec: 300},
+		{Model: "fp", Concurrency: 64, ToolCalls: true, TokensPerSec: 200},
+		{Model: "q", Concurrency: 8, TokensPerSec: 250, Baseline: "fp"},
+		{Model: "q", Concurrency: 64, ToolCalls: true, TokensPerSec: 300, Baseline: "fp"},
+		{Model: "q", Concurrency: 16, TokensPerSec: 300, Baseline: "fp"},
+	}
+	peers := []peerRow{
+		{Model: "fp", G: 8, ToolrlTPS: 100, PeerTPS: 50},
+		{Model: "q", G: 8, ToolrlTPS: 220, PeerTPS: 60, Baseline: "fp"},
+	}
+	quantizedBaselines(rows, peers)
+	for i, want := range []float64{0, 0, 0, 2.5, 1.5, 0} {
+		if rows[i].VsBaseline != want {
+			t.Errorf("row %d (%s c%d tools %v): ratio %v, want %v", i, rows[i].Model, rows[i].Concurrency, rows[i].ToolCalls, rows[i].VsBaseline, want)
+		}
+	}
+	if p := peers[1]; p.ToolrlVsFloat != 2.2 || p.PeerVsFloat != 1.2 {
+		t.Errorf("peer row: toolrl %v, transformers.js %v vs the float model; want 2.2 and 1.2", p.ToolrlVsFloat, p.PeerVsFloat)
+	}
+	if peers[0].ToolrlVsFloat != 0 {
+		t.Errorf("the float model's peer row got a ratio %v", peers[0].ToolrlVsFloat)
+	}
+}
