@@ -1,6 +1,7 @@
 package traj
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 )
@@ -169,20 +170,9 @@ func checkMask(id, field string, mask Mask) error {
 
 func checkLogprobs(id, field string, lp []float32, mask Mask) error {
 	mask = mask[:len(lp)]
-	// A branch-free pass over the values first: bad gets bit 31 set by a
-	// value that is not finite (exponent bits all ones), > 0 (sign bit 0
-	// and not +0), or nonzero (±0 pass) where the mask is 0. Only then does
-	// the loop below look for the first one, to name it.
-	var bad uint32
-	for i, v := range lp {
-		b := math.Float32bits(v)
-		nonFinite := (b & 0x7f800000) + 0x00800000 // bit 31: exponent all ones
-		positive := ^b & (b | -b)                  // bit 31: sign 0 and b ≠ 0
-		mag := b << 1
-		injected := (mag | -mag) & (uint32(mask[i]) - 1) // bit 31: ≠ ±0 and mask 0
-		bad |= nonFinite | positive | injected
-	}
-	if bad>>31 == 0 {
+	// A branch-free pass over the values first (logprobsBad); only when it
+	// finds one does the loop below look for the first, to name it.
+	if !logprobsBad(lp, mask) {
 		return nil
 	}
 	for i, v := range lp {
@@ -192,6 +182,24 @@ func checkLogprobs(id, field string, lp []float32, mask Mask) error {
 		}
 	}
 	return nil
+}
+
+// logprobsBadScalar is logprobsBad one value at a time, without a branch
+// per value: bad gets bit 31 set by a value that is not finite (exponent
+// bits all ones), > 0 (sign bit 0 and not +0), or nonzero (±0 pass) where
+// the mask is 0.
+func logprobsBadScalar(lp []float32, mask Mask) bool {
+	mask = mask[:len(lp)]
+	var bad uint32
+	for i, v := range lp {
+		b := math.Float32bits(v)
+		nonFinite := (b & 0x7f800000) + 0x00800000 // bit 31: exponent all ones
+		positive := ^b & (b | -b)                  // bit 31: sign 0 and b ≠ 0
+		mag := b << 1
+		injected := (mag | -mag) & (uint32(mask[i]) - 1) // bit 31: ≠ ±0 and mask 0
+		bad |= nonFinite | positive | injected
+	}
+	return bad>>31 != 0
 }
 
 // logprobErr says why lp[i] = v failed checkLogprobs (only on error).
@@ -237,10 +245,9 @@ func checkSegments(id string, segs []Segment, mask Mask) error {
 		if s.Kind == SegmentModel {
 			want = 1
 		}
-		for j := s.Start; j < s.End; j++ {
-			if mask[j] != want {
-				return fieldErr(id, fmt.Sprintf("loss_mask[%d]", j), "is %d inside %s segment %d, want %d", mask[j], s.Kind, i, want)
-			}
+		if j := maskMismatch(mask[s.Start:s.End], want); j >= 0 {
+			j += s.Start
+			return fieldErr(id, fmt.Sprintf("loss_mask[%d]", j), "is %d inside %s segment %d, want %d", mask[j], s.Kind, i, want)
 		}
 		if s.Kind == SegmentTool && s.Result == nil {
 			return fieldErr(id, f("result"), "is missing on a tool segment")
@@ -251,6 +258,24 @@ func checkSegments(id string, segs []Segment, mask Mask) error {
 		return fieldErr(id, "segments", "cover %d response tokens, want %d", pos, n)
 	}
 	return nil
+}
+
+// maskMismatch returns the index of the first value of mask that is not
+// want, or -1: eight values at a time, then one by one.
+func maskMismatch(mask Mask, want uint8) int {
+	w := uint64(want) * 0x0101010101010101
+	j := 0
+	for ; j+8 <= len(mask); j += 8 {
+		if binary.LittleEndian.Uint64(mask[j:]) != w {
+			break
+		}
+	}
+	for ; j < len(mask); j++ {
+		if mask[j] != want {
+			return j
+		}
+	}
+	return -1
 }
 
 // Validate checks every trajectory of the group and that they belong together:

@@ -152,10 +152,11 @@ type scanner struct {
 	f64Slab []float64
 	// resSlab is the current chunk of tool results (newResult).
 	resSlab []traj.ToolResult
-	// strs holds the short strings read so far: a group repeats its ids,
-	// schema, model and segment kinds in every trajectory, and each is
-	// allocated once.
-	strs map[string]string
+	// strs holds short strings read so far, in slots picked by a cheap
+	// hash of their bytes: a group repeats its ids, schema, model and
+	// segment kinds in every trajectory, and each is allocated once (unless
+	// another string took its slot meanwhile).
+	strs *[internSlots]string
 }
 
 var errUnexpectedEnd = io.ErrUnexpectedEOF
@@ -172,7 +173,15 @@ func (s *scanner) syntax(what string) error {
 	return fmt.Errorf("invalid JSON at byte %d: %s", s.i, what)
 }
 
+// ws skips white space.
 func (s *scanner) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' { // the common case, inlined
+		return
+	}
+	s.wsSlow()
+}
+
+func (s *scanner) wsSlow() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\n', '\t', '\r':
@@ -186,7 +195,7 @@ func (s *scanner) ws() {
 // null consumes a null literal if one comes next.
 func (s *scanner) null() bool {
 	s.ws()
-	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+	if s.i+4 <= len(s.b) && s.b[s.i] == 'n' && string(s.b[s.i:s.i+4]) == "null" {
 		s.i += 4
 		return true
 	}
@@ -371,20 +380,28 @@ func (s *scanner) str() (string, error) {
 	return v, nil
 }
 
-// intern returns b as a string, the same one for the same short bytes.
+// internSlots is the number of strings intern keeps.
+const internSlots = 128
+
+// intern returns b as a string: for short bytes, the string kept in their
+// slot when it has the same bytes (no allocation), else a new one that
+// takes the slot. The slot is picked from the length and three bytes,
+// which tells apart the strings a group repeats (schema, ids, kinds, the
+// model's name) without hashing them whole.
 func (s *scanner) intern(b []byte) string {
-	if len(b) > 64 {
+	n := len(b)
+	if n == 0 || n > 64 {
 		return string(b)
 	}
-	if v, ok := s.strs[string(b)]; ok { // the conversion does not allocate
-		return v
-	}
 	if s.strs == nil {
-		s.strs = make(map[string]string, 32)
+		s.strs = new([internSlots]string)
 	}
-	v := string(b)
-	s.strs[v] = v
-	return v
+	slot := &s.strs[(uint(n)*0x9e37^uint(b[0])*31^uint(b[n/2])*131^uint(b[n-1])*7)%internSlots]
+	if *slot == string(b) { // the conversion does not allocate
+		return *slot
+	}
+	*slot = string(b)
+	return *slot
 }
 
 // skipString returns the end of the string starting at b[i] == '"'.

@@ -1,0 +1,69 @@
+package traj
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestLogprobsBadMatchesScalar checks the vector pass against the scalar
+// one, and both against the rule: one bad value (NaN, ±Inf, > 0, a
+// nonzero value under mask 0), or -0 and +0 under mask 0 (which pass), put
+// at every position of arrays of every length up to 40: in the vector body
+// and in the tail.
+func TestLogprobsBadMatchesScalar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	cases := []struct {
+		v    float32
+		mask uint8
+		bad  bool
+	}{
+		{float32(math.NaN()), 1, true}, {float32(math.Inf(1)), 1, true}, {float32(math.Inf(-1)), 1, true},
+		{1e-30, 1, true}, {math.SmallestNonzeroFloat32, 1, true}, {0.5, 1, true},
+		{-0.25, 0, true}, {-math.SmallestNonzeroFloat32, 0, true},
+		{0, 0, false}, {float32(math.Copysign(0, -1)), 0, false}, {0, 1, false}, {-80, 1, false}, {-math.MaxFloat32, 1, false},
+	}
+	for n := 1; n <= 40; n++ {
+		for at := 0; at < n; at++ {
+			for _, c := range cases {
+				lp := make([]float32, n)
+				mask := make(Mask, n)
+				for i := range lp {
+					if rng.IntN(4) > 0 {
+						lp[i], mask[i] = -float32(rng.ExpFloat64()), 1
+					}
+				}
+				lp[at], mask[at] = c.v, c.mask
+				got, scalar := logprobsBad(lp, mask), logprobsBadScalar(lp, mask)
+				if got != c.bad || scalar != c.bad {
+					t.Fatalf("n %d, value %v (mask %d) at %d: logprobsBad %v, scalar %v, want %v", n, c.v, c.mask, at, got, scalar, c.bad)
+				}
+			}
+		}
+	}
+}
+
+// TestMaskMismatch checks the word-at-a-time scan against a plain loop: one
+// wrong value at every position of masks of every length up to 30.
+func TestMaskMismatch(t *testing.T) {
+	for n := 0; n <= 30; n++ {
+		for _, want := range []uint8{0, 1} {
+			mask := make(Mask, n)
+			for i := range mask {
+				mask[i] = want
+			}
+			if got := maskMismatch(mask, want); got != -1 {
+				t.Fatalf("n %d, all %d: %d, want -1", n, want, got)
+			}
+			for at := 0; at < n; at++ {
+				for _, bad := range []uint8{1 - want, 2} {
+					m := append(Mask(nil), mask...)
+					m[at] = bad
+					if got := maskMismatch(m, want); got != at {
+						t.Fatalf("n %d, want %d, %d at %d: got %d", n, want, bad, at, got)
+					}
+				}
+			}
+		}
+	}
+}
