@@ -38,6 +38,24 @@ func (s *Stats) Add(o Stats) {
 // token, mask and logprob slices and temperature: do not modify g while they
 // are in use. cfg must pass Validate.
 func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
+	return new(Scratch).Compute(g, cfg)
+}
+
+// Scratch is memory that Compute reuses from one group to the next: the
+// records, their advantage and KL arrays and their spans. A service that
+// computes many groups keeps a few (one per group in flight) instead of
+// allocating, and the garbage collector has less to do. The zero value is
+// ready to use; a Scratch is not safe for concurrent use.
+type Scratch struct {
+	block   []float32
+	records []traj.AdvantageRecord
+	spans   []traj.Segment
+}
+
+// Compute is the package's Compute with s's memory: the records it returns
+// (and their Advantages, KL and Segments) are overwritten by s's next
+// Compute, so the caller must be done with them by then.
+func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 	st := Stats{Groups: 1}
 	n := len(g.Trajectories)
 	if n == 0 {
@@ -63,7 +81,8 @@ func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 	for i := range g.Trajectories {
 		tokens += len(g.Trajectories[i].LossMask)
 	}
-	block := make([]float32, 2*tokens)
+	block := grow(&s.block, 2*tokens)
+	clear(block) // tokens outside the model's steps keep advantage 0 and KL 0
 	advBlock, klBlock := block[:tokens:tokens], block[tokens:]
 	kls := make([][]float32, n)
 	if cfg.KL != KLNone {
@@ -121,12 +140,12 @@ func Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, Stats, error) {
 		}
 	}
 
-	records := make([]traj.AdvantageRecord, n)
+	records := grow(&s.records, n)
 	nsegs := 0
 	for i := range g.Trajectories {
 		nsegs += len(g.Trajectories[i].Segments)
 	}
-	segBlock := make([]traj.Segment, nsegs) // the records' spans, one allocation
+	segBlock := grow(&s.spans, nsegs) // the records' spans, one block
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
 		adv := advBlock[:len(t.LossMask):len(t.LossMask)]
@@ -238,6 +257,15 @@ func maskedSum(values []float32, mask traj.Mask, start, end int) float64 {
 		}
 	}
 	return s
+}
+
+// grow returns (*buf)[:n], first replacing *buf by a larger array when it
+// holds fewer than n.
+func grow[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	return (*buf)[:n]
 }
 
 // spans copies the segments' kinds and offsets only: trainers need the step

@@ -120,6 +120,11 @@ type Service struct {
 	healthMu      sync.Mutex
 	healthErr     error
 	healthAt      time.Time
+
+	// scratch holds *advantage.Scratch: a batch takes one per group and
+	// puts them back once its records are committed (binary records' arrays
+	// are views of them until then).
+	scratch sync.Pool
 }
 
 // New checks the options and returns a service over client; Run
@@ -295,10 +300,23 @@ func (s *Service) process(ctx context.Context, c *stream.Consumer, msgs []stream
 	}
 	groups := make([]wireGroup, len(msgs))
 	results := make([]computed, len(groups))
+	scratches := make([]*advantage.Scratch, len(groups))
+	defer func() {
+		for _, sc := range scratches {
+			if sc != nil {
+				s.scratch.Put(sc)
+			}
+		}
+	}()
 	compute := func(i int) {
 		if groups[i].err == nil {
+			sc, _ := s.scratch.Get().(*advantage.Scratch)
+			if sc == nil {
+				sc = new(advantage.Scratch)
+			}
+			scratches[i] = sc
 			r := &results[i]
-			r.out, r.st, r.err = s.computeGroup(&groups[i], cfg)
+			r.out, r.st, r.err = s.computeGroup(&groups[i], cfg, sc)
 		}
 	}
 	if s.opts.RefScorer != nil {
@@ -646,13 +664,15 @@ func (s *Service) compute(m stream.Message, cfg advantage.Config) (stream.Output
 	if wg.err != nil {
 		return stream.Output{}, advantage.Stats{}, wg.err
 	}
-	return s.computeGroup(&wg, cfg)
+	return s.computeGroup(&wg, cfg, new(advantage.Scratch))
 }
 
-// computeGroup turns one decoded entry into its output.
-func (s *Service) computeGroup(wg *wireGroup, cfg advantage.Config) (stream.Output, advantage.Stats, error) {
+// computeGroup turns one decoded entry into its output, computing in sc:
+// the output may view sc's memory (binary records' advantages and KL), so
+// sc must not be reused before the output is committed.
+func (s *Service) computeGroup(wg *wireGroup, cfg advantage.Config, sc *advantage.Scratch) (stream.Output, advantage.Stats, error) {
 	g, raws, m := wg.g, wg.raws, wg.m
-	recs, st, err := advantage.Compute(g, cfg)
+	recs, st, err := sc.Compute(g, cfg)
 	if err != nil {
 		return stream.Output{}, advantage.Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 	}

@@ -698,7 +698,7 @@ func TestServiceReferenceScoringFailures(t *testing.T) {
 		if wg.err != nil {
 			t.Fatalf("group %d: %v", i, wg.err)
 		}
-		out, _, err := svc.computeGroup(&groups[i], opts.Config)
+		out, _, err := svc.computeGroup(&groups[i], opts.Config, new(advantage.Scratch))
 		if err != nil || len(out.Entries) != testG {
 			t.Fatalf("group %d: %d entries, %v", i, len(out.Entries), err)
 		}

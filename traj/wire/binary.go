@@ -150,9 +150,21 @@ func fromLE[T int32 | float32](name string, b []byte) ([]T, error) {
 // firstNonFinite returns the index of the first NaN or ±Inf in vs, or -1: a
 // float32 is not finite exactly when its exponent bits are all ones.
 func firstNonFinite(vs []float32) int {
-	for i, v := range vs {
-		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
-			return i
+	// Chunks of 64 without a branch per value (bit 31 of bad is set by an
+	// exponent of all ones), then the chunk that has one is searched.
+	for base := 0; base < len(vs); base += 64 {
+		chunk := vs[base:min(base+64, len(vs))]
+		var bad uint32
+		for _, v := range chunk {
+			bad |= (math.Float32bits(v) & 0x7f800000) + 0x00800000
+		}
+		if bad>>31 == 0 {
+			continue
+		}
+		for i, v := range chunk {
+			if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+				return base + i
+			}
 		}
 	}
 	return -1

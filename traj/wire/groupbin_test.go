@@ -176,21 +176,3 @@ func FuzzDecodeGroupBinary(f *testing.F) {
 		}
 	})
 }
-
-// BenchmarkDecodeGroupBinary decodes the advantage service benchmark's
-// group (8 trajectories of 288 tokens, three steps, two tool results) from
-// the binary group format, validation included: what the service does per
-// group before computing.
-func BenchmarkDecodeGroupBinary(b *testing.B) {
-	payload, err := AppendGroupBinary(nil, trajtest.Synthetic("bench", 1, 8, 64))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(payload)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := DecodeGroupBinary(payload); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
