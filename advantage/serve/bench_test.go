@@ -480,8 +480,13 @@ func BenchmarkServiceGroup(b *testing.B) {
 					m.Values[stream.FieldFormat] = stream.GroupFormatBinary
 				}
 				b.ReportAllocs()
+				var sc advantage.Scratch // one, reused, as the service's pool gives
 				for i := 0; i < b.N; i++ {
-					if _, _, err := svc.compute(m, cfg); err != nil {
+					wg := svc.decode(m)
+					if wg.err != nil {
+						b.Fatal(wg.err)
+					}
+					if _, _, err := svc.computeGroup(&wg, cfg, &sc); err != nil {
 						b.Fatal(err)
 					}
 				}
