@@ -23,3 +23,21 @@ func logprobsBad(lp []float32, mask Mask) bool {
 	}
 	return logprobsBadScalar(lp[i:], mask[i:len(lp)])
 }
+
+// nonFiniteAVX2 is nonzero when one of vs[0:n] (n a multiple of 8) is NaN or
+// ±Inf.
+//
+//go:noescape
+func nonFiniteAVX2(vs *float32, n int) uint32
+
+// anyNonFinite reports whether one of vs is NaN or ±Inf, eight values at a
+// time where the CPU allows.
+func anyNonFinite(vs []float32) bool {
+	i := 0
+	if haveAVX2 {
+		if i = len(vs) &^ 7; i > 0 && nonFiniteAVX2(&vs[0], i) != 0 {
+			return true
+		}
+	}
+	return anyNonFiniteScalar(vs[i:])
+}

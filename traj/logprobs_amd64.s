@@ -47,3 +47,30 @@ done:
 	VZEROUPPER
 	MOVL AX, ret+24(FP)
 	RET
+
+// func nonFiniteAVX2(vs *float32, n int) uint32
+// Nonzero when one of vs[0:n] (n a multiple of 8) is NaN or ±Inf: its
+// exponent bits are all ones, so (bits & 0x7f800000) + 0x00800000 sets bit
+// 31 (one bit per lane).
+TEXT ·nonFiniteAVX2(SB), NOSPLIT, $0-20
+	MOVQ vs+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXOR Y7, Y7, Y7
+	VPBROADCASTD logprobsconst<>+0(SB), Y8
+	VPBROADCASTD logprobsconst<>+4(SB), Y9
+	SHRQ $3, CX
+	JZ   nfdone
+
+nfloop:
+	VPAND   (SI), Y8, Y1
+	VPADDD  Y9, Y1, Y1
+	VPOR    Y1, Y7, Y7
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     nfloop
+
+nfdone:
+	VMOVMSKPS Y7, AX
+	VZEROUPPER
+	MOVL AX, ret+16(FP)
+	RET

@@ -67,3 +67,34 @@ func TestMaskMismatch(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstNonFinite puts NaN, +Inf or -Inf at every position of arrays up
+// to 200 long (first chunk, later chunks, a partial last chunk), after an
+// optional earlier one, and checks the index found; finite extremes pass.
+func TestFirstNonFinite(t *testing.T) {
+	for n := 0; n <= 200; n++ {
+		vs := make([]float32, n)
+		for i := range vs {
+			vs[i] = float32(i%7) - 3
+		}
+		if n > 0 {
+			vs[n-1] = math.MaxFloat32
+			vs[0] = -math.MaxFloat32
+		}
+		if got := FirstNonFinite(vs); got != -1 {
+			t.Fatalf("n %d, all finite: %d", n, got)
+		}
+		for at := 0; at < n; at += 1 + at/16 {
+			for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+				w := append([]float32(nil), vs...)
+				w[at] = bad
+				if at+70 < n {
+					w[at+70] = bad // a later one does not hide the first
+				}
+				if got := FirstNonFinite(w); got != at {
+					t.Fatalf("n %d, %v at %d: %d", n, bad, at, got)
+				}
+			}
+		}
+	}
+}

@@ -202,6 +202,31 @@ func logprobsBadScalar(lp []float32, mask Mask) bool {
 	return bad>>31 != 0
 }
 
+// anyNonFiniteScalar reports whether one of vs is NaN or ±Inf, without a
+// branch per value: an exponent of all ones sets bit 31 of bad.
+func anyNonFiniteScalar(vs []float32) bool {
+	var bad uint32
+	for _, v := range vs {
+		bad |= (math.Float32bits(v) & 0x7f800000) + 0x00800000
+	}
+	return bad>>31 != 0
+}
+
+// FirstNonFinite returns the index of the first NaN or ±Inf in vs, or -1. It
+// scans eight values at a time where the CPU allows and looks for the index
+// only when there is one.
+func FirstNonFinite(vs []float32) int {
+	if !anyNonFinite(vs) {
+		return -1
+	}
+	for i, v := range vs {
+		if !finite32(v) {
+			return i
+		}
+	}
+	return -1
+}
+
 // logprobErr says why lp[i] = v failed checkLogprobs (only on error).
 func logprobErr(id, field string, i int, v float32) error {
 	name := fmt.Sprintf("%s[%d]", field, i)

@@ -51,7 +51,7 @@ func BinaryArraysOf(r *traj.AdvantageRecord) (BinaryArrays, error) {
 		name   string
 		values []float32
 	}{{"old_logprobs", r.OldLogprobs}, {"ref_logprobs", r.RefLogprobs}, {"advantages", r.Advantages}, {"kl", r.KL}} {
-		if i := firstNonFinite(f.values); i >= 0 {
+		if i := traj.FirstNonFinite(f.values); i >= 0 {
 			return BinaryArrays{}, fmt.Errorf("encode advantage record %s %s[%d]: unsupported value %v", r.TrajectoryID, f.name, i, f.values[i])
 		}
 	}
@@ -145,27 +145,4 @@ func fromLE[T int32 | float32](name string, b []byte) ([]T, error) {
 		}
 	}
 	return out, nil
-}
-
-// firstNonFinite returns the index of the first NaN or ±Inf in vs, or -1: a
-// float32 is not finite exactly when its exponent bits are all ones.
-func firstNonFinite(vs []float32) int {
-	// Chunks of 64 without a branch per value (bit 31 of bad is set by an
-	// exponent of all ones), then the chunk that has one is searched.
-	for base := 0; base < len(vs); base += 64 {
-		chunk := vs[base:min(base+64, len(vs))]
-		var bad uint32
-		for _, v := range chunk {
-			bad |= (math.Float32bits(v) & 0x7f800000) + 0x00800000
-		}
-		if bad>>31 == 0 {
-			continue
-		}
-		for i, v := range chunk {
-			if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
-				return base + i
-			}
-		}
-	}
-	return -1
 }
