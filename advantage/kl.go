@@ -42,13 +42,8 @@ func klK3(logp, refLogp float64) float64 {
 }
 
 // tokenKL writes KLTerm(e, logp[j], ref[j]) to kl[j] for every j where
-// mask[j] is 1 (bit for bit). kl, logp and ref have len(mask) entries.
-//
-// k3 runs in chunks of three passes: the sampled tokens' log-ratios, then
-// exp over the chunk (four lanes at a time on amd64 with AVX2 and FMA,
-// giving math.Exp's bits: exp_amd64.s), then the stores. One loop doing all three is 2.5 times slower on
-// amd64: each float32→float64 conversion (CVTSS2SD) merges into a register
-// that last held the previous token's exp, so no two exps overlap.
+// mask[j] is 1 (bit for bit), and 0 where it is not. kl, logp and ref have
+// len(mask) entries.
 func tokenKL(e KLEstimator, kl, logp, ref []float32, mask traj.Mask) {
 	n := len(mask)
 	kl, logp, ref = kl[:n], logp[:n], ref[:n]
@@ -59,36 +54,44 @@ func tokenKL(e KLEstimator, kl, logp, ref []float32, mask traj.Mask) {
 			term = klK2
 		}
 		for j, m := range mask {
+			kl[j] = 0
 			if m == 1 {
 				kl[j] = float32(term(float64(logp[j]), float64(ref[j])))
 			}
 		}
 	case KLK3:
-		const chunk = 64
-		var d, ex [chunk]float64
-		var at [chunk]int32
-		for base := 0; base < n; {
-			// Gather up to a chunk of sampled tokens' log-ratios.
-			c := 0
-			for ; base < n && c < chunk; base++ {
-				if mask[base] == 1 {
-					d[c] = clamp(float64(logp[base])-float64(ref[base]), LogRatioClamp)
-					at[c] = int32(base)
-					c++
-				}
+		tokenK3(kl, logp, ref, mask) // exp_amd64.s: four tokens at a time
+	}
+}
+
+// tokenK3Scalar is tokenKL for k3, one token at a time. It runs in chunks
+// of three passes: the sampled tokens' log-ratios, then exp over the chunk,
+// then the stores. One loop doing all three is 2.5 times slower on amd64:
+// each float32→float64 conversion (CVTSS2SD) merges into a register that
+// last held the previous token's exp, so no two exps overlap.
+func tokenK3Scalar(kl, logp, ref []float32, mask traj.Mask) {
+	n := len(mask)
+	kl, logp, ref = kl[:n], logp[:n], ref[:n]
+	clear(kl)
+	const chunk = 64
+	var d [chunk]float64
+	var at [chunk]int32
+	for base := 0; base < n; {
+		// Gather up to a chunk of sampled tokens' log-ratios.
+		c := 0
+		for ; base < n && c < chunk; base++ {
+			if mask[base] == 1 {
+				d[c] = clamp(float64(logp[base])-float64(ref[base]), LogRatioClamp)
+				at[c] = int32(base)
+				c++
 			}
-			// klK3 after its clamp: exp over the chunk in one vector pass
-			// (expInPlace: math.Exp's bits), then the rest.
-			for k := range d[:c] {
-				ex[k] = -d[k]
-			}
-			expInPlace(ex[:c])
-			for k := range d[:c] {
-				d[k] = clamp(ex[k]+d[k]-1, K3Clamp)
-			}
-			for k, j := range at[:c] {
-				kl[j] = float32(d[k])
-			}
+		}
+		for k := range d[:c] {
+			// klK3 after its clamp.
+			d[k] = clamp(math.Exp(-d[k])+d[k]-1, K3Clamp)
+		}
+		for k, j := range at[:c] {
+			kl[j] = float32(d[k])
 		}
 	}
 }
