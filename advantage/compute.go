@@ -167,11 +167,8 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 				}
 				a += w * process[i][step]
 			}
-			for j := seg.Start; j < seg.End; j++ {
-				if t.LossMask[j] == 1 {
-					adv[j] = float32(a)
-				}
-			}
+			// Every token of a model step is sampled (loss_mask 1: Validate).
+			fill(adv[seg.Start:seg.End], float32(a))
 		}
 		r := &records[i]
 		*r = traj.AdvantageRecord{
@@ -257,6 +254,13 @@ func maskedSum(values []float32, mask traj.Mask, start, end int) float64 {
 		}
 	}
 	return s
+}
+
+// fill sets every value of vs to v.
+func fill(vs []float32, v float32) {
+	for i := range vs {
+		vs[i] = v
+	}
 }
 
 // grow returns (*buf)[:n], first replacing *buf by a larger array when it

@@ -1,8 +1,10 @@
 package traj
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -93,6 +95,31 @@ func TestFirstNonFinite(t *testing.T) {
 				}
 				if got := FirstNonFinite(w); got != at {
 					t.Fatalf("n %d, %v at %d: %d", n, bad, at, got)
+				}
+			}
+		}
+	}
+}
+
+// TestCheckMaskEveryPosition refuses a value above 1 (2, 0x10, 0x80: other
+// bits of the byte) at every position of masks up to 20 long, naming the
+// index, and accepts masks of 0s and 1s.
+func TestCheckMaskEveryPosition(t *testing.T) {
+	for n := 0; n <= 20; n++ {
+		mask := make(Mask, n)
+		for i := range mask {
+			mask[i] = uint8(i % 2)
+		}
+		if err := checkMask("t", "loss_mask", mask); err != nil {
+			t.Fatalf("n %d, 0s and 1s: %v", n, err)
+		}
+		for at := 0; at < n; at++ {
+			for _, bad := range []uint8{2, 0x10, 0x80} {
+				m := append(Mask(nil), mask...)
+				m[at] = bad
+				err := checkMask("t", "loss_mask", m)
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("loss_mask[%d]", at)) {
+					t.Fatalf("n %d, %d at %d: %v", n, bad, at, err)
 				}
 			}
 		}

@@ -271,8 +271,7 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
 // encoding/json escapes specially go through it.
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainJSON[s[i]] {
 			data, _ := encjson.Marshal(s)
 			return append(b, data...)
 		}
@@ -281,6 +280,18 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// plainJSON marks the bytes encoding/json writes as they are in a string:
+// printable ASCII but the quote, the backslash and its HTML escapes.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
 
 // recordFields are the JSON names of traj.AdvantageRecord, in its order (a
 // test checks them against the type).

@@ -222,6 +222,24 @@ func (s *scanner) object(names []string, field func(key string) error) error {
 	}
 	next := 0 // index in names of the field expected next
 	for {
+		// Writers emit the fields in names' order: first try the key as
+		// the one after the last match, "name" in place (a name has no
+		// quote, escape or control byte, so the bytes are the whole key).
+		if next < len(names) {
+			s.ws()
+			if n := names[next]; s.i+len(n)+2 <= len(s.b) && s.b[s.i] == '"' && s.b[s.i+1+len(n)] == '"' &&
+				string(s.b[s.i+1:s.i+1+len(n)]) == n {
+				s.i += len(n) + 2
+				next++
+				if err := s.fieldValue(n, field); err != nil {
+					return err
+				}
+				if done, err := s.objectNext(); done || err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		// A known field's key is only compared: read it in place. A map's
 		// keys are kept.
 		key, err := s.key(names != nil)
@@ -232,8 +250,6 @@ func (s *scanner) object(names []string, field func(key string) error) error {
 		if names == nil {
 			name = key
 		}
-		// Writers emit the fields in names' order: try the one after the
-		// last match first.
 		if next < len(names) && names[next] == key {
 			name = names[next]
 			next++
@@ -256,30 +272,44 @@ func (s *scanner) object(names []string, field func(key string) error) error {
 		if name == "" {
 			return fmt.Errorf("unknown field %q", key)
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errUnexpectedEnd
-		}
-		if s.b[s.i] != ':' {
-			return s.syntax("want ':' after a key")
-		}
-		s.i++
-		if err := field(name); err != nil {
+		if err := s.fieldValue(name, field); err != nil {
 			return err
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errUnexpectedEnd
+		if done, err := s.objectNext(); done || err != nil {
+			return err
 		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return s.syntax("want ',' or '}' after a value")
-		}
+	}
+}
+
+// fieldValue reads the ':' after a key and calls field(name) to read the
+// value.
+func (s *scanner) fieldValue(name string, field func(key string) error) error {
+	s.ws()
+	if s.i >= len(s.b) {
+		return errUnexpectedEnd
+	}
+	if s.b[s.i] != ':' {
+		return s.syntax("want ':' after a key")
+	}
+	s.i++
+	return field(name)
+}
+
+// objectNext reads what follows a member: ',' (another comes) or '}' (done).
+func (s *scanner) objectNext() (done bool, err error) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return true, errUnexpectedEnd
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return false, nil
+	case '}':
+		s.i++
+		return true, nil
+	default:
+		return true, s.syntax("want ',' or '}' after a value")
 	}
 }
 
