@@ -125,3 +125,30 @@ func TestCheckMaskEveryPosition(t *testing.T) {
 		}
 	}
 }
+
+// TestAnyNegative puts a negative id (-1, MinInt32) at every position of
+// arrays up to 20 long, starting 8-byte aligned or not, and checks that
+// only those are found.
+func TestAnyNegative(t *testing.T) {
+	backing := make([]int32, 32)
+	for off := 0; off < 2; off++ {
+		for n := 0; n <= 20; n++ {
+			ids := backing[off : off+n]
+			for i := range ids {
+				ids[i] = int32(i * 1000)
+			}
+			if anyNegative(ids) {
+				t.Fatalf("offset %d, n %d: no negative id, but one found", off, n)
+			}
+			for at := 0; at < n; at++ {
+				for _, v := range []int32{-1, math.MinInt32} {
+					ids[at] = v
+					if !anyNegative(ids) {
+						t.Fatalf("offset %d, n %d: %d at %d not found", off, n, v, at)
+					}
+					ids[at] = int32(at * 1000)
+				}
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // FieldError is a broken invariant, naming the JSON field it was found in.
@@ -53,11 +54,7 @@ func (t *Trajectory) Validate() error {
 	if len(t.Tokens) == 0 {
 		return fieldErr(id, "tokens", "is empty")
 	}
-	var or int32 // negative once a token is: no branch per token
-	for _, tok := range t.Tokens {
-		or |= tok
-	}
-	if or < 0 {
+	if anyNegative(t.Tokens) {
 		for i, tok := range t.Tokens {
 			if tok < 0 {
 				return fieldErr(id, fmt.Sprintf("tokens[%d]", i), "negative token id %d", tok)
@@ -289,6 +286,24 @@ func checkSegments(id string, segs []Segment, mask Mask) error {
 		return fieldErr(id, "segments", "cover %d response tokens, want %d", pos, n)
 	}
 	return nil
+}
+
+// anyNegative reports whether one of ids is negative: their OR has a sign
+// bit, taken two ids at a time (their bytes read as one uint64) and with no
+// branch per id.
+func anyNegative(ids []int32) bool {
+	var or uint64
+	if len(ids) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(ids)))%8 != 0 {
+		or, ids = uint64(uint32(ids[0])), ids[1:] // the pairs start 8-byte aligned
+	}
+	pairs := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(ids))), len(ids)/2)
+	for _, p := range pairs {
+		or |= p
+	}
+	if len(ids)%2 == 1 {
+		or |= uint64(uint32(ids[len(ids)-1]))
+	}
+	return or&0x8000000080000000 != 0
 }
 
 // maskMismatch returns the index of the first value of mask that is not

@@ -378,13 +378,14 @@ func (s *scanner) key(view bool) (string, error) {
 // str reads a string (null reads as ""). Plain ASCII without escapes is
 // taken as is; anything else goes through encoding/json.
 func (s *scanner) str() (string, error) {
-	if s.null() {
-		return "", nil
-	}
-	if s.i >= len(s.b) {
-		return "", errUnexpectedEnd
-	}
-	if s.b[s.i] != '"' {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' { // not the common case
+		if s.null() {
+			return "", nil
+		}
+		if s.i >= len(s.b) {
+			return "", errUnexpectedEnd
+		}
 		return "", errors.New("want a string")
 	}
 	start := s.i
