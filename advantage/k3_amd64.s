@@ -21,10 +21,7 @@ DATA expconst<>+416(SB)/8, $1023
 DATA expconst<>+424(SB)/8, $1023
 DATA expconst<>+432(SB)/8, $1023
 DATA expconst<>+440(SB)/8, $1023
-DATA expconst<>+448(SB)/8, $0x8000000000000000
-DATA expconst<>+456(SB)/8, $0x8000000000000000
-DATA expconst<>+464(SB)/8, $0x8000000000000000
-DATA expconst<>+472(SB)/8, $0x8000000000000000
+LANES4(448, $0x8000000000000000) // the sign bit
 DATA expconst<>+480(SB)/4, $1
 DATA expconst<>+484(SB)/4, $1
 DATA expconst<>+488(SB)/4, $1
