@@ -39,6 +39,7 @@ type benchActorFlags struct {
 	threads     int
 	peer        bool
 	spin        bool
+	ortConfig   map[string]string
 	peerScript  string
 	toolsScript string
 	peerG       int
@@ -102,6 +103,7 @@ those runs off.`,
 	fl.IntVar(&f.threads, "threads", 0, "ONNX Runtime intra-op threads for toolrl and the peer (0: ORT default)")
 	fl.BoolVar(&f.peer, "peer", false, "also run the transformers.js peer at G=--peer-g")
 	fl.BoolVar(&f.spin, "spin", false, "let ONNX Runtime's threads spin (ORT's default; toolrl turns spinning off)")
+	fl.StringToStringVar(&f.ortConfig, "ort-config", nil, "ONNX Runtime session configuration entries KEY=VALUE for the plain rows (repeatable), e.g. session.force_spinning_stop=1")
 	fl.StringVar(&f.peerScript, "peer-script", "scripts/actor/peer.mjs", "the peer benchmark script")
 	fl.StringVar(&f.toolsScript, "peer-tools-script", "scripts/actor/peer_tools.mjs", "the peer's tool-use benchmark script (with --tools-every)")
 	fl.IntVar(&f.peerG, "peer-g", 8, "group size of the peer comparison (≥ 1)")
@@ -272,7 +274,7 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 	// with its rows.
 	baselines := map[[2]int]string{}
 	for mi, dir := range f.models {
-		pol, err := actor.Load(ctx, actor.LoadOptions{Dir: dir, IntraOpThreads: f.threads, InterOpThreads: 1, Spinning: f.spin})
+		pol, err := actor.Load(ctx, actor.LoadOptions{Dir: dir, IntraOpThreads: f.threads, InterOpThreads: 1, Spinning: f.spin, SessionConfig: f.ortConfig})
 		if err != nil {
 			return err
 		}

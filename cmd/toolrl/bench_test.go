@@ -146,3 +146,22 @@ func TestQuantizedBaselines(t *testing.T) {
 		t.Errorf("the float model's peer row got a ratio %v", peers[0].ToolrlVsFloat)
 	}
 }
+
+// TestBenchActorORTConfig: --ort-config entries reach ONNX Runtime's
+// session (a value it refuses fails the load, naming the entry), and a
+// malformed entry is a flag error naming the flag.
+func TestBenchActorORTConfig(t *testing.T) {
+	model := tinymodel.Write(t, 1, nil)
+	if _, _, err := runToolrl(t, "bench", "actor", "--model", model, "--concurrency", "1", "--new-tokens", "2",
+		"--spin", "--ort-config", "session.force_spinning_stop=1"); err != nil {
+		t.Fatalf("a valid entry: %v", err)
+	}
+	_, _, err := runToolrl(t, "bench", "actor", "--model", model, "--concurrency", "1", "--new-tokens", "2",
+		"--ort-config", "session.graph_optimization_level=fastest")
+	if err == nil || !strings.Contains(err.Error(), "session.graph_optimization_level=fastest") {
+		t.Errorf("a value ONNX Runtime refuses: err = %v, want one naming the entry", err)
+	}
+	if _, _, err := runToolrl(t, "bench", "actor", "--model", model, "--ort-config", "no-equals-sign"); err == nil || !strings.Contains(err.Error(), "ort-config") {
+		t.Errorf("a malformed entry: err = %v, want one naming --ort-config", err)
+	}
+}
