@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestLogprobsBadMatchesScalar checks the vector pass against the scalar
@@ -127,13 +128,21 @@ func TestCheckMaskEveryPosition(t *testing.T) {
 }
 
 // TestAnyNegative puts a negative id (-1, MinInt32) at every position of
-// arrays up to 20 long, starting 8-byte aligned or not, and checks that
-// only those are found.
+// arrays up to 20 long, starting 8-byte aligned, 4-byte aligned, or at an
+// odd address (ids viewing a byte buffer, as a Parquet reader's do), each
+// one ending at the end of its allocation (-race's checkptr refuses a view
+// that reaches past it), and checks that only those are found.
 func TestAnyNegative(t *testing.T) {
-	backing := make([]int32, 32)
-	for off := 0; off < 2; off++ {
+	for off := 0; off < 3; off++ {
 		for n := 0; n <= 20; n++ {
-			ids := backing[off : off+n]
+			var ids []int32
+			switch off {
+			case 0, 1:
+				ids = make([]int32, off+n)[off:]
+			case 2:
+				buf := make([]byte, 1+4*n)
+				ids = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(buf[1:]))), n)
+			}
 			for i := range ids {
 				ids[i] = int32(i * 1000)
 			}
