@@ -6,7 +6,7 @@
 #                              estimator, and a call
 #                              bonus with no cost and no cap -> docs/experiment/ablations/
 #   make experiment-quantized  the tool-use arm with float32 rollouts, int8 rollouts (TIS on),
-#                              int8 rollouts with TIS off and int4 rollouts (TIS on),
+#                              int8 rollouts with TIS off, int4 rollouts with TIS on and off,
 #                              seeds EXP_SEEDS -> docs/experiment/quantized/
 
 EXP_OUT   ?= out/experiment
@@ -22,6 +22,6 @@ experiment: setup build
 experiment-ablations: setup build
 	scripts/experiment/run.sh $(EXP_OUT)/ablations docs/experiment/ablations "1" toolrl-outcome toolrl-drgrpo toolrl-outcome-drgrpo call-bonus
 
-## experiment-quantized: the tool-use arm with float32 vs int8 (TIS on and off) and int4 rollouts, seeds EXP_SEEDS, into docs/experiment/quantized/
+## experiment-quantized: the tool-use arm with float32 vs int8 and int4 rollouts (TIS on and off), seeds EXP_SEEDS, into docs/experiment/quantized/
 experiment-quantized: setup build
-	scripts/experiment/run.sh $(EXP_OUT)/quantized docs/experiment/quantized "$(EXP_SEEDS)" toolrl calc-int8 calc-int8-notis calc-int4
+	scripts/experiment/run.sh $(EXP_OUT)/quantized docs/experiment/quantized "$(EXP_SEEDS)" toolrl calc-int8 calc-int8-notis calc-int4 calc-int4-notis
