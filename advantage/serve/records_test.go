@@ -1,15 +1,19 @@
 package serve
 
 import (
+	"context"
 	encjson "encoding/json"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolrl/toolrl/advantage"
+	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/stream"
+	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
 
@@ -158,6 +162,65 @@ func TestServiceBinaryGroupsMatchJSON(t *testing.T) {
 			if _, _, err := svc.compute(binMsg, cfg); err == nil || !strings.Contains(err.Error(), "field format is absent") {
 				t.Fatalf("binary payload without the format field: %v", err)
 			}
+		}
+	}
+}
+
+// TestServiceBinaryRecordsAcrossBatches runs the service with binary records
+// and small batches against a real redis-server, so that each batch's
+// advantage.Scratch memory comes back from the pool and is reused by the
+// next: every committed record's advantages, KL and spans must still be
+// its own group's (advantage.Compute on the group, bit for bit), as a
+// scratch released before its batch's commit would break.
+func TestServiceBinaryRecordsAcrossBatches(t *testing.T) {
+	const job, n = "scratchjob", 60
+	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := connectTest(t, r.URL())
+	opts := testServiceOptions(job)
+	opts.RecordFormat, opts.Batch = RecordFormatBinary, 4
+	svc, err := New(client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := produce(context.Background(), client, job, n, 1000); err != nil {
+		t.Fatal(err)
+	}
+	_, cancel, done := startRun(t, svc)
+	waitFor(t, "all groups done", 60*time.Second, func() bool { return doneCount(client, job) == n })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cfg := opts.Config
+	cfg.MaxStaleness = -1 // no policy_version key: the service checks no staleness
+	want := map[string]traj.AdvantageRecord{}
+	for i := 0; i < n; i++ {
+		recs, _, err := advantage.Compute(streamGroup(job, i), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			want[rec.TrajectoryID] = rec
+		}
+	}
+	msgs, err := client.XRange(context.Background(), stream.JobKeys(job).Advantages, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != len(want) {
+		t.Fatalf("%d records, want %d", len(msgs), len(want))
+	}
+	for _, m := range msgs {
+		got, err := stream.DecodeRecordEntry(stream.Message{ID: m.ID, Values: m.Values})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ok := want[got.TrajectoryID]
+		if !ok {
+			t.Fatalf("record %s: no such trajectory", got.TrajectoryID)
+		}
+		if !reflect.DeepEqual(got.Advantages, w.Advantages) || !reflect.DeepEqual(got.KL, w.KL) || !reflect.DeepEqual(got.Segments, w.Segments) {
+			t.Fatalf("record %s: advantages, KL or spans are not its group's", got.TrajectoryID)
 		}
 	}
 }
