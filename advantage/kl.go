@@ -60,7 +60,7 @@ func tokenKL(e KLEstimator, kl, logp, ref []float32, mask traj.Mask) {
 			}
 		}
 	case KLK3:
-		tokenK3(kl, logp, ref, mask) // exp_amd64.s: four tokens at a time
+		tokenK3(kl, logp, ref, mask) // k3_amd64.s: four tokens at a time
 	}
 }
 
