@@ -3,13 +3,11 @@ package orchestrator
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/policystore"
@@ -22,14 +20,7 @@ import (
 // the float32 file instead, they differ: the mismatch the learner's
 // truncated importance sampling corrects.
 func TestRolloutFromQuantizedPolicy(t *testing.T) {
-	calc, err := os.ReadFile(filepath.Join(testsupport.RepoRoot(t), "tools", "testdata", "calc.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	extra := map[string][]byte{
-		"prompt_format.json": []byte(`{"kind":"plain","template":"Question: {prompt}\nAnswer:","tool_call_format":"bracket"}`),
-		"tools.yaml":         calc,
-	}
+	extra := tinyPolicyFiles(t)
 	fp32 := tinymodel.Write(t, 7, extra)
 	for _, q := range []llama.Quantization{{Bits: 8}, {Bits: 4, AccuracyLevel: 4}} {
 		t.Run(q.String(), func(t *testing.T) {
@@ -77,14 +68,7 @@ func TestRolloutFromQuantizedPolicy(t *testing.T) {
 // quantization, name and hash; a version published without the form is
 // refused, naming it, and the loaded one keeps serving.
 func TestHotReloadKeepsTheQuantizedForm(t *testing.T) {
-	calc, err := os.ReadFile(filepath.Join(testsupport.RepoRoot(t), "tools", "testdata", "calc.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	extra := map[string][]byte{
-		"prompt_format.json": []byte(`{"kind":"plain","template":"Question: {prompt}\nAnswer:","tool_call_format":"bracket"}`),
-		"tools.yaml":         calc,
-	}
+	extra := tinyPolicyFiles(t)
 	q := llama.Quantization{Bits: 8}
 	model := tinymodel.WriteQuantized(t, 7, q, extra)
 	storeDir := t.TempDir()

@@ -67,10 +67,7 @@ func loggedRun(ctx context.Context, job Job, opts RunOptions, l *lockedLog) (*Su
 // tinyPolicy adds: what a learner publishes from that base.
 func versionFolder(t *testing.T, seed uint64) func(dir string) error {
 	t.Helper()
-	calc, err := os.ReadFile(filepath.Join(testsupport.RepoRoot(t), "tools", "testdata", "calc.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	extra := tinyPolicyFiles(t)
 	cfg, err := llama.ShapeConfig("tiny")
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +77,7 @@ func versionFolder(t *testing.T, seed uint64) func(dir string) error {
 		t.Fatal(err)
 	}
 	return func(dir string) error {
-		_, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, ExtraFiles: map[string][]byte{
-			"prompt_format.json": []byte(`{"kind":"plain","template":"Question: {prompt}\nAnswer:","tool_call_format":"bracket"}`),
-			"tools.yaml":         calc,
-		}})
+		_, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, ExtraFiles: extra})
 		return err
 	}
 }

@@ -24,14 +24,21 @@ import (
 // the calculator registry, as the default model ships them.
 func tinyPolicy(t *testing.T) string {
 	t.Helper()
+	return tinymodel.Write(t, 7, tinyPolicyFiles(t))
+}
+
+// tinyPolicyFiles are the tiny policy folder's files beside the model: a
+// plain prompt format with bracket calls, and the calculator tool.
+func tinyPolicyFiles(t *testing.T) map[string][]byte {
+	t.Helper()
 	calc, err := os.ReadFile(filepath.Join(testsupport.RepoRoot(t), "tools", "testdata", "calc.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tinymodel.Write(t, 7, map[string][]byte{
+	return map[string][]byte{
 		"prompt_format.json": []byte(`{"kind":"plain","template":"Question: {prompt}\nAnswer:","tool_call_format":"bracket"}`),
 		"tools.yaml":         calc,
-	})
+	}
 }
 
 func writePrompts(t *testing.T, n int) string {
