@@ -58,14 +58,8 @@ func (m *Model) ForwardLogprobs(seqs []Sequence, temperatures []float32) (*Logpr
 			}
 		}
 	}
-	c := m.Config
-	d, V, M := c.Dim, c.Vocab, len(p.rows)
-	p.hm = make([]float32, M*d)
-	for i, r := range p.rows {
-		copy(p.hm[i*d:(i+1)*d], p.hf[r*d:(r+1)*d])
-	}
-	lp.probs = make([]float32, M*V)
-	linear(lp.probs, p.hm, m.head.W, M, d, V)
+	V, M := m.Config.Vocab, len(p.rows)
+	lp.probs = m.rowLogits(p)
 	lp.Logprobs = make([]float64, M)
 	lp.Entropy = make([]float64, M)
 	for i := range M {

@@ -303,17 +303,25 @@ func (m *Model) attentionBack(p *pass, lc *layerCache, do, dq, dk, dv []float32)
 	})
 }
 
-// crossEntropy computes the summed loss over trained rows; with grad it also
-// returns dlogits for the mean loss.
-func (m *Model) crossEntropy(p *pass, grad bool) (float64, []float32) {
+// rowLogits gathers the final hidden states of p's trained rows into p.hm
+// and returns their logits through the LM head, [len(p.rows), Vocab].
+func (m *Model) rowLogits(p *pass) []float32 {
 	c := m.Config
 	d, V, M := c.Dim, c.Vocab, len(p.rows)
 	p.hm = make([]float32, M*d)
 	for i, r := range p.rows {
 		copy(p.hm[i*d:(i+1)*d], p.hf[r*d:(r+1)*d])
 	}
-	p.logits = make([]float32, M*V)
-	linear(p.logits, p.hm, m.head.W, M, d, V)
+	logits := make([]float32, M*V)
+	linear(logits, p.hm, m.head.W, M, d, V)
+	return logits
+}
+
+// crossEntropy computes the summed loss over trained rows; with grad it also
+// returns dlogits for the mean loss.
+func (m *Model) crossEntropy(p *pass, grad bool) (float64, []float32) {
+	V, M := m.Config.Vocab, len(p.rows)
+	p.logits = m.rowLogits(p)
 	var loss float64
 	inv := float32(1 / float64(M))
 	for i := range M {
