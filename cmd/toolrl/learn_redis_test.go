@@ -184,15 +184,7 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 		fail("no summary line of 2 updates and versions v0 → v2, or no interrupted note")
 	}
 
-	store, err := policystore.OpenReadOnly(storeDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	latest, err := store.Latest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	latest := latestVersion(t, storeDir)
 	if err := policystore.Verify(ctx, latest); err != nil {
 		t.Errorf("latest v%d does not verify: %v", latest.Number, err)
 	}

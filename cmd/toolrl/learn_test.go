@@ -127,13 +127,9 @@ func TestLearnRaisesLogprobsUnderActor(t *testing.T) {
 	if _, stderr, err := runToolrl(t, "learn", "--model", filepath.Join(root, "models", "calc"), "--in", posPath, "--store", storeDir); err != nil {
 		t.Fatalf("learn: %v\n%s", err, stderr)
 	}
-	store, err := policystore.OpenReadOnly(storeDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := store.Latest()
-	if err != nil || v.Number != 1 {
-		t.Fatalf("latest: %+v, %v", v, err)
+	v := latestVersion(t, storeDir)
+	if v.Number != 1 {
+		t.Fatalf("latest: %+v", v)
 	}
 	if err := policystore.Verify(context.Background(), v); err != nil {
 		t.Fatal(err)
@@ -221,14 +217,7 @@ func TestLearnPublishedLoadsInTransformersJS(t *testing.T) {
 	if _, stderr, err := runToolrl(t, "learn", "--model", filepath.Join(root, "models", "calc"), "--in", adv, "--store", storeDir, "--lr", "3e-3"); err != nil {
 		t.Fatalf("learn: %v\n%s", err, stderr)
 	}
-	store, err := policystore.OpenReadOnly(storeDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := store.Latest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := latestVersion(t, storeDir)
 	const maxNew = 12
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -386,14 +375,7 @@ func TestLearnParquetEqualsJSONL(t *testing.T) {
 			"--batch", "16", "--minibatches", "2", "--seed", "7"); err != nil {
 			t.Fatalf("learn %s: %v\n%s", in, err, stderr)
 		}
-		s, err := policystore.OpenReadOnly(store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := s.Latest()
-		if err != nil {
-			t.Fatal(err)
-		}
+		v := latestVersion(t, store)
 		for _, f := range v.Manifest.Files {
 			if f.Path == "model.safetensors" {
 				return f.SHA256
@@ -420,14 +402,7 @@ func TestLearnRolloutQuantization(t *testing.T) {
 		"--store", store, "--rollout-quantization", "int8-b32-acc4", "--tis-cap", "2"); err != nil {
 		t.Fatalf("learn: %v\n%s", err, stderr)
 	}
-	s, err := policystore.OpenReadOnly(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := s.Latest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := latestVersion(t, store)
 	if err := policystore.Verify(context.Background(), v); err != nil {
 		t.Fatal(err)
 	}

@@ -165,8 +165,10 @@ func countLines(path string) int {
 	return bytes.Count(data, []byte("\n"))
 }
 
-// latestVersion is the store's latest version number (0: none).
-func latestVersion(t *testing.T, storeDir string) int64 {
+// latestVersion is the latest version in the policy store at storeDir
+// (opened read-only for the call); the zero Version (Number 0) when it has
+// none yet.
+func latestVersion(t *testing.T, storeDir string) policystore.Version {
 	t.Helper()
 	s, err := policystore.OpenReadOnly(storeDir)
 	if err != nil {
@@ -175,12 +177,12 @@ func latestVersion(t *testing.T, storeDir string) int64 {
 	defer s.Close()
 	v, err := s.Latest()
 	if errors.Is(err, policystore.ErrNoVersion) {
-		return 0
+		return policystore.Version{}
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v.Number
+	return v
 }
 
 // TestTrainDistributedSurvivesKills runs a distributed `toolrl train
@@ -568,7 +570,7 @@ func TestTrainInterruptExits130AndResumes(t *testing.T) {
 	if done < 1 || done >= smallIterations {
 		t.Fatalf("interrupted run wrote %d metrics lines, want 1..%d", done, smallIterations-1)
 	}
-	if v := latestVersion(t, storeDir); v != int64(done) || ms[done-1].PublishedVersion != v {
+	if v := latestVersion(t, storeDir).Number; v != int64(done) || ms[done-1].PublishedVersion != v {
 		t.Errorf("after the interrupt: store latest %d, metrics lines %d (last published %d)", v, done, ms[done-1].PublishedVersion)
 	}
 
@@ -589,7 +591,7 @@ func TestTrainInterruptExits130AndResumes(t *testing.T) {
 			t.Errorf("metrics line %d: iteration %d, versions %d -> %d", i, m.Iteration, m.RolloutVersion, m.PublishedVersion)
 		}
 	}
-	if v := latestVersion(t, storeDir); v != smallIterations {
+	if v := latestVersion(t, storeDir).Number; v != smallIterations {
 		t.Errorf("store latest %d after resume, want %d", v, smallIterations)
 	}
 	evs := testsupport.ReadJSONLines[trainer.EvalMetrics](t, filepath.Join(out, trainer.EvalFile))
