@@ -211,17 +211,9 @@ func tokenizerConfig(cfg Config, vocab map[int]string, added []addedToken, chatT
 		return vocab[ids[0]]
 	}
 	// added_tokens_decoder entries are AddedToken kwargs: no "id" field.
-	type addedTokenEntry struct {
-		Content    string `json:"content"`
-		SingleWord bool   `json:"single_word"`
-		LStrip     bool   `json:"lstrip"`
-		RStrip     bool   `json:"rstrip"`
-		Normalized bool   `json:"normalized"`
-		Special    bool   `json:"special"`
-	}
-	decoder := map[string]addedTokenEntry{}
+	decoder := map[string]addedTokenKwargs{}
 	for _, a := range added {
-		decoder[fmt.Sprint(a.ID)] = addedTokenEntry{a.Content, a.SingleWord, a.LStrip, a.RStrip, a.Normalized, a.Special}
+		decoder[fmt.Sprint(a.ID)] = a.addedTokenKwargs
 	}
 	maxLen := cfg.MaxPositionEmbeddings
 	if maxLen == 0 {

@@ -29,8 +29,15 @@ func byteToUnicode() [256]rune {
 	return out
 }
 
+// addedToken is an entry of tokenizer.json's added_tokens: its id and its
+// AddedToken kwargs (what tokenizer_config.json's added_tokens_decoder
+// holds, keyed by the id).
 type addedToken struct {
-	ID         int    `json:"id"`
+	ID int `json:"id"`
+	addedTokenKwargs
+}
+
+type addedTokenKwargs struct {
 	Content    string `json:"content"`
 	SingleWord bool   `json:"single_word"`
 	LStrip     bool   `json:"lstrip"`
@@ -54,7 +61,7 @@ func ByteTokenizerJSON() []byte {
 	}
 	var added []addedToken
 	for i, s := range byteSpecials {
-		added = append(added, addedToken{ID: ByteEndOfText + i, Content: s, Special: true})
+		added = append(added, addedToken{ID: ByteEndOfText + i, addedTokenKwargs: addedTokenKwargs{Content: s, Special: true}})
 	}
 	byteLevel := map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
 	doc := map[string]any{
