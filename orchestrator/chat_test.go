@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/traj"
 )
 
 // byteEncoder tokenizes text as its bytes: enough for tests of the format
@@ -113,9 +114,9 @@ func TestChatFormatDerivesToolTurnMarkup(t *testing.T) {
 	if cf.after != "\n</tool_response><|im_end|>\n<|im_start|>assistant\n" {
 		t.Errorf("after = %q", cf.after)
 	}
-	text, ids, err := f.Injection(toolResult("408"))
-	if err != nil || !strings.Contains(text, "<tool_response>\n408\n</tool_response>") || len(ids) != len(text) {
-		t.Errorf("Injection = %q (%d ids), %v", text, len(ids), err)
+	turn, err := f.Injection([]traj.ToolResult{toolResult("408")})
+	if err != nil || !strings.Contains(turn.Text, "<tool_response>\n408\n</tool_response>") || len(turn.IDs) != len(turn.Text) {
+		t.Errorf("Injection = %q (%d ids), %v", turn.Text, len(turn.IDs), err)
 	}
 }
 

@@ -27,11 +27,37 @@ type Format interface {
 	Name() string
 	// CallForm is the tool-call syntax the policy writes: "bracket" or "hermes".
 	CallForm() string
+	// TurnCalls reports how calls are answered. False (plain formats): the
+	// sequence pauses as soon as a call closes and that one result is
+	// injected. True (chat formats): the model goes on sampling after a call
+	// until it ends its turn with its own end-of-turn token (sampled, loss
+	// mask 1), and all of the turn's calls are answered together in one
+	// injected tool turn.
+	TurnCalls() bool
 	// PromptTokens renders and tokenizes a prompt.
 	PromptTokens(p *Prompt) ([]int32, error)
-	// Injection returns the text and tokens injected after a completed call
-	// (mask 0): the result and the turn markup around it.
-	Injection(result traj.ToolResult) (string, []int32, error)
+	// Injection returns the text and tokens injected after a turn's calls
+	// (mask 0): one result per call, in call order, with the turn markup
+	// around them. Without TurnCalls it is given exactly one result.
+	Injection(results []traj.ToolResult) (ToolTurn, error)
+}
+
+// ToolTurn is what a Format injects after a turn's calls.
+type ToolTurn struct {
+	Text string
+	IDs  []int32
+	// Ends[i] is the end offset in IDs of the part that answers call i:
+	// call i's part is IDs[Ends[i-1]:Ends[i]] (from 0 for i = 0), so each
+	// result gets its own tool segment. The last end is len(IDs).
+	Ends []int
+}
+
+// singleResult checks that a format without TurnCalls was given one result.
+func singleResult(results []traj.ToolResult) (traj.ToolResult, error) {
+	if len(results) != 1 {
+		return traj.ToolResult{}, fmt.Errorf("inject tool results: this format answers one call at a time, got %d results", len(results))
+	}
+	return results[0], nil
 }
 
 // PromptFormat is a model folder's prompt_format.json: the plain format of
@@ -93,6 +119,7 @@ func NewPlainFormat(spec PromptFormat, enc Encoder) Format {
 
 func (f *plainFormat) Name() string     { return "plain" }
 func (f *plainFormat) CallForm() string { return f.spec.ToolCallFormat }
+func (f *plainFormat) TurnCalls() bool  { return false }
 
 func (f *plainFormat) PromptTokens(p *Prompt) ([]int32, error) {
 	text := p.Prompt
@@ -116,16 +143,20 @@ func (f *plainFormat) PromptTokens(p *Prompt) ([]int32, error) {
 	return ids, nil
 }
 
-func (f *plainFormat) Injection(r traj.ToolResult) (string, []int32, error) {
+func (f *plainFormat) Injection(results []traj.ToolResult) (ToolTurn, error) {
+	r, err := singleResult(results)
+	if err != nil {
+		return ToolTurn{}, err
+	}
 	text := tools.BracketInjection(r)
 	if f.spec.ToolCallFormat == tools.FormHermes {
 		text = tools.HermesInjection(r)
 	}
 	ids, err := f.enc.Encode(text, false)
 	if err != nil {
-		return "", nil, fmt.Errorf("tokenize tool result: %w", err)
+		return ToolTurn{}, fmt.Errorf("tokenize tool result: %w", err)
 	}
-	return text, ids, nil
+	return ToolTurn{Text: text, IDs: ids, Ends: []int{len(ids)}}, nil
 }
 
 // chatFormat renders the model's own chat template (tokenizer_config.json)
@@ -239,6 +270,10 @@ func NewChatFormat(template string, vars map[string]string, enc Encoder, system 
 func (f *chatFormat) Name() string     { return "chat" }
 func (f *chatFormat) CallForm() string { return tools.FormHermes }
 
+// TurnCalls is false until the runner answers whole turns (#25): the chat
+// format still pauses at each </tool_call>.
+func (f *chatFormat) TurnCalls() bool { return false }
+
 // Render renders a conversation (messages as OpenAI-shaped JSON) with the
 // template, with tools and add_generation_prompt.
 func (f *chatFormat) Render(messagesJSON []byte, addGenerationPrompt bool) (string, error) {
@@ -320,15 +355,19 @@ func (f *chatFormat) PromptTokens(p *Prompt) ([]int32, error) {
 	return ids, nil
 }
 
-func (f *chatFormat) Injection(r traj.ToolResult) (string, []int32, error) {
+func (f *chatFormat) Injection(results []traj.ToolResult) (ToolTurn, error) {
 	if f.noToolTurn != nil {
-		return "", nil, fmt.Errorf("the policy wrote a tool call but %w", f.noToolTurn)
+		return ToolTurn{}, fmt.Errorf("the policy wrote a tool call but %w", f.noToolTurn)
+	}
+	r, err := singleResult(results)
+	if err != nil {
+		return ToolTurn{}, err
 	}
 	content, err := f.enc.Encode(r.Content, false)
 	if err != nil {
-		return "", nil, fmt.Errorf("tokenize tool result: %w", err)
+		return ToolTurn{}, fmt.Errorf("tokenize tool result: %w", err)
 	}
 	ids := make([]int32, 0, len(f.beforeIDs)+len(content)+len(f.afterIDs))
 	ids = append(append(append(ids, f.beforeIDs...), content...), f.afterIDs...)
-	return f.before + r.Content + f.after, ids, nil
+	return ToolTurn{Text: f.before + r.Content + f.after, IDs: ids, Ends: []int{len(ids)}}, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/tokenizer"
+	"github.com/toolrl/toolrl/traj"
 )
 
 // TestThreeCallTrajectoryTokensEqualRenderedConversation builds a 3-call
@@ -58,11 +59,11 @@ func TestThreeCallTrajectoryTokensEqualRenderedConversation(t *testing.T) {
 			t.Fatal(err)
 		}
 		seq = append(seq, ids...)
-		_, inj, err := f.Injection(toolResult(c.result))
+		turn, err := f.Injection([]traj.ToolResult{toolResult(c.result)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		seq = append(seq, inj...)
+		seq = append(seq, turn.IDs...)
 		messages = append(messages,
 			map[string]any{"role": "assistant", "content": "", "tool_calls": []any{
 				map[string]any{"type": "function", "function": map[string]any{"name": "calculator", "arguments": args}}}},

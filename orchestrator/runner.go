@@ -780,10 +780,11 @@ func (r *runner) deliver(ctx context.Context, o toolOutcome) error {
 		sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call})
 		return r.end(ctx, sr, traj.FinishMaxToolCalls)
 	}
-	_, ids, err := r.format.Injection(o.result)
+	turnIDs, err := r.format.Injection([]traj.ToolResult{o.result})
 	if err != nil {
 		return err
 	}
+	ids := turnIDs.IDs
 	if sr.seq.Len()-sr.seq.PromptLen()+len(ids) > r.job.Limits.MaxTokens {
 		sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call})
 		return r.end(ctx, sr, traj.FinishLength)

@@ -74,13 +74,20 @@ type benchFormat struct{}
 
 func (benchFormat) Name() string     { return "bench" }
 func (benchFormat) CallForm() string { return tools.FormBracket }
+func (benchFormat) TurnCalls() bool  { return false }
 
 func (benchFormat) PromptTokens(p *orchestrator.Prompt) ([]int32, error) {
 	return byteIDs(p.Prompt), nil
 }
 
-func (benchFormat) Injection(r traj.ToolResult) (string, []int32, error) {
-	return r.Content, byteIDs(r.Content), nil
+func (benchFormat) Injection(results []traj.ToolResult) (orchestrator.ToolTurn, error) {
+	var turn orchestrator.ToolTurn
+	for _, r := range results {
+		turn.Text += r.Content
+		turn.IDs = append(turn.IDs, byteIDs(r.Content)...)
+		turn.Ends = append(turn.Ends, len(turn.IDs))
+	}
+	return turn, nil
 }
 
 // benchToolName is the simulated tool; it returns a fixed result at once.
