@@ -34,6 +34,13 @@ type Call struct {
 const (
 	FormBracket = "bracket"
 	FormHermes  = "hermes"
+	// FormLlama3JSON is Llama-3.1/3.2's JSON tool call: the whole assistant
+	// turn is one {"name": ..., "parameters": {...}} object, ended by
+	// <|eot_id|> (vLLM's tool_chat_template_llama3.1_json.jinja).
+	FormLlama3JSON = "llama3_json"
+	// FormMistral is Mistral's [TOOL_CALLS] [{"name": ..., "arguments": ...}, ...]
+	// turn (tool_chat_template_mistral_parallel.jinja).
+	FormMistral = "mistral"
 )
 
 // OK reports whether the call parsed and validated.
