@@ -21,7 +21,7 @@ type initializer struct {
 	dtype onnx.TensorProto_DataType
 	f32   func() []float32 // FLOAT data, computed when written
 	i64   []int64          // INT64 data
-	u8    func() []byte    // UINT8 data, computed when written
+	u8    func() []byte    // UINT8 (or FLOAT16) data, computed when written
 }
 
 func (in *initializer) numBytes() int64 {
@@ -34,6 +34,8 @@ func (in *initializer) numBytes() int64 {
 		return 8 * n
 	case onnx.TensorProto_UINT8:
 		return n
+	case onnx.TensorProto_FLOAT16:
+		return 2 * n // data in u8 (see float16.go)
 	}
 	return 4 * n
 }

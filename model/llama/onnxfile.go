@@ -50,6 +50,24 @@ type ONNXOptions struct {
 	// Quantize writes the linear layers as MatMulNBits (see Quantization);
 	// the zero value writes float32.
 	Quantize Quantization
+	// Float16 writes weights, activations and the key/value cache in
+	// float16, with norms, softmax and RoPE tables in float32 and float32
+	// logits (see castToFloat16). It cannot be combined with Quantize.
+	Float16 bool
+}
+
+// graphFor lays out the graph opts ask for: buildGraph's, rewritten to
+// float16 when opts.Float16 is set.
+func graphFor(cfg Config, w Weights, opts ONNXOptions) (*onnx.GraphProto, []*initializer, error) {
+	if opts.Float16 && opts.Quantize.Enabled() {
+		return nil, nil, fmt.Errorf("onnx: float16 with %s quantization is not supported (quantize a float32 graph)", opts.Quantize)
+	}
+	gp, inits, err := buildGraph(cfg, w, opts.Quantize)
+	if err != nil || !opts.Float16 {
+		return gp, inits, err
+	}
+	inits, err = castToFloat16(gp, inits)
+	return gp, inits, err
 }
 
 // modelHeader returns the model fields around gp, importing ONNX Runtime's
@@ -93,7 +111,7 @@ func Build(cfg Config, w Weights) (*onnx.ModelProto, error) {
 }
 
 func appendData(dst []byte, in *initializer) []byte {
-	if in.dtype == onnx.TensorProto_UINT8 {
+	if in.dtype == onnx.TensorProto_UINT8 || in.dtype == onnx.TensorProto_FLOAT16 {
 		return append(dst, in.u8()...)
 	}
 	if in.dtype == onnx.TensorProto_INT64 {
@@ -110,7 +128,7 @@ func appendData(dst []byte, in *initializer) []byte {
 
 // writeData streams in's bytes to w in bounded chunks.
 func writeData(w io.Writer, in *initializer) error {
-	if in.dtype == onnx.TensorProto_UINT8 {
+	if in.dtype == onnx.TensorProto_UINT8 || in.dtype == onnx.TensorProto_FLOAT16 {
 		data := in.u8()
 		if int64(len(data)) != in.numBytes() {
 			return fmt.Errorf("onnx: initializer %s: %d bytes for dims %v", in.name, len(data), in.dims)
@@ -249,7 +267,7 @@ func (r tensorRecord) msgLen() int64 {
 // large weights go to a data file next to path. It reports whether it wrote
 // external data.
 func WriteONNX(path string, cfg Config, w Weights, opts ONNXOptions) (external bool, err error) {
-	gp, inits, err := buildGraph(cfg, w, opts.Quantize)
+	gp, inits, err := graphFor(cfg, w, opts)
 	if err != nil {
 		return false, err
 	}
