@@ -3,13 +3,18 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/internal/samefile"
@@ -39,6 +44,8 @@ type modelBuildFlags struct {
 	external        string
 	safetensors     bool
 	dtype           string
+	maxShardSize    string
+	onnxDType       string
 	quantize        string
 	blockSize       int
 	accuracyLevel   int
@@ -96,6 +103,8 @@ model.safetensors, when written, keeps the full-precision weights.`,
 	fl.StringVar(&f.external, "external-data", "auto", "weights in onnx/model.onnx_data: auto (past 2 GB), always, never")
 	fl.BoolVar(&f.safetensors, "safetensors", false, "also write model.safetensors")
 	fl.StringVar(&f.dtype, "dtype", "f32", "dtype of model.safetensors: f32|f16|bf16")
+	fl.StringVar(&f.maxShardSize, "max-shard-size", "", "with --safetensors, shard the weights into files of at most `SIZE` (e.g. 500MB, 2GiB) plus model.safetensors.index.json")
+	fl.StringVar(&f.onnxDType, "onnx-dtype", "float32", "ONNX weights, activations and KV cache: float32|float16 (float16: norms, softmax and RoPE in float32, float32 logits)")
 	fl.StringVar(&f.quantize, "quantize", "", "quantize the linear layers: int8|int4 (default float32)")
 	fl.IntVar(&f.blockSize, "block-size", llama.DefaultBlockSize, "input features per quantization scale with --quantize: 16|32|64|128|256")
 	fl.IntVar(&f.accuracyLevel, "accuracy-level", 0, "MatMulNBits accuracy_level with --quantize: 0 (float32 compute) or 4 (int8 activations)")
@@ -134,8 +143,44 @@ func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
 	if err != nil {
 		return err
 	}
+	var half bool
+	switch f.onnxDType {
+	case "float32", "fp32":
+	case "float16", "fp16":
+		half = true
+		if quant.Enabled() {
+			return usageErrorf("model build: --onnx-dtype float16 with --quantize %s is not supported (quantized graphs compute in float32)", f.quantize)
+		}
+	default:
+		return usageErrorf("model build: --onnx-dtype %q: want float32 or float16", f.onnxDType)
+	}
+	var shardBytes int64
+	if f.maxShardSize != "" {
+		if !f.safetensors {
+			return usageErrorf("model build: --max-shard-size applies to --safetensors only")
+		}
+		if shardBytes, err = parseByteSize(f.maxShardSize); err != nil {
+			return usageErrorf("model build: --max-shard-size %q: %v", f.maxShardSize, err)
+		}
+	}
+	if cmd.Flags().Changed("dtype") && !f.safetensors {
+		return usageErrorf("model build: --dtype is the dtype of model.safetensors and applies to --safetensors only (the ONNX graph's is --onnx-dtype)")
+	}
+	// The live heap is the float32 weights; every transposed or converted
+	// tensor is garbage once written. Go's default GOGC=100 lets the heap
+	// grow to twice the live size before collecting, which for a build is a
+	// second copy of the weights (3.4 GiB peak RSS instead of 2.4 GiB for the
+	// Qwen2.5-0.5B shape, docs/models.md); collecting at +10% costs no
+	// measurable time, since the weights are pointer-free. GOGC in the
+	// environment still wins.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(10))
+	}
 	start := time.Now()
-	spec := llama.FolderSpec{ONNX: llama.ONNXOptions{External: ext, Quantize: quant}, Safetensors: f.safetensors, SafetensorsDType: dtype}
+	progress := newBuildProgress(cmd.ErrOrStderr())
+	spec := llama.FolderSpec{ONNX: llama.ONNXOptions{External: ext, Quantize: quant, Float16: half, Progress: progress.update},
+		Safetensors: f.safetensors, SafetensorsDType: dtype, SafetensorsShardBytes: shardBytes}
+	source := ""
 
 	// The tokenizer: --tokenizer, else the checkpoint's, else the default.
 	tokPath := f.tokenizer
@@ -179,19 +224,25 @@ func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
 			return fmt.Errorf("model build: %w", err)
 		}
 		spec.Config, spec.Weights = cfg, w
+		source = fmt.Sprintf("random (shape %s, seed %d)", f.shape, f.seed)
 	} else {
 		cfg, err := llama.LoadConfig(f.fromSafetensors)
 		if err != nil {
 			return fmt.Errorf("model build: %w", err)
 		}
 		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("model build: %s: %w", f.fromSafetensors, err)
+			return fmt.Errorf("model build: %s: %w", filepath.Join(f.fromSafetensors, "config.json"), err)
 		}
-		w, err := llama.LoadSafetensors(f.fromSafetensors, cfg)
+		ck, err := describeCheckpoint(f.fromSafetensors)
+		if err != nil {
+			return fmt.Errorf("model build: %w", err)
+		}
+		w, err := llama.LoadSafetensorsProgress(f.fromSafetensors, cfg, progress.update)
 		if err != nil {
 			return fmt.Errorf("model build: %w", err)
 		}
 		spec.Config, spec.Weights = cfg, w
+		source = ck
 		if spec.TokenizerJSON == nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "model build: no tokenizer.json in %s and no --tokenizer: shipping the default byte-level tokenizer\n", f.fromSafetensors)
 		}
@@ -214,27 +265,150 @@ func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
 		}
 	}
 
-	folder, err := llama.WriteFolder(f.out, spec)
+	folder, err := llama.ReplaceFolder(f.out, spec)
+	progress.finish()
 	if err != nil {
 		return fmt.Errorf("model build: %w", err)
 	}
 	cfg := spec.Config
-	params := cfg.NumParams()
 	precision := "float32"
-	if quant.Enabled() {
+	switch {
+	case quant.Enabled():
 		precision = quant.String()
+	case half:
+		precision = "float16 (norms, softmax, RoPE in float32; float32 logits)"
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s in %.1fs: %s, %d layers, hidden %d, %d heads (%d kv), vocab %d, %.1fM parameters, %s\n",
-		folder.Dir, time.Since(start).Seconds(), cfg.ModelType, cfg.NumHiddenLayers, cfg.HiddenSize,
-		cfg.NumAttentionHeads, cfg.KVHeads(), cfg.VocabSize, float64(params)/1e6, precision)
+	var written int64
 	for _, name := range folder.Files {
 		st, err := os.Stat(filepath.Join(folder.Dir, name))
 		if err != nil {
 			return fmt.Errorf("model build: %w", err)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "  %-28s %s\n", name, modelBuildSize(st.Size()))
+		written += st.Size()
+	}
+	// One summary a person reads: what went in, what came out, what it cost.
+	o := cmd.OutOrStdout()
+	fmt.Fprintf(o, "wrote %s in %.1fs: %s, %.1fM parameters, %s\n", folder.Dir, time.Since(start).Seconds(), cfg.ModelType, float64(cfg.NumParams())/1e6, precision)
+	fmt.Fprintf(o, "  architecture  %d layers, hidden %d, %d heads (%d kv, head_dim %d), intermediate %d, vocab %d, %s embeddings\n",
+		cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.KVHeads(), cfg.HeadDimension(), cfg.IntermediateSize, cfg.VocabSize,
+		map[bool]string{true: "tied", false: "untied"}[cfg.TieWordEmbeddings])
+	fmt.Fprintf(o, "  weights in    %s\n", source)
+	fmt.Fprintf(o, "  onnx          %s\n", precision)
+	fmt.Fprintf(o, "  written       %s in %d files\n", modelBuildSize(written), len(folder.Files))
+	if rss := peakRSS(); rss > 0 {
+		fmt.Fprintf(o, "  peak RSS      %s\n", modelBuildSize(rss))
+	}
+	for _, name := range folder.Files {
+		st, err := os.Stat(filepath.Join(folder.Dir, name))
+		if err != nil {
+			return fmt.Errorf("model build: %w", err)
+		}
+		fmt.Fprintf(o, "  %-36s %s\n", name, modelBuildSize(st.Size()))
 	}
 	return nil
+}
+
+// describeCheckpoint says what a safetensors checkpoint holds, for the
+// summary: its dtypes, shard count and bytes.
+func describeCheckpoint(dir string) (string, error) {
+	ck, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer ck.Close()
+	dtypes := map[safetensors.DType]int64{}
+	files := map[string]bool{}
+	var total int64
+	for _, n := range ck.Names() {
+		info, _ := ck.Info(n)
+		dtypes[info.DType] += info.End - info.Begin
+		files[ck.File(n)] = true
+		total += info.End - info.Begin
+	}
+	var kinds []string
+	for dt := range dtypes {
+		kinds = append(kinds, string(dt))
+	}
+	sort.Strings(kinds)
+	shards := fmt.Sprintf("%d shards", len(files))
+	if len(files) == 1 {
+		shards = "1 file"
+	}
+	return fmt.Sprintf("%s: %s, %s, %s", dir, strings.Join(kinds, "+"), shards, modelBuildSize(total)), nil
+}
+
+// parseByteSize reads a size as save_pretrained's max_shard_size does:
+// a number with an optional unit, KB/MB/GB in powers of 1000, KiB/MiB/GiB in
+// powers of 1024 (no unit: bytes).
+func parseByteSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
+		i--
+	}
+	num, unit := t[:i], strings.ToUpper(strings.TrimSpace(t[i:]))
+	mult := map[string]float64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || mult == 0 || !(v > 0) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("want a positive size such as 500MB or 2GiB")
+	}
+	return int64(v * mult), nil
+}
+
+// buildProgress shows model build's read and write steps: a bar of bytes on
+// a terminal, otherwise a line at every tenth of a step.
+type buildProgress struct {
+	out     io.Writer
+	bar     *progressbar.ProgressBar
+	step    string
+	logged  int64 // tenths of the step already reported
+	isTerm  bool
+	started time.Time
+}
+
+func newBuildProgress(out io.Writer) *buildProgress {
+	p := &buildProgress{out: out}
+	if f, ok := out.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.isTerm = true
+		}
+	}
+	return p
+}
+
+func (p *buildProgress) update(pr llama.Progress) {
+	if pr.Step != p.step {
+		p.finish()
+		p.step, p.logged, p.started = pr.Step, 0, time.Now()
+		if p.isTerm {
+			p.bar = progressbar.NewOptions64(pr.TotalBytes, progressbar.OptionSetWriter(p.out), progressbar.OptionShowBytes(true),
+				progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		}
+	}
+	desc := fmt.Sprintf("%s %d/%d tensors", pr.Step, pr.Tensors, pr.TotalTensors)
+	if p.bar != nil {
+		p.bar.Describe(desc)
+		_ = p.bar.Set64(pr.Bytes)
+		return
+	}
+	if pr.TotalBytes <= 0 {
+		return
+	}
+	if tenth := 10 * pr.Bytes / pr.TotalBytes; tenth > p.logged || pr.Tensors == pr.TotalTensors {
+		if tenth <= p.logged && p.logged == 10 {
+			return
+		}
+		p.logged = tenth
+		fmt.Fprintf(p.out, "model build: %s, %s of %s (%.1fs)\n", desc, modelBuildSize(pr.Bytes), modelBuildSize(pr.TotalBytes), time.Since(p.started).Seconds())
+	}
+}
+
+func (p *buildProgress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		p.bar = nil
+	}
 }
 
 // modelBuildQuantization reads --quantize and the flags that refine it,

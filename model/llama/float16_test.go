@@ -33,7 +33,7 @@ func encodeFloat16(t testing.TB, cfg Config, w Weights) []byte {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := encode(&buf, gp, inits, nil); err != nil {
+	if err := encode(&buf, gp, inits, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -35,6 +35,11 @@ type FolderSpec struct {
 	// when empty), so the folder is a PyTorch checkpoint as well.
 	Safetensors      bool
 	SafetensorsDType safetensors.DType
+	// SafetensorsShardBytes, when > 0, shards the safetensors weights as
+	// save_pretrained's max_shard_size does: model-0000i-of-0000n.safetensors
+	// of at most this many bytes each (a tensor is never split) and
+	// model.safetensors.index.json.
+	SafetensorsShardBytes int64
 }
 
 // Folder lists what WriteFolder wrote.
@@ -137,11 +142,14 @@ func WriteFolder(dir string, spec FolderSpec) (*Folder, error) {
 			dt = safetensors.F32
 		}
 		cfg.TorchDType = map[safetensors.DType]string{safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[dt]
-		if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), spec.Weights.SafetensorsTensors(cfg), dt,
-			map[string]string{"format": "pt"}); err != nil {
+		files, err := safetensors.WriteDir(dir, spec.Weights.SafetensorsTensors(cfg), dt, spec.SafetensorsShardBytes,
+			map[string]string{"format": "pt"})
+		if err != nil {
 			return nil, err
 		}
-		out.Files = append(out.Files, "model.safetensors")
+		for _, f := range files {
+			out.Files = append(out.Files, filepath.Base(f))
+		}
 	}
 	if cfg.TorchDType == "" {
 		cfg.TorchDType = "float32"
@@ -187,6 +195,84 @@ func WriteFolder(dir string, spec FolderSpec) (*Folder, error) {
 		}
 	}
 	sort.Strings(out.Files)
+	return out, nil
+}
+
+// ReplaceFolder writes the folder as WriteFolder does, but into a staging
+// directory beside dir that is renamed to dir only once every file is
+// written: a failed or interrupted build leaves no folder at dir that looks
+// complete (only a hidden .NAME.partial-* directory, removed on failure).
+// An existing dir is replaced whole when it is empty or a model folder (it
+// holds config.json); anything else is refused, so a mistyped --out cannot
+// delete a user's directory.
+func ReplaceFolder(dir string, spec FolderSpec) (*Folder, error) {
+	dir = filepath.Clean(dir)
+	parent, base := filepath.Dir(dir), filepath.Base(dir)
+	replace := false
+	if st, err := os.Stat(dir); err == nil {
+		if !st.IsDir() {
+			return nil, fmt.Errorf("folder: %s exists and is not a directory", dir)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("folder: %w", err)
+		}
+		if len(entries) > 0 {
+			if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+				return nil, fmt.Errorf("folder: %s is not empty and holds no config.json; refusing to replace it (give a new or empty directory)", dir)
+			}
+		}
+		replace = true
+	} else if !os.IsNotExist(err) {
+		return nil, fmt.Errorf("folder: %w", err)
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("folder: %w", err)
+	}
+	stage, err := os.MkdirTemp(parent, "."+base+".partial-")
+	if err != nil {
+		return nil, fmt.Errorf("folder: %w", err)
+	}
+	// MkdirTemp makes the directory 0700; a model folder is read by others.
+	if err := os.Chmod(stage, 0o755); err != nil {
+		os.RemoveAll(stage)
+		return nil, fmt.Errorf("folder: %w", err)
+	}
+	out, err := WriteFolder(stage, spec)
+	if err != nil {
+		os.RemoveAll(stage)
+		return nil, err
+	}
+	var trash string
+	if replace {
+		// os.Rename will not replace a directory: move the old one aside
+		// first, into a hidden directory removed afterwards.
+		if trash, err = os.MkdirTemp(parent, "."+base+".old-"); err != nil {
+			os.RemoveAll(stage)
+			return nil, fmt.Errorf("folder: %w", err)
+		}
+		if err := os.Rename(dir, filepath.Join(trash, base)); err != nil {
+			os.RemoveAll(stage)
+			os.RemoveAll(trash)
+			return nil, fmt.Errorf("folder: move the old %s aside: %w", dir, err)
+		}
+	}
+	if err := os.Rename(stage, dir); err != nil {
+		os.RemoveAll(stage)
+		if trash != "" {
+			// Put the old folder back rather than leave nothing.
+			if err2 := os.Rename(filepath.Join(trash, base), dir); err2 == nil {
+				os.RemoveAll(trash)
+			}
+		}
+		return nil, fmt.Errorf("folder: move the new folder into place at %s: %w", dir, err)
+	}
+	if trash != "" {
+		if err := os.RemoveAll(trash); err != nil {
+			return nil, fmt.Errorf("folder: wrote %s but could not remove the old copy %s: %w", dir, trash, err)
+		}
+	}
+	out.Dir = dir
 	return out, nil
 }
 

@@ -54,6 +54,46 @@ type ONNXOptions struct {
 	// float16, with norms, softmax and RoPE tables in float32 and float32
 	// logits (see castToFloat16). It cannot be combined with Quantize.
 	Float16 bool
+	// Progress, when set, is called after each initializer is written.
+	Progress func(Progress)
+}
+
+// Progress says how far a long step (reading a checkpoint, writing a
+// model) has come: Tensors of TotalTensors tensors, Bytes of TotalBytes
+// bytes. Name is the tensor just done.
+type Progress struct {
+	Step                  string // "read" or "write"
+	Name                  string
+	Tensors, TotalTensors int
+	Bytes, TotalBytes     int64
+}
+
+// writeProgress counts initializers as they are written (a nil one counts
+// nothing).
+type writeProgress struct {
+	fn func(Progress)
+	p  Progress
+}
+
+func newWriteProgress(fn func(Progress), inits []*initializer) *writeProgress {
+	if fn == nil {
+		return nil
+	}
+	wp := &writeProgress{fn: fn, p: Progress{Step: "write", TotalTensors: len(inits)}}
+	for _, in := range inits {
+		wp.p.TotalBytes += in.numBytes()
+	}
+	return wp
+}
+
+func (wp *writeProgress) wrote(in *initializer) {
+	if wp == nil {
+		return
+	}
+	wp.p.Name = in.name
+	wp.p.Tensors++
+	wp.p.Bytes += in.numBytes()
+	wp.fn(wp.p)
 }
 
 // graphFor lays out the graph opts ask for: buildGraph's, rewritten to
@@ -178,14 +218,14 @@ func EncodeQuantizedONNX(w io.Writer, cfg Config, weights Weights, q Quantizatio
 	if total > InlineLimit {
 		return fmt.Errorf("onnx: %d bytes of weights do not fit an inline model; write with external data", total)
 	}
-	return encode(w, gp, inits, nil)
+	return encode(w, gp, inits, nil, nil)
 }
 
 // encode writes the model protobuf. Field order does not matter in protobuf,
 // so the graph is written as its small marshaled part followed by one
 // initializer record per weight, whose raw_data is streamed. When ext is
 // non-nil, initializers it names are written as external references instead.
-func encode(w io.Writer, gp *onnx.GraphProto, inits []*initializer, ext map[string]*onnx.TensorProto) error {
+func encode(w io.Writer, gp *onnx.GraphProto, inits []*initializer, ext map[string]*onnx.TensorProto, wp *writeProgress) error {
 	opts := proto.MarshalOptions{Deterministic: true}
 	graphHead, err := opts.Marshal(gp)
 	if err != nil {
@@ -240,6 +280,7 @@ func encode(w io.Writer, gp *onnx.GraphProto, inits []*initializer, ext map[stri
 			if err := writeData(bw, in); err != nil {
 				return fmt.Errorf("onnx: write %s: %w", in.name, err)
 			}
+			wp.wrote(in)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -288,13 +329,14 @@ func WriteONNX(path string, cfg Config, w Weights, opts ONNXOptions) (external b
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, fmt.Errorf("onnx: %w", err)
 	}
+	wp := newWriteProgress(opts.Progress, inits)
 	var ext map[string]*onnx.TensorProto
 	if external {
 		name := opts.DataFile
 		if name == "" {
 			name = "model.onnx_data"
 		}
-		ext, err = writeExternal(filepath.Join(filepath.Dir(path), name), name, inits)
+		ext, err = writeExternal(filepath.Join(filepath.Dir(path), name), name, inits, wp)
 		if err != nil {
 			return false, err
 		}
@@ -303,7 +345,7 @@ func WriteONNX(path string, cfg Config, w Weights, opts ONNXOptions) (external b
 	if err != nil {
 		return false, fmt.Errorf("onnx: %w", err)
 	}
-	if err := encode(f, gp, inits, ext); err != nil {
+	if err := encode(f, gp, inits, ext, wp); err != nil {
 		f.Close()
 		return false, fmt.Errorf("%w (writing %s)", err, path)
 	}
@@ -315,7 +357,7 @@ func WriteONNX(path string, cfg Config, w Weights, opts ONNXOptions) (external b
 
 // writeExternal writes every initializer of at least externalMinBytes to
 // dataPath and returns the tensor protos that reference it.
-func writeExternal(dataPath, location string, inits []*initializer) (map[string]*onnx.TensorProto, error) {
+func writeExternal(dataPath, location string, inits []*initializer, wp *writeProgress) (map[string]*onnx.TensorProto, error) {
 	f, err := os.Create(dataPath)
 	if err != nil {
 		return nil, fmt.Errorf("onnx: %w", err)
@@ -339,6 +381,7 @@ func writeExternal(dataPath, location string, inits []*initializer) (map[string]
 			f.Close()
 			return nil, fmt.Errorf("onnx: write %s to %s: %w", in.name, dataPath, err)
 		}
+		wp.wrote(in)
 		ext[in.name] = &onnx.TensorProto{
 			Name: in.name, Dims: in.dims, DataType: int32(in.dtype),
 			DataLocation: onnx.TensorProto_EXTERNAL,

@@ -3,6 +3,7 @@ package llama
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -170,30 +171,42 @@ func numel(shape []int) int {
 // skipped; a tied checkpoint that still stores lm_head.weight is accepted
 // and the copy ignored, as transformers ignores it when it ties the weights.
 func LoadSafetensors(dir string, cfg Config) (Weights, error) {
+	return LoadSafetensorsProgress(dir, cfg, nil)
+}
+
+// LoadSafetensorsProgress is LoadSafetensors calling progress (when not nil)
+// after each tensor it reads. Every tensor's name, shape and dtype is checked
+// before any data is read, so a checkpoint that cannot be converted fails at
+// once, naming the file and the tensor. Tensors are converted one at a time
+// in bounded chunks: memory holds the float32 weights and one chunk, never
+// the checkpoint's bytes as well.
+func LoadSafetensorsProgress(dir string, cfg Config, progress func(Progress)) (Weights, error) {
 	ck, err := safetensors.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer ck.Close()
 	names, shapes := cfg.Spec()
-	w := make(Weights, len(names))
+	p := Progress{Step: "read", TotalTensors: len(names)}
 	for _, n := range names {
 		info, ok := ck.Info(n)
 		if !ok {
 			return nil, fmt.Errorf("checkpoint %s: missing tensor %s (shape %v)", dir, n, shapes[n])
+		}
+		switch info.DType {
+		case safetensors.F32, safetensors.F16, safetensors.BF16:
+		default:
+			return nil, fmt.Errorf("checkpoint %s: tensor %s in %s is %s; model build reads F32, F16 and BF16 weights (dequantize or convert the checkpoint first)",
+				dir, n, ck.File(n), info.DType)
 		}
 		shape := make([]int, len(info.Shape))
 		for i, d := range info.Shape {
 			shape[i] = int(d)
 		}
 		if !equalShape(shape, shapes[n]) {
-			return nil, fmt.Errorf("checkpoint %s: tensor %s has shape %v, config.json wants %v", dir, n, shape, shapes[n])
+			return nil, fmt.Errorf("checkpoint %s: tensor %s in %s has shape %v, config.json wants %v", dir, n, filepath.Base(ck.File(n)), shape, shapes[n])
 		}
-		data, err := ck.Float32(n)
-		if err != nil {
-			return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
-		}
-		w[n] = Tensor{Shape: shape, Data: data}
+		p.TotalBytes += info.End - info.Begin
 	}
 	for _, n := range ck.Names() {
 		if _, ok := shapes[n]; ok || strings.HasSuffix(n, "rotary_emb.inv_freq") {
@@ -202,7 +215,22 @@ func LoadSafetensors(dir string, cfg Config) (Weights, error) {
 		if n == LMHeadName && cfg.TieWordEmbeddings {
 			continue // tied: the embedding is the head
 		}
-		return nil, fmt.Errorf("checkpoint %s: tensor %s is not part of a %s model with this config", dir, n, cfg.ModelType)
+		return nil, fmt.Errorf("checkpoint %s: tensor %s in %s is not part of a %s model with this config.json", dir, n, filepath.Base(ck.File(n)), cfg.ModelType)
+	}
+	w := make(Weights, len(names))
+	for _, n := range names {
+		info, _ := ck.Info(n)
+		data, err := ck.Float32(n)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
+		}
+		w[n] = Tensor{Shape: shapes[n], Data: data}
+		if progress != nil {
+			p.Name = n
+			p.Tensors++
+			p.Bytes += info.End - info.Begin
+			progress(p)
+		}
 	}
 	return w, nil
 }

@@ -219,19 +219,38 @@ func OpenDir(dir string) (*Checkpoint, error) {
 		if err := json.Unmarshal(b, &idx); err != nil {
 			return nil, fmt.Errorf("safetensors: parse %s: %w", idxPath, err)
 		}
-		seen := map[string]bool{}
-		for _, f := range idx.WeightMap {
-			if !seen[f] {
-				seen[f] = true
-				paths = append(paths, filepath.Join(dir, f))
+		if len(idx.WeightMap) == 0 {
+			return nil, fmt.Errorf("safetensors: %s: weight_map is empty or missing", idxPath)
+		}
+		// One tensor per shard to name in errors (the first by name).
+		example := map[string]string{}
+		for name, f := range idx.WeightMap {
+			if e, ok := example[f]; !ok || name < e {
+				example[f] = name
 			}
+		}
+		for f, name := range example {
+			if f != filepath.Base(f) || f == "." || f == ".." {
+				return nil, fmt.Errorf("safetensors: %s maps %q to %q, which is not a file name in %s", idxPath, name, f, dir)
+			}
+			p := filepath.Join(dir, f)
+			if _, err := os.Stat(p); err != nil {
+				return nil, fmt.Errorf("safetensors: %s names shard %s (holding %s and others), which cannot be opened: %w", idxPath, f, name, err)
+			}
+			paths = append(paths, p)
 		}
 		sort.Strings(paths)
 		c, err := OpenFiles(paths...)
 		if err != nil {
 			return nil, err
 		}
-		for name, f := range idx.WeightMap {
+		names := make([]string, 0, len(idx.WeightMap))
+		for name := range idx.WeightMap {
+			names = append(names, name)
+		}
+		sort.Strings(names) // the same error every run
+		for _, name := range names {
+			f := idx.WeightMap[name]
 			got, ok := c.where[name]
 			if !ok || filepath.Base(got.path) != f {
 				c.Close()
@@ -290,6 +309,14 @@ func (c *Checkpoint) Info(name string) (TensorInfo, bool) {
 		return TensorInfo{}, false
 	}
 	return sf.Info(name)
+}
+
+// File returns the path of the file that holds a tensor ("" when none does).
+func (c *Checkpoint) File(name string) string {
+	if sf, ok := c.where[name]; ok {
+		return sf.path
+	}
+	return ""
 }
 
 // Float32 reads a tensor from whichever file holds it, as float32.
