@@ -1,15 +1,13 @@
 package orchestrator
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/chat"
+	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -30,82 +28,113 @@ func (byteEncoder) Encode(text string, addSpecial bool) ([]int32, error) {
 
 const qwenTools = `[{"type": "function", "function": {"name": "calculator", "description": "Evaluate an arithmetic expression exactly.", "parameters": {"type": "object", "properties": {"expression": {"type": "string", "description": "e.g. 12 * (3 + 4)"}}, "required": ["expression"]}}}, {"type": "function", "function": {"name": "search", "description": "BM25 search", "parameters": {"type": "object", "properties": {"query": {"type": "string"}, "k": {"type": "integer", "minimum": 1}}, "required": ["query"]}}}]`
 
-func chatCases() []map[string]any {
-	var toolsList any
-	json.Unmarshal([]byte(qwenTools), &toolsList)
-	call := func(name, args string) map[string]any {
-		var a any
-		json.Unmarshal([]byte(args), &a)
-		return map[string]any{"type": "function", "function": map[string]any{"name": name, "arguments": a}}
+// fixture loads a chat-template fixture folder of the chat package.
+func fixture(t *testing.T, name string) *chat.Template {
+	t.Helper()
+	tmpl, err := chat.Load(filepath.Join("..", "chat", "testdata", name), true)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return []map[string]any{
-		{"messages": []any{map[string]any{"role": "user", "content": "What is 12 * 34?"}}, "tools": toolsList, "add_generation_prompt": true},
-		{"messages": []any{map[string]any{"role": "system", "content": "Be brief."}, map[string]any{"role": "user", "content": "Hi ünïcødé 你好 🎉"}}, "add_generation_prompt": true},
-		{"messages": []any{
-			map[string]any{"role": "user", "content": "Compute (3+4)*5 then search."},
-			map[string]any{"role": "assistant", "content": "", "tool_calls": []any{call("calculator", `{"expression": "(3+4)*5"}`)}},
-			map[string]any{"role": "tool", "name": "calculator", "content": "35"},
-			map[string]any{"role": "assistant", "content": "Now searching.", "tool_calls": []any{call("search", `{"query": "thirty five", "k": 3}`), call("calculator", `{"expression": "35/7"}`)}},
-			map[string]any{"role": "tool", "name": "search", "content": "doc: 35 is five sevens"},
-			map[string]any{"role": "tool", "name": "calculator", "content": "5"},
-			map[string]any{"role": "assistant", "content": "The answer is 35."},
-		}, "tools": toolsList, "add_generation_prompt": false},
-	}
+	return tmpl
 }
 
-// TestChatTemplateMatchesHuggingFaceJinja renders Qwen2.5's tool-calling
-// template with our Go engine and with @huggingface/jinja (the engine of
-// transformers.js) and requires identical text.
-func TestChatTemplateMatchesHuggingFaceJinja(t *testing.T) {
-	root := testsupport.RepoRoot(t)
-	script := filepath.Join(root, "scripts", "orchestrator")
-	_, node := testsupport.NodePackage(t, "@huggingface/jinja")
-	tmplText, err := os.ReadFile("testdata/qwen2.5-tool-template.jinja")
+func turnMode(t *testing.T, name string, enc Encoder, kwargs string) *chatFormat {
+	t.Helper()
+	kw, err := chat.ParseKwargs(kwargs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := chatCases()
-	input, _ := json.Marshal(map[string]any{"template": string(tmplText), "cases": cases})
-	cmd := exec.Command(node, filepath.Join(script, "render.mjs"))
-	cmd.Stdin = bytes.NewReader(input)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	on := true
+	f, err := NewChatFormat(fixture(t, name), enc, ChatOptions{Tools: json.RawMessage(qwenTools), Kwargs: kw, TurnCalls: &on})
 	if err != nil {
-		t.Fatalf("node render.mjs: %v\n%s", err, stderr.String())
-	}
-	var want []string
-	if err := json.Unmarshal(out, &want); err != nil {
 		t.Fatal(err)
 	}
-	for i, c := range cases {
-		toolsJSON, _ := json.Marshal(c["tools"])
-		if c["tools"] == nil {
-			toolsJSON = nil
-		}
-		f, err := NewChatFormat(string(tmplText), nil, byteEncoder{}, "", toolsJSON)
+	return f.(*chatFormat)
+}
+
+// TestChatFormatReadsTheCallFormFromTheTemplate renders probe calls with
+// each fixture template and checks the form chosen and the per-turn limit
+// (vLLM's Llama-3.1 JSON template raises for a second call in a turn).
+func TestChatFormatReadsTheCallFormFromTheTemplate(t *testing.T) {
+	for _, c := range []struct {
+		fixture, form string
+		maxCalls      int
+	}{
+		{"qwen2.5", tools.FormHermes, 0},
+		{"qwen3", tools.FormHermes, 0},
+		{"llama3.1-json", tools.FormLlama3JSON, 1},
+		{"mistral-parallel", tools.FormMistral, 0},
+	} {
+		f, err := NewChatFormat(fixture(t, c.fixture), byteEncoder{}, ChatOptions{Tools: json.RawMessage(qwenTools)})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", c.fixture, err)
 		}
-		msgs, _ := json.Marshal(c["messages"])
-		got, err := f.(*chatFormat).Render(msgs, c["add_generation_prompt"].(bool))
-		if err != nil {
-			t.Fatalf("case %d: %v", i, err)
-		}
-		if got != want[i] {
-			t.Errorf("case %d differs from @huggingface/jinja:\n go: %q\n js: %q", i, got, want[i])
+		if f.CallForm() != c.form || MaxCallsPerTurn(f) != c.maxCalls {
+			t.Errorf("%s: form %s, max calls per turn %d; want %s, %d", c.fixture, f.CallForm(), MaxCallsPerTurn(f), c.form, c.maxCalls)
 		}
 	}
 }
 
-func TestChatFormatDerivesToolTurnMarkup(t *testing.T) {
-	tmplText, err := os.ReadFile("testdata/qwen2.5-tool-template.jinja")
+// TestChatTurnInjection checks the tool turn injected after the model's
+// sampled end-of-turn token for N results, against the text each template
+// renders, and that each result's span holds that result.
+func TestChatTurnInjection(t *testing.T) {
+	results := []traj.ToolResult{toolResult("408"), toolResult("doc: 35 is five sevens"), toolResult("5")}
+	cases := []struct {
+		fixture, kwargs string
+		n               int
+		want            string
+	}{
+		{"qwen2.5", "", 2, "\n<|im_start|>user\n<tool_response>\n408\n</tool_response>\n<tool_response>\ndoc: 35 is five sevens\n</tool_response><|im_end|>\n<|im_start|>assistant\n"},
+		{"qwen2.5", "", 1, "\n<|im_start|>user\n<tool_response>\n408\n</tool_response><|im_end|>\n<|im_start|>assistant\n"},
+		{"qwen3", "", 3, "\n<|im_start|>user\n<tool_response>\n408\n</tool_response>\n<tool_response>\ndoc: 35 is five sevens\n</tool_response>\n<tool_response>\n5\n</tool_response><|im_end|>\n<|im_start|>assistant\n"},
+		{"qwen3", `{"enable_thinking": false}`, 2, "\n<|im_start|>user\n<tool_response>\n408\n</tool_response>\n<tool_response>\ndoc: 35 is five sevens\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"},
+		// The template writes {"output": content} with tojson.
+		{"llama3.1-json", "", 1, "<|start_header_id|>ipython<|end_header_id|>\n\n{\"output\": \"408\"}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+	}
+	for _, c := range cases {
+		f := turnMode(t, c.fixture, byteEncoder{}, c.kwargs)
+		turn, err := f.Injection(results[:c.n])
+		if err != nil {
+			t.Fatalf("%s: %v", c.fixture, err)
+		}
+		if turn.Text != c.want {
+			t.Errorf("%s %s, %d results:\n got %q\nwant %q", c.fixture, c.kwargs, c.n, turn.Text, c.want)
+			continue
+		}
+		if len(turn.Ends) != c.n || turn.Ends[c.n-1] != len(turn.IDs) {
+			t.Fatalf("%s: ends %v for %d ids", c.fixture, turn.Ends, len(turn.IDs))
+		}
+		start := 0
+		for i, end := range turn.Ends {
+			part := turn.Text[start:end] // byteEncoder: one id per byte
+			if !strings.Contains(part, results[i].Content) {
+				t.Errorf("%s: part %d %q does not hold result %q", c.fixture, i, part, results[i].Content)
+			}
+			for j := range c.n {
+				if j != i && strings.Contains(part, "\n"+results[j].Content+"\n") {
+					t.Errorf("%s: part %d %q holds result %d too", c.fixture, i, part, j)
+				}
+			}
+			start = end
+		}
+	}
+	// The Llama-3.1 JSON template renders one call per turn.
+	if _, err := turnMode(t, "llama3.1-json", byteEncoder{}, "").Injection(results[:2]); err == nil || !strings.Contains(err.Error(), "at most 1 call") {
+		t.Errorf("two results for Llama-3.1 JSON: err = %v, want the per-turn limit", err)
+	}
+}
+
+// TestChatFormatPauseAtCloseMarkup is the pause-at-close mode (TurnCalls
+// false), used until the runner answers whole turns: the markup between
+// </tool_call> and the result includes the end-of-turn token.
+func TestChatFormatPauseAtCloseMarkup(t *testing.T) {
+	f, err := NewChatFormat(fixture(t, "qwen2.5"), byteEncoder{}, ChatOptions{Tools: json.RawMessage(qwenTools)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := NewChatFormat(string(tmplText), nil, byteEncoder{}, "", json.RawMessage(qwenTools))
-	if err != nil {
-		t.Fatal(err)
+	if f.TurnCalls() {
+		t.Skip("the chat format answers whole turns")
 	}
 	cf := f.(*chatFormat)
 	if cf.before != "<|im_end|>\n<|im_start|>user\n<tool_response>\n" {
@@ -118,12 +147,27 @@ func TestChatFormatDerivesToolTurnMarkup(t *testing.T) {
 	if err != nil || !strings.Contains(turn.Text, "<tool_response>\n408\n</tool_response>") || len(turn.IDs) != len(turn.Text) {
 		t.Errorf("Injection = %q (%d ids), %v", turn.Text, len(turn.IDs), err)
 	}
+	if _, err := f.Injection([]traj.ToolResult{toolResult("1"), toolResult("2")}); err == nil {
+		t.Error("two results in pause-at-close mode: no error")
+	}
 }
 
 func TestChatTemplateWithoutToolSupportIsAnError(t *testing.T) {
 	plain := `{% for m in messages %}{{ m.role }}: {{ m.content }}
 {% endfor %}{% if add_generation_prompt %}assistant: {% endif %}`
-	if _, err := NewChatFormat(plain, nil, byteEncoder{}, "", json.RawMessage(qwenTools)); err == nil || !strings.Contains(err.Error(), "Hermes") {
-		t.Fatalf("a template without tool turns: err = %v, want one naming the Hermes form", err)
+	tmpl, err := chat.New(plain, nil, "plain.jinja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewChatFormat(tmpl, byteEncoder{}, ChatOptions{Tools: json.RawMessage(qwenTools)}); err == nil || !strings.Contains(err.Error(), "renders no tool calls") || !strings.Contains(err.Error(), "plain.jinja") {
+		t.Fatalf("a template without tool turns: err = %v, want one naming the file and saying it renders no tool calls", err)
+	}
+	// Without tools it is fine until the policy writes a call.
+	f, err := NewChatFormat(tmpl, byteEncoder{}, ChatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Injection([]traj.ToolResult{toolResult("1")}); err == nil {
+		t.Error("Injection with a template without tool turns: no error")
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolrl/toolrl/chat"
 )
 
 // Settings fingerprint (resume with other settings). An output records the
@@ -117,8 +119,9 @@ var notSettings = map[string]bool{
 
 // modelConfigFiles are the small files of a model folder that change what
 // the rollout does besides the weights and tokenizer.json: EOS ids, the chat
-// template and special tokens, the plain prompt format.
-var modelConfigFiles = []string{"config.json", "generation_config.json", "tokenizer_config.json", "prompt_format.json"}
+// template and special tokens (tokenizer_config.json, or chat_template.jinja
+// beside it), the plain prompt format.
+var modelConfigFiles = []string{"config.json", "generation_config.json", "tokenizer_config.json", chat.TemplateFile, "prompt_format.json"}
 
 // jobSettings returns the settings of a normalized job: its job-file keys
 // (notSettings aside), flattened to "section.key".

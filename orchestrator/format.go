@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
-
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -25,7 +23,8 @@ type Encoder interface {
 type Format interface {
 	// Name is "plain" or "chat".
 	Name() string
-	// CallForm is the tool-call syntax the policy writes: "bracket" or "hermes".
+	// CallForm is the tool-call syntax the policy writes: tools.FormBracket,
+	// FormHermes, FormLlama3JSON or FormMistral.
 	CallForm() string
 	// TurnCalls reports how calls are answered. False (plain formats): the
 	// sequence pauses as soon as a call closes and that one result is
@@ -50,6 +49,22 @@ type ToolTurn struct {
 	// call i's part is IDs[Ends[i-1]:Ends[i]] (from 0 for i = 0), so each
 	// result gets its own tool segment. The last end is len(IDs).
 	Ends []int
+}
+
+// CallLimiter is a Format whose template renders at most MaxCallsPerTurn
+// calls in one assistant turn (vLLM's Llama-3.1 JSON template raises for a
+// second one): the runner runs no more than that per turn.
+type CallLimiter interface {
+	// MaxCallsPerTurn is the limit, 0 for none.
+	MaxCallsPerTurn() int
+}
+
+// MaxCallsPerTurn is f's per-turn call limit from its template, 0 for none.
+func MaxCallsPerTurn(f Format) int {
+	if l, ok := f.(CallLimiter); ok {
+		return l.MaxCallsPerTurn()
+	}
+	return 0
 }
 
 // singleResult checks that a format without TurnCalls was given one result.
@@ -157,217 +172,4 @@ func (f *plainFormat) Injection(results []traj.ToolResult) (ToolTurn, error) {
 		return ToolTurn{}, fmt.Errorf("tokenize tool result: %w", err)
 	}
 	return ToolTurn{Text: text, IDs: ids, Ends: []int{len(ids)}}, nil
-}
-
-// chatFormat renders the model's own chat template (tokenizer_config.json)
-// with the Hermes call form. The markup around a tool result is derived once
-// from the template itself, by rendering a probe conversation, and tokenized
-// once: before-result and after-result pieces, so a multi-turn trajectory's
-// tokens equal the tokenization of the rendered conversation.
-type chatFormat struct {
-	tmpl      *jinja.Template
-	enc       Encoder
-	system    string
-	toolsJSON []byte
-	vars      map[string]jinja.Value
-	// before and after wrap a result's content in the tool turn.
-	before, after       string
-	beforeIDs, afterIDs []int32
-	// noToolTurn is why the template has no tool turn (nil when it has one).
-	noToolTurn error
-}
-
-const (
-	probeUser   = "\x00toolrl-probe-user\x00"
-	probeResult = "\x00toolrl-probe-result\x00"
-	probeCall   = "toolrl_probe_call"
-)
-
-// ChatTemplateConfig is what the chat format reads from tokenizer_config.json.
-type ChatTemplateConfig struct {
-	ChatTemplate json.RawMessage `json:"chat_template"`
-	BOSToken     json.RawMessage `json:"bos_token"`
-	EOSToken     json.RawMessage `json:"eos_token"`
-}
-
-// LoadChatTemplate reads the chat template from dir/tokenizer_config.json
-// (a string, or a list of {name, template} where "default" or "tool_use" is used).
-func LoadChatTemplate(dir string) (template string, vars map[string]string, err error) {
-	path := filepath.Join(dir, "tokenizer_config.json")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", nil, fmt.Errorf("read chat template: %w", err)
-	}
-	var cfg ChatTemplateConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return "", nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(cfg.ChatTemplate) == 0 {
-		return "", nil, fmt.Errorf("%s: field chat_template: missing (use format: plain, or a model with a chat template)", path)
-	}
-	if err := json.Unmarshal(cfg.ChatTemplate, &template); err != nil {
-		var named []struct{ Name, Template string }
-		if err2 := json.Unmarshal(cfg.ChatTemplate, &named); err2 != nil {
-			return "", nil, fmt.Errorf("%s: field chat_template: neither a string nor a list of {name, template}", path)
-		}
-		for _, want := range []string{"tool_use", "default"} {
-			for _, n := range named {
-				if n.Name == want && template == "" {
-					template = n.Template
-				}
-			}
-		}
-		if template == "" && len(named) > 0 {
-			template = named[0].Template
-		}
-	}
-	vars = map[string]string{"bos_token": tokenText(cfg.BOSToken), "eos_token": tokenText(cfg.EOSToken)}
-	return template, vars, nil
-}
-
-// tokenText reads a special token given as a string or as {"content": ...}.
-func tokenText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var obj struct{ Content string }
-	if json.Unmarshal(raw, &obj) == nil {
-		return obj.Content
-	}
-	return ""
-}
-
-// NewChatFormat compiles template and derives the tool-turn markup from it.
-// toolSpecs is the OpenAI-format tool list given to the template as `tools`.
-func NewChatFormat(template string, vars map[string]string, enc Encoder, system string, toolSpecs json.RawMessage) (Format, error) {
-	tmpl, err := jinja.Compile(template)
-	if err != nil {
-		return nil, fmt.Errorf("compile chat template: %w", err)
-	}
-	f := &chatFormat{tmpl: tmpl, enc: enc, system: system, toolsJSON: toolSpecs, vars: map[string]jinja.Value{}}
-	for k, v := range vars {
-		f.vars[k] = jinja.NewString(v)
-	}
-	if err := f.deriveToolTurn(); err != nil {
-		if len(toolSpecs) > 0 {
-			return nil, err
-		}
-		// No tools configured: a template without tool turns is fine until
-		// the policy writes a call anyway; then Injection reports why.
-		f.noToolTurn = err
-		return f, nil
-	}
-	if f.beforeIDs, err = enc.Encode(f.before, false); err != nil {
-		return nil, fmt.Errorf("tokenize tool-turn markup %q: %w", f.before, err)
-	}
-	if f.afterIDs, err = enc.Encode(f.after, false); err != nil {
-		return nil, fmt.Errorf("tokenize tool-turn markup %q: %w", f.after, err)
-	}
-	return f, nil
-}
-
-func (f *chatFormat) Name() string     { return "chat" }
-func (f *chatFormat) CallForm() string { return tools.FormHermes }
-
-// TurnCalls is false until the runner answers whole turns (#25): the chat
-// format still pauses at each </tool_call>.
-func (f *chatFormat) TurnCalls() bool { return false }
-
-// Render renders a conversation (messages as OpenAI-shaped JSON) with the
-// template, with tools and add_generation_prompt.
-func (f *chatFormat) Render(messagesJSON []byte, addGenerationPrompt bool) (string, error) {
-	msgs, err := jinjaValue(messagesJSON)
-	if err != nil {
-		return "", err
-	}
-	data := map[string]jinja.Value{"messages": msgs, "add_generation_prompt": jinja.NewBool(addGenerationPrompt)}
-	if len(f.toolsJSON) > 0 {
-		toolsVal, err := jinjaValue(f.toolsJSON)
-		if err != nil {
-			return "", err
-		}
-		data["tools"] = toolsVal
-	}
-	for k, v := range f.vars {
-		data[k] = v
-	}
-	out, err := f.tmpl.RenderValues(data)
-	if err != nil {
-		return "", fmt.Errorf("render chat template: %w", err)
-	}
-	return out, nil
-}
-
-// deriveToolTurn renders [user] and [user, assistant(call), tool(result)] and
-// reads the markup between the end of the call and the result, and after the
-// result, from the difference.
-func (f *chatFormat) deriveToolTurn() error {
-	user := []map[string]any{{"role": "user", "content": probeUser}}
-	base, _ := json.Marshal(user)
-	prompt, err := f.Render(base, true)
-	if err != nil {
-		return err
-	}
-	withTool := append(user,
-		map[string]any{"role": "assistant", "content": "", "tool_calls": []any{
-			map[string]any{"type": "function", "function": map[string]any{"name": probeCall, "arguments": map[string]any{}}},
-		}},
-		map[string]any{"role": "tool", "name": probeCall, "content": probeResult},
-	)
-	full, _ := json.Marshal(withTool)
-	conv, err := f.Render(full, true)
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(conv, prompt) {
-		return errors.New("chat template: the rendering of a conversation does not start with the rendering of its first turn; cannot derive the tool-turn markup")
-	}
-	rest := conv[len(prompt):]
-	callEnd := strings.LastIndex(rest[:max(strings.Index(rest, probeResult), 0)], "</tool_call>")
-	resultAt := strings.Index(rest, probeResult)
-	if callEnd < 0 || resultAt < 0 {
-		return errors.New("chat template: renders no <tool_call>...</tool_call> or no tool result; it does not support the Hermes tool-call form")
-	}
-	f.before = rest[callEnd+len("</tool_call>") : resultAt]
-	f.after = rest[resultAt+len(probeResult):]
-	return nil
-}
-
-func (f *chatFormat) PromptTokens(p *Prompt) ([]int32, error) {
-	msgs := p.Messages
-	if len(msgs) == 0 {
-		msgs = []Message{{Role: "user", Content: p.Prompt}}
-	}
-	if f.system != "" && msgs[0].Role != "system" {
-		msgs = append([]Message{{Role: "system", Content: f.system}}, msgs...)
-	}
-	data, _ := json.Marshal(msgs)
-	text, err := f.Render(data, true)
-	if err != nil {
-		return nil, fmt.Errorf("prompt %q: %w", p.ID, err)
-	}
-	// The template writes its own BOS/markup; the post-processor must not add more.
-	ids, err := f.enc.Encode(text, false)
-	if err != nil {
-		return nil, fmt.Errorf("tokenize prompt %q: %w", p.ID, err)
-	}
-	return ids, nil
-}
-
-func (f *chatFormat) Injection(results []traj.ToolResult) (ToolTurn, error) {
-	if f.noToolTurn != nil {
-		return ToolTurn{}, fmt.Errorf("the policy wrote a tool call but %w", f.noToolTurn)
-	}
-	r, err := singleResult(results)
-	if err != nil {
-		return ToolTurn{}, err
-	}
-	content, err := f.enc.Encode(r.Content, false)
-	if err != nil {
-		return ToolTurn{}, fmt.Errorf("tokenize tool result: %w", err)
-	}
-	ids := make([]int32, 0, len(f.beforeIDs)+len(content)+len(f.afterIDs))
-	ids = append(append(append(ids, f.beforeIDs...), content...), f.afterIDs...)
-	return ToolTurn{Text: f.before + r.Content + f.after, IDs: ids, Ends: []int{len(ids)}}, nil
 }

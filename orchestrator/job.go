@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/chat"
 )
 
 // Job is a rollout job, as read from a YAML job file. Zero values mean the
@@ -53,6 +54,11 @@ type Job struct {
 	Format string `yaml:"format"`
 	// SystemPrompt is prepended as a system message in chat format.
 	SystemPrompt string `yaml:"system_prompt"`
+	// ChatTemplateKwargs are extra variables for the chat template, as
+	// apply_chat_template's chat_template_kwargs (e.g. enable_thinking:
+	// false for Qwen3); a mapping of any JSON values, in the order written.
+	// Part of the run's settings record. Chat format only.
+	ChatTemplateKwargs chat.Kwargs `yaml:"chat_template_kwargs"`
 
 	// Sampling holds the job's decoding settings, a zero field unset until
 	// Normalize resolves them (flag > job file > the model folder's

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/chat"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
@@ -384,6 +385,9 @@ func (r *runner) openFormat() (Format, error) {
 			return nil, err
 		}
 		if ok {
+			if len(job.ChatTemplateKwargs) > 0 {
+				return nil, fmt.Errorf("chat_template_kwargs: set, but %s renders prompts in the plain format; remove them or set format: chat", filepath.Join(job.Model, "prompt_format.json"))
+			}
 			if job.ToolCallFormat != "" {
 				pf.ToolCallFormat = job.ToolCallFormat
 			}
@@ -393,18 +397,18 @@ func (r *runner) openFormat() (Format, error) {
 			return nil, fmt.Errorf("format: plain needs %s", filepath.Join(job.Model, "prompt_format.json"))
 		}
 	}
-	tmpl, vars, err := LoadChatTemplate(job.Model)
+	withTools := r.registry.Len() > 0
+	tmpl, err := chat.Load(job.Model, withTools)
 	if err != nil {
 		return nil, fmt.Errorf("format: %w", err)
 	}
-	specs, err := json.Marshal(r.registry.Specs())
-	if err != nil {
-		return nil, err
+	var specs json.RawMessage
+	if withTools {
+		if specs, err = json.Marshal(r.registry.Specs()); err != nil {
+			return nil, err
+		}
 	}
-	if r.registry.Len() == 0 {
-		specs = nil
-	}
-	return NewChatFormat(tmpl, vars, tok, job.SystemPrompt, specs)
+	return NewChatFormat(tmpl, tok, ChatOptions{System: job.SystemPrompt, Tools: specs, Kwargs: job.ChatTemplateKwargs})
 }
 
 func (r *runner) newParser() tools.Parser {
