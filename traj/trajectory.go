@@ -1,6 +1,9 @@
 package traj
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // SegmentKind says who produced a span of the response.
 type SegmentKind string
@@ -61,6 +64,23 @@ type ToolCall struct {
 	ParseError string `json:"parse_error,omitempty"`
 }
 
+// Equal reports whether c and d are the same call: both nil, or equal
+// names, raw text, parse errors and argument bytes.
+func (c *ToolCall) Equal(d *ToolCall) bool {
+	if c == nil || d == nil {
+		return c == d
+	}
+	return c.Name == d.Name && c.Raw == d.Raw && c.ParseError == d.ParseError && string(c.Arguments) == string(d.Arguments)
+}
+
+// describe names c for an error message.
+func (c *ToolCall) describe() string {
+	if c == nil {
+		return "no call"
+	}
+	return fmt.Sprintf("call %q (raw %q)", c.Name, c.Raw)
+}
+
 // ToolResult is what executing a call gave.
 type ToolResult struct {
 	OK bool `json:"ok"`
@@ -78,16 +98,27 @@ type ToolResult struct {
 // Segment is a contiguous span of the response. Start and End are offsets into
 // the response (Tokens[PromptLen:]), End exclusive. Segments are ordered, do not
 // overlap and together cover the whole response.
+//
+// Segments come in turns (Validate checks the layout): an assistant turn that
+// made N ≥ 1 tool calls is N model segments with the same Turn, model segment
+// i ending right after the token that closed call i and the last running to
+// the turn's end token, each holding its call; then N tool segments with that
+// Turn, tool segment i covering the part of the injected tool turn that
+// answers call i. A turn without calls is one model segment. The next turn's
+// segments have Turn + 1. Only the last turn may leave calls unanswered (the
+// trajectory ended at a cap). With one call per turn this is model, tool,
+// model, tool, ..., as toolrl wrote before parallel calls.
 type Segment struct {
 	Kind SegmentKind `json:"kind"`
-	// Turn counts model turns from 0; a tool segment carries the turn of the
-	// model segment whose call it answers.
+	// Turn counts assistant turns from 0; every model segment of a turn and
+	// the tool segments answering its calls carry it.
 	Turn  int    `json:"turn"`
 	Start int    `json:"start"`
 	End   int    `json:"end"`
 	Text  string `json:"text,omitempty"`
-	// Call is set on a model segment that ended in a tool call (parsed or not),
-	// and repeated on the tool segment that answers it.
+	// Call is set on a model segment that ended in a tool call (parsed or
+	// not), and repeated on the tool segment that answers it (which other
+	// producers may leave unset).
 	Call *ToolCall `json:"call,omitempty"`
 	// Result is set on tool segments.
 	Result *ToolResult `json:"result,omitempty"`
@@ -152,7 +183,8 @@ type Trajectory struct {
 	Segments     []Segment    `json:"segments"`
 	FinishReason FinishReason `json:"finish_reason"`
 	Reward       Reward       `json:"reward"`
-	// StepRewards has one entry per model segment, in order.
+	// StepRewards has one entry per step (an assistant turn: see Steps), in
+	// order. With one call per turn that is one per model segment.
 	StepRewards []float64 `json:"step_rewards,omitempty"`
 
 	// Answer is the reference answer of the prompt, when it has one.
@@ -176,6 +208,35 @@ func (t *Trajectory) ModelSegments() int {
 		}
 	}
 	return n
+}
+
+// Steps counts the trajectory's steps, the unit of per-step credit: its
+// assistant turns, i.e. the model segments that begin a turn (a turn with N
+// calls has N model segments, see Segment). It equals ModelSegments when no
+// turn made more than one call.
+func (t *Trajectory) Steps() int {
+	n := 0
+	for i, s := range t.Segments {
+		if s.Kind == SegmentModel && (i == 0 || t.Segments[i-1].Turn != s.Turn) {
+			n++
+		}
+	}
+	return n
+}
+
+// StepOf returns, for each segment, the index of the step (turn) it belongs
+// to among t.Steps(): the count of turns begun before or at it, minus one.
+// It appends to dst (reused when it has room) and returns it.
+func (t *Trajectory) StepOf(dst []int) []int {
+	dst = dst[:0]
+	step := -1
+	for i, s := range t.Segments {
+		if s.Kind == SegmentModel && (i == 0 || t.Segments[i-1].Turn != s.Turn) {
+			step++
+		}
+		dst = append(dst, max(step, 0))
+	}
+	return dst
 }
 
 // Group is the G trajectories sampled for one prompt: the unit the advantage

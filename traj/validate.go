@@ -29,7 +29,8 @@ func fieldErr(record, field, format string, args ...any) error {
 // temperature ≥ 0 when set, ids, lengths of the per-response arrays, 0/1
 // mask values, finite logprobs that are ≤ 0 (and 0 where the mask is 0),
 // contiguous segments that cover the response with masks that match their kind,
-// one step reward per model segment, and a finite reward. An iteration must
+// laid out in turns (see checkTurns), one step reward per step (turn, see
+// Steps), and a finite reward. An iteration must
 // be ≥ 0, and 0 in v1. It does not check that the ids follow GroupID and
 // TrajectoryID (data from other producers may name groups otherwise).
 func (t *Trajectory) Validate() error {
@@ -94,8 +95,8 @@ func (t *Trajectory) Validate() error {
 		return err
 	}
 	if t.StepRewards != nil {
-		if want := t.ModelSegments(); len(t.StepRewards) != want {
-			return fieldErr(id, "step_rewards", "has %d entries, want %d (one per model segment)", len(t.StepRewards), want)
+		if want := t.Steps(); len(t.StepRewards) != want {
+			return fieldErr(id, "step_rewards", "has %d entries, want %d (one per step: an assistant turn)", len(t.StepRewards), want)
 		}
 		for i, r := range t.StepRewards {
 			if math.IsNaN(r) || math.IsInf(r, 0) {
@@ -283,6 +284,100 @@ func checkSegments(id string, segs []Segment, mask Mask) error {
 	}
 	if pos != n {
 		return fieldErr(id, "segments", "cover %d response tokens, want %d", pos, n)
+	}
+	return checkTurns(id, segs)
+}
+
+// checkTurns checks the turn layout of segments (kinds already checked): an
+// assistant turn that made N ≥ 1 calls is N model segments of the same Turn,
+// each holding its call (segment i ends right after the token that closed
+// call i; the last runs to the turn's end and holds call N), then the tool
+// segments of that Turn answering them in order: tool segment i answers call
+// i and, when its Call is set, repeats it exactly. A turn without calls is
+// one model segment. Turns never decrease, a turn begins with a model
+// segment, and only the trajectory's last turn may leave calls unanswered
+// (it ended at a cap before the results were injected). A tool segment may
+// omit Call (v1-era and other producers' data record the call on the model
+// segment only, or not at all: a turn whose one model segment holds no call
+// may then have one such tool segment); toolrl's rollout always repeats it.
+// It allocates nothing unless it fails: Validate runs per group.
+func checkTurns(id string, segs []Segment) error {
+	first := 0  // index of the current turn's first segment
+	models := 0 // model segments of the current turn
+	tools := 0  // tool segments of the current turn
+	for i := range segs {
+		s := &segs[i]
+		if i == 0 || s.Turn != segs[first].Turn {
+			if i > 0 {
+				if s.Turn < segs[first].Turn {
+					return fieldErr(id, fmt.Sprintf("segments[%d].turn", i), "is %d after turn %d: turns never decrease", s.Turn, segs[first].Turn)
+				}
+				if err := checkTurnEnd(id, segs, first, models, tools, false); err != nil {
+					return err
+				}
+			}
+			if s.Kind != SegmentModel {
+				return fieldErr(id, fmt.Sprintf("segments[%d].kind", i), "is %s at the start of turn %d, want model: a turn begins with the model's text", s.Kind, s.Turn)
+			}
+			first, models, tools = i, 1, 0
+			continue
+		}
+		if s.Kind == SegmentModel {
+			if tools > 0 {
+				return fieldErr(id, fmt.Sprintf("segments[%d].turn", i), "is %d on a model segment after that turn's tool segments, want %d (the next turn)", s.Turn, s.Turn+1)
+			}
+			if segs[i-1].Call == nil {
+				return fieldErr(id, fmt.Sprintf("segments[%d].call", i-1), "is missing, but model segment %d of the same turn %d follows: a turn's model segments but the last each end in a call", i, s.Turn)
+			}
+			models++
+			continue
+		}
+		// A tool segment: it answers the turn's call number tools, held by
+		// model segment first+tools (one call per model segment).
+		j := first + tools
+		calls := models
+		if models == 1 && segs[first].Call == nil {
+			calls = 0
+			if tools == 0 {
+				tools++ // the call-less one-call-per-turn layout
+				continue
+			}
+		}
+		if tools >= calls {
+			return fieldErr(id, fmt.Sprintf("segments[%d]", i), "is tool segment %d of turn %d, which made %d call(s): one tool segment per call", tools+1, s.Turn, max(calls, 1))
+		}
+		// With one call in the turn there is nothing to pair wrongly, and
+		// data written before parallel calls (the v1 fixtures included) may
+		// repeat a different call there: compared from two calls on.
+		if calls > 1 && s.Call != nil && !s.Call.Equal(segs[j].Call) {
+			return fieldErr(id, fmt.Sprintf("segments[%d].call", i), "is %s, but the call it answers (segments[%d].call, call %d of turn %d) is %s",
+				s.Call.describe(), j, tools+1, s.Turn, segs[j].Call.describe())
+		}
+		tools++
+	}
+	if len(segs) == 0 {
+		return nil
+	}
+	return checkTurnEnd(id, segs, first, models, tools, true)
+}
+
+// checkTurnEnd checks the turn whose segments begin at first and hold models
+// model and tools tool segments, once it is over: with more than one model
+// segment, the last holds a call too, and every call is answered unless the
+// turn is the trajectory's last.
+func checkTurnEnd(id string, segs []Segment, first, models, tools int, last bool) error {
+	lastModel := first + models - 1
+	if models > 1 && segs[lastModel].Call == nil {
+		return fieldErr(id, fmt.Sprintf("segments[%d].call", lastModel), "is missing: turn %d has %d model segments, one per call, so the last holds a call too", segs[first].Turn, models)
+	}
+	calls := models
+	if models == 1 && segs[first].Call == nil {
+		calls = 0
+	}
+	if !last && tools < calls {
+		j := first + tools
+		return fieldErr(id, fmt.Sprintf("segments[%d].call", j), "%s (call %d of turn %d) has no tool segment, but turn %d follows: only the last turn may leave calls unanswered",
+			segs[j].Call.describe(), tools+1, segs[first].Turn, segs[first+models+tools].Turn)
 	}
 	return nil
 }
