@@ -412,8 +412,13 @@ func (r *runner) openFormat() (Format, error) {
 }
 
 func (r *runner) newParser() tools.Parser {
-	if r.format.CallForm() == tools.FormHermes {
+	switch r.format.CallForm() {
+	case tools.FormHermes:
 		return tools.NewHermesParser(r.registry, tools.ParserOptions{})
+	case tools.FormLlama3JSON:
+		return tools.NewLlama3Parser(r.registry, tools.ParserOptions{})
+	case tools.FormMistral:
+		return tools.NewMistralParser(r.registry, tools.ParserOptions{})
 	}
 	return tools.NewBracketParser(r.registry, tools.ParserOptions{})
 }

@@ -1,8 +1,6 @@
 package tools
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -125,53 +123,9 @@ func (p *HermesParser) Add(chunk string, done bool) ParseResult {
 // finish parses the body of a complete call.
 func (p *HermesParser) finish(body string) Call {
 	c := Call{Raw: hermesOpen + body + hermesClose, Form: FormHermes}
-	var msg struct {
-		Name       *string         `json:"name"`
-		Arguments  json.RawMessage `json:"arguments"`
-		Parameters json.RawMessage `json:"parameters"`
+	if decodeCallJSON(body, &c, false) {
+		validate(p.reg, &c)
 	}
-	dec := json.NewDecoder(strings.NewReader(body))
-	if err := dec.Decode(&msg); err != nil {
-		c.Name = sniffName(body)
-		c.ErrorClass, c.Error = ClassBadJSON, err.Error()
-		return c
-	}
-	if dec.More() {
-		c.ErrorClass, c.Error = ClassBadJSON, "text after the JSON object"
-		return c
-	}
-	if msg.Name == nil || *msg.Name == "" {
-		c.ErrorClass, c.Error = ClassBadJSON, `missing "name"`
-		return c
-	}
-	c.Name = *msg.Name
-	args := msg.Arguments
-	if args == nil {
-		args = msg.Parameters
-	}
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage(`{}`)
-	}
-	if args[0] == '"' { // arguments given as a string of JSON
-		var s string
-		if err := json.Unmarshal(args, &s); err != nil {
-			c.ErrorClass, c.Error = ClassBadJSON, "arguments: "+err.Error()
-			return c
-		}
-		args = json.RawMessage(strings.TrimSpace(s))
-		if !json.Valid(args) {
-			c.ErrorClass, c.Error = ClassBadJSON, "arguments string is not JSON"
-			return c
-		}
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, args); err != nil {
-		c.ErrorClass, c.Error = ClassBadJSON, "arguments: "+err.Error()
-		return c
-	}
-	c.Arguments = compact.Bytes()
-	validate(p.reg, &c)
 	return c
 }
 

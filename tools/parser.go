@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/toolrl/toolrl/traj"
 )
@@ -17,7 +18,8 @@ type Call struct {
 	Arguments json.RawMessage
 	// Raw is the exact text of the call, markup included.
 	Raw string
-	// Form is "bracket" or "hermes".
+	// Form is the call form it was written in: FormBracket, FormHermes,
+	// FormLlama3JSON or FormMistral.
 	Form string
 	// ErrorClass is empty for a valid call; otherwise one of unterminated,
 	// bad_json, unknown_tool, schema, too_long, over_cap.
@@ -36,10 +38,11 @@ const (
 	FormHermes  = "hermes"
 	// FormLlama3JSON is Llama-3.1/3.2's JSON tool call: the whole assistant
 	// turn is one {"name": ..., "parameters": {...}} object, ended by
-	// <|eot_id|> (vLLM's tool_chat_template_llama3.1_json.jinja).
+	// <|eot_id|> (vLLM's tool_chat_template_llama3.1_json.jinja); see
+	// Llama3Parser.
 	FormLlama3JSON = "llama3_json"
 	// FormMistral is Mistral's [TOOL_CALLS] [{"name": ..., "arguments": ...}, ...]
-	// turn (tool_chat_template_mistral_parallel.jinja).
+	// turn (tool_chat_template_mistral_parallel.jinja); see MistralParser.
 	FormMistral = "mistral"
 )
 
@@ -84,7 +87,7 @@ type Parser interface {
 // ParserOptions bound what a parser accepts. The zero value means defaults.
 type ParserOptions struct {
 	// MaxCallBytes is the longest call, markup included, before it fails as
-	// too_long (default 1024 for the bracket form, 8192 for the Hermes form).
+	// too_long (default 1024 for the bracket form, 8192 for the others).
 	MaxCallBytes int
 	// KnownBracketsOnly makes the bracket parser treat [NAME: ...] with a
 	// NAME no tool answers to as plain text, instead of an unknown_tool call
@@ -92,15 +95,23 @@ type ParserOptions struct {
 	KnownBracketsOnly bool
 }
 
-// NewParser returns the parser for a form name ("bracket" or "hermes").
+// Forms returns the call forms NewParser knows, in the order help texts
+// name them (a new slice).
+func Forms() []string { return []string{FormBracket, FormHermes, FormLlama3JSON, FormMistral} }
+
+// NewParser returns the parser for a form name (one of Forms).
 func NewParser(form string, reg *Registry, opts ParserOptions) (Parser, error) {
 	switch form {
 	case FormBracket:
 		return NewBracketParser(reg, opts), nil
 	case FormHermes:
 		return NewHermesParser(reg, opts), nil
+	case FormLlama3JSON:
+		return NewLlama3Parser(reg, opts), nil
+	case FormMistral:
+		return NewMistralParser(reg, opts), nil
 	}
-	return nil, errors.New("unknown tool-call form " + form + " (want bracket or hermes)")
+	return nil, errors.New("unknown tool-call form " + form + " (want " + strings.Join(Forms(), ", ") + ")")
 }
 
 // validate fills the error fields of c from the registry's verdict.

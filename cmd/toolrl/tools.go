@@ -182,7 +182,9 @@ each call it finds (name, arguments, error class) as JSON, one per line. With
 --exec it also runs each valid call and prints the text a rollout would inject
 after it.`,
 		Example: `  toolrl tools parse --tools tools/testdata/calc.yaml --exec 'So [CALC: 12 * 34]'
-  toolrl tools parse --tools tools.yaml --form hermes '<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>'`,
+  toolrl tools parse --tools tools.yaml --form hermes '<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>'
+  toolrl tools parse --tools tools/testdata/calc.yaml --form llama3_json '{"name": "calculator", "parameters": {"expression": "2^10"}}'
+  toolrl tools parse --tools tools/testdata/calc.yaml --form mistral '[TOOL_CALLS] [{"name": "calculator", "arguments": {"expression": "1+1"}}]'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext(cmd)
@@ -200,7 +202,7 @@ after it.`,
 		},
 	}
 	cmd.Flags().StringVar(&path, "tools", "", "tool registry file (YAML or JSON)")
-	cmd.Flags().StringVar(&form, "form", tools.FormBracket, "call syntax: bracket ([CALC: 1+2]) or hermes (<tool_call>...</tool_call>)")
+	cmd.Flags().StringVar(&form, "form", tools.FormBracket, "call syntax: bracket ([CALC: 1+2]), hermes (<tool_call>...</tool_call>), llama3_json (the text is one {\"name\": ..., \"parameters\": ...} turn) or mistral ([TOOL_CALLS] [...])")
 	cmd.Flags().BoolVar(&exec, "exec", false, "run each valid call and print the injected text")
 	return cmd
 }
@@ -220,9 +222,14 @@ func parseTools(ctx context.Context, reg *tools.Registry, p tools.Parser, form, 
 			if exec {
 				res := ex.Execute(ctx, c)
 				line.Result = &res
-				if form == tools.FormHermes {
+				switch form {
+				case tools.FormHermes:
 					line.Inject = tools.HermesInjection(res)
-				} else {
+				case tools.FormLlama3JSON, tools.FormMistral:
+					// The tool message's content: the model's chat template
+					// renders the turn around it (ipython, [TOOL_RESULTS]).
+					line.Inject = res.Content
+				default:
 					line.Inject = tools.BracketInjection(res)
 				}
 			}
