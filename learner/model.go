@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/model/train"
 )
 
 // LoadModel reads a Hugging Face model folder (config.json and
-// model.safetensors) into a trainable model. It refuses, naming the feature,
-// a folder model/train cannot represent: a model type other than llama,
-// attention or MLP biases, scaled RoPE, a head_dim other than
-// hidden_size/num_attention_heads, or no safetensors checkpoint.
+// model.safetensors) into a trainable model. It refuses, naming the key, a
+// folder model/train cannot represent (see TrainConfig) or one without a
+// safetensors checkpoint.
 func LoadModel(dir string) (*train.Model, llama.Config, error) {
 	cfg, err := llama.LoadConfig(dir)
 	if err != nil {
@@ -47,25 +47,36 @@ func LoadModel(dir string) (*train.Model, llama.Config, error) {
 }
 
 // TrainConfig maps a Hugging Face config onto model/train's architecture,
-// or says which feature the learner cannot train.
+// or says which key the learner cannot train. It trains what model/llama
+// builds: llama (attention_bias included), mistral without a sliding window,
+// qwen2 (q/k/v biases), qwen3 (q/k norm, explicit head_dim) and their
+// rope_scaling types; llama.Config.Validate refuses the rest, naming the key.
 func TrainConfig(c llama.Config) (train.Config, error) {
 	if err := c.Validate(); err != nil {
 		return train.Config{}, err
 	}
-	switch {
-	case c.ModelType != "llama":
-		return train.Config{}, fmt.Errorf("model_type %q: the learner trains llama models only (qwen2 needs q/k/v biases, mistral sliding windows)", c.ModelType)
-	case c.AttentionBias:
-		return train.Config{}, fmt.Errorf("attention_bias=true: the learner's Llama has no projection biases")
-	case c.HeadDimension()*c.NumAttentionHeads != c.HiddenSize:
-		return train.Config{}, fmt.Errorf("head_dim %d × %d heads ≠ hidden_size %d: the learner needs head_dim = hidden_size/num_attention_heads", c.HeadDimension(), c.NumAttentionHeads, c.HiddenSize)
-	case c.MaxPositionEmbeddings < 2:
+	if c.MaxPositionEmbeddings < 2 {
 		return train.Config{}, fmt.Errorf("max_position_embeddings %d: want ≥ 2", c.MaxPositionEmbeddings)
 	}
 	tc := train.Config{
 		Vocab: c.VocabSize, Dim: c.HiddenSize, Layers: c.NumHiddenLayers, Heads: c.NumAttentionHeads,
 		KVHeads: c.KVHeads(), FF: c.IntermediateSize, MaxPos: c.MaxPositionEmbeddings,
 		RopeTheta: c.Theta(), NormEps: c.RMSNormEps, UntiedHead: !c.TieWordEmbeddings,
+		QKVBias: c.QKVBias(), OBias: c.OBias(), QKNorm: c.ModelType == "qwen3",
 	}
-	return tc, tc.Validate()
+	// The defaults stay zero values, so that a model built by NewModel from
+	// a plain Config equals the one loaded back from its folder.
+	if c.ModelType != "llama" {
+		tc.ModelType = c.ModelType
+	}
+	if d := c.HeadDimension(); d*c.NumAttentionHeads != c.HiddenSize {
+		tc.HeadDim = d
+	}
+	if rs := strings.TrimSpace(string(c.RopeScaling)); rs != "" && rs != "null" {
+		tc.RopeScaling = rs
+	}
+	if err := tc.Validate(); err != nil {
+		return train.Config{}, err
+	}
+	return tc, nil
 }

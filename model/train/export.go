@@ -7,18 +7,50 @@ import (
 	"github.com/toolrl/toolrl/model/safetensors"
 )
 
-// LlamaConfig returns the model's Hugging Face config (float32), with bos, eos and pad set to the given ids.
+// LlamaConfig returns the model's Hugging Face config (float32), with bos,
+// eos and pad set to the given ids: the family (model_type, its
+// architectures filled in by model/llama), head_dim, attention_bias and
+// rope_scaling as the Config says, so that a folder written from it loads
+// back as the same architecture.
 func (m *Model) LlamaConfig(bos, eos, pad int) llama.Config {
 	c := m.Config
-	return llama.Config{
-		ModelType: "llama", Architectures: []string{"LlamaForCausalLM"},
+	hf := llama.Config{
+		ModelType: c.modelType(),
 		VocabSize: c.Vocab, HiddenSize: c.Dim, IntermediateSize: c.FF, NumHiddenLayers: c.Layers,
-		NumAttentionHeads: c.Heads, NumKeyValueHeads: c.KVHeads, HeadDim: c.HeadDim(), HiddenAct: "silu",
-		RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta, MaxPositionEmbeddings: c.MaxPos,
+		NumAttentionHeads: c.Heads, NumKeyValueHeads: c.KVHeads, HeadDim: c.HeadDimension(), HiddenAct: "silu",
+		RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta, MaxPositionEmbeddings: c.ropeMaxPos(),
 		TieWordEmbeddings: !c.UntiedHead, InitializerRange: 0.02,
 		BOSTokenID: llama.TokenIDs{bos}, EOSTokenID: llama.TokenIDs{eos}, PadTokenID: llama.TokenIDs{pad},
 		TorchDType: "float32", UseCache: true,
+		// Qwen2 has q/k/v biases by construction; elsewhere attention_bias
+		// puts them on q, k, v and o alike.
+		AttentionBias: c.OBias,
 	}
+	if c.ropeScaled() {
+		hf.RopeScaling = []byte(c.RopeScaling)
+	}
+	return hf
+}
+
+// modelType is config.json's model_type ("llama" when unset).
+func (c Config) modelType() string {
+	if c.ModelType == "" {
+		return "llama"
+	}
+	return c.ModelType
+}
+
+// checkFamily reports a feature combination that the family's config.json
+// cannot express (the written folder would load as another architecture).
+func (c Config) checkFamily() error {
+	hf := llama.Config{ModelType: c.modelType(), AttentionBias: c.OBias}
+	switch {
+	case hf.QKVBias() != c.QKVBias || hf.OBias() != c.OBias:
+		return fmt.Errorf("train: model_type %s with q/k/v bias %v and o bias %v has no config.json form", hf.ModelType, c.QKVBias, c.OBias)
+	case c.QKNorm != (c.modelType() == "qwen3"):
+		return fmt.Errorf("train: model_type %s with q/k norm %v has no config.json form (q_norm/k_norm are qwen3's)", hf.ModelType, c.QKNorm)
+	}
+	return nil
 }
 
 // LlamaWeights returns the weights under their HF names; the data aliases the model.
@@ -43,6 +75,9 @@ type FolderFiles struct {
 // onnx/model.onnx (weights inline) and the given files. The bytes depend
 // only on the weights, ids and files.
 func (m *Model) WriteFolder(dir string, bos, eos, pad int, files FolderFiles) error {
+	if err := m.Config.checkFamily(); err != nil {
+		return fmt.Errorf("write model folder %s: %w", dir, err)
+	}
 	cfg := m.LlamaConfig(bos, eos, pad)
 	_, err := llama.WriteFolder(dir, llama.FolderSpec{
 		Config: cfg, Weights: m.LlamaWeights(),

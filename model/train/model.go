@@ -8,7 +8,11 @@
 // x*rsqrt(mean(x²)+eps)*w, rotary embeddings with rotate_half (non-interleaved
 // halves), grouped-query attention, SwiGLU MLP. Weights are stored under HF
 // names in PyTorch Linear layout ([out, in], row-major), so a trained model
-// is written to safetensors as is.
+// is written to safetensors as is. The features that separate the families
+// the builder builds are fields of Config: q/k/v and o projection biases
+// (Qwen2ForCausalLM, Llama's attention_bias), per-head q/k RMSNorm and an
+// explicit head width (Qwen3ForCausalLM), and scaled RoPE (rope_scaling, whose
+// tables model/llama computes as transformers does).
 package train
 
 import (
@@ -33,22 +37,61 @@ type Config struct {
 	// [Vocab, Dim] instead of reusing the embedding (tie_word_embeddings
 	// false, as the "tiny" random shape has).
 	UntiedHead bool
+	// ModelType is config.json's model_type written back on export ("" is
+	// "llama"). The math reads only the feature fields below.
+	ModelType string
+	// HeadDim is the per-head width; 0 means Dim/Heads. The attention width
+	// Heads·HeadDim may differ from Dim (Qwen3): q_proj is [Heads·HeadDim,
+	// Dim] and o_proj [Dim, Heads·HeadDim].
+	HeadDim int
+	// QKVBias gives q_proj, k_proj and v_proj a bias (Qwen2; Llama and Qwen3
+	// attention_bias); OBias gives o_proj one (Llama and Qwen3
+	// attention_bias).
+	QKVBias, OBias bool
+	// QKNorm applies RMSNorm over HeadDim to every query and key head after
+	// the projection and before RoPE, with weights
+	// self_attn.q_norm.weight and self_attn.k_norm.weight [HeadDim] shared
+	// by the heads (Qwen3Attention) and epsilon NormEps.
+	QKNorm bool
+	// RopeScaling is config.json's rope_scaling object verbatim ("" or
+	// "null": plain RoPE). The inverse frequencies and attention scaling
+	// come from model/llama's RoPE, as the builder's graph and reference use
+	// them; for rope type "dynamic" they depend on each sequence's length
+	// (see ropeTables).
+	RopeScaling string
+	// RopeMaxPos is config.json's max_position_embeddings when it differs
+	// from MaxPos (0: MaxPos): the length the rope_scaling formulas are
+	// relative to.
+	RopeMaxPos int
 }
 
-// HeadDim is Dim / Heads.
-func (c Config) HeadDim() int { return c.Dim / c.Heads }
+// HeadDimension returns the per-head width: HeadDim, or Dim/Heads when unset.
+func (c Config) HeadDimension() int {
+	if c.HeadDim != 0 {
+		return c.HeadDim
+	}
+	return c.Dim / c.Heads
+}
+
+// attnWidth is Heads·HeadDimension, the width of q and of o_proj's input.
+func (c Config) attnWidth() int { return c.Heads * c.HeadDimension() }
 
 // Validate reports an unusable configuration.
 func (c Config) Validate() error {
 	switch {
 	case c.Vocab < 2 || c.Dim < 2 || c.Layers < 1 || c.Heads < 1 || c.KVHeads < 1 || c.FF < 1 || c.MaxPos < 2:
 		return fmt.Errorf("train: config has a non-positive size: %+v", c)
-	case c.Dim%c.Heads != 0:
-		return fmt.Errorf("train: dim %d not divisible by heads %d", c.Dim, c.Heads)
+	case c.HeadDim < 0:
+		return fmt.Errorf("train: head dim %d is negative", c.HeadDim)
+	case c.HeadDim == 0 && c.Dim%c.Heads != 0:
+		return fmt.Errorf("train: dim %d not divisible by heads %d (set HeadDim)", c.Dim, c.Heads)
 	case c.Heads%c.KVHeads != 0:
 		return fmt.Errorf("train: heads %d not divisible by kv heads %d", c.Heads, c.KVHeads)
-	case c.HeadDim()%2 != 0:
-		return fmt.Errorf("train: head dim %d is odd (rotary needs pairs)", c.HeadDim())
+	case c.HeadDimension()%2 != 0:
+		return fmt.Errorf("train: head dim %d is odd (rotary needs pairs)", c.HeadDimension())
+	}
+	if _, _, err := c.ropeFreqs(c.MaxPos); err != nil {
+		return err
 	}
 	return nil
 }
@@ -71,9 +114,11 @@ func newParam(name string, decay bool, shape ...int) *Param {
 	return &Param{Name: name, Shape: shape, W: make([]float32, n), G: make([]float32, n), M: make([]float32, n), V: make([]float32, n), Decay: decay}
 }
 
-// layer holds one decoder layer's parameters.
+// layer holds one decoder layer's parameters; bq, bk, bv, bo, qNorm and
+// kNorm are nil when the config lacks the feature.
 type layer struct {
 	attnNorm, wq, wk, wv, wo, mlpNorm, wg, wu, wd *Param
+	bq, bk, bv, bo, qNorm, kNorm                  *Param
 }
 
 // Model is the trainable model. Not safe for concurrent use.
@@ -85,34 +130,53 @@ type Model struct {
 	embed     *Param
 	layers    []layer
 	finalNorm *Param
-	head      *Param    // the output projection: embed when tied, else lm_head.weight
-	cos, sin  []float32 // [MaxPos, HeadDim/2]
+	head      *Param             // the output projection: embed when tied, else lm_head.weight
+	ropeTab   ropeTables         // positions 0..MaxPos-1
+	dynRope   map[int]ropeTables // rope type dynamic: tables by sequence length
 }
 
 // NewModel allocates a model and initialises it from seed: matrices from
 // N(0, 0.02²), the output projections of each residual branch (o_proj,
-// down_proj) scaled by 1/sqrt(2·Layers) as in GPT-2, norms to 1.
+// down_proj) scaled by 1/sqrt(2·Layers) as in GPT-2, norms to 1, biases
+// to 0.
 func NewModel(c Config, seed uint64) (*Model, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	m := &Model{Config: c}
 	add := func(p *Param) *Param { m.Params = append(m.Params, p); return p }
-	kv := c.KVHeads * c.HeadDim()
+	hd, aw := c.HeadDimension(), c.attnWidth()
+	kv := c.KVHeads * hd
 	m.embed = add(newParam("model.embed_tokens.weight", true, c.Vocab, c.Dim))
 	for i := range c.Layers {
 		pre := fmt.Sprintf("model.layers.%d.", i)
-		m.layers = append(m.layers, layer{
-			attnNorm: add(newParam(pre+"input_layernorm.weight", false, c.Dim)),
-			wq:       add(newParam(pre+"self_attn.q_proj.weight", true, c.Dim, c.Dim)),
-			wk:       add(newParam(pre+"self_attn.k_proj.weight", true, kv, c.Dim)),
-			wv:       add(newParam(pre+"self_attn.v_proj.weight", true, kv, c.Dim)),
-			wo:       add(newParam(pre+"self_attn.o_proj.weight", true, c.Dim, c.Dim)),
-			mlpNorm:  add(newParam(pre+"post_attention_layernorm.weight", false, c.Dim)),
-			wg:       add(newParam(pre+"mlp.gate_proj.weight", true, c.FF, c.Dim)),
-			wu:       add(newParam(pre+"mlp.up_proj.weight", true, c.FF, c.Dim)),
-			wd:       add(newParam(pre+"mlp.down_proj.weight", true, c.Dim, c.FF)),
-		})
+		var l layer
+		l.attnNorm = add(newParam(pre+"input_layernorm.weight", false, c.Dim))
+		l.wq = add(newParam(pre+"self_attn.q_proj.weight", true, aw, c.Dim))
+		if c.QKVBias {
+			l.bq = add(newParam(pre+"self_attn.q_proj.bias", false, aw))
+		}
+		l.wk = add(newParam(pre+"self_attn.k_proj.weight", true, kv, c.Dim))
+		if c.QKVBias {
+			l.bk = add(newParam(pre+"self_attn.k_proj.bias", false, kv))
+		}
+		l.wv = add(newParam(pre+"self_attn.v_proj.weight", true, kv, c.Dim))
+		if c.QKVBias {
+			l.bv = add(newParam(pre+"self_attn.v_proj.bias", false, kv))
+		}
+		l.wo = add(newParam(pre+"self_attn.o_proj.weight", true, c.Dim, aw))
+		if c.OBias {
+			l.bo = add(newParam(pre+"self_attn.o_proj.bias", false, c.Dim))
+		}
+		if c.QKNorm {
+			l.qNorm = add(newParam(pre+"self_attn.q_norm.weight", false, hd))
+			l.kNorm = add(newParam(pre+"self_attn.k_norm.weight", false, hd))
+		}
+		l.mlpNorm = add(newParam(pre+"post_attention_layernorm.weight", false, c.Dim))
+		l.wg = add(newParam(pre+"mlp.gate_proj.weight", true, c.FF, c.Dim))
+		l.wu = add(newParam(pre+"mlp.up_proj.weight", true, c.FF, c.Dim))
+		l.wd = add(newParam(pre+"mlp.down_proj.weight", true, c.Dim, c.FF))
+		m.layers = append(m.layers, l)
 	}
 	m.finalNorm = add(newParam("model.norm.weight", false, c.Dim))
 	m.head = m.embed
@@ -123,6 +187,8 @@ func NewModel(c Config, seed uint64) (*Model, error) {
 	resid := 0.02 / math.Sqrt(2*float64(c.Layers))
 	for _, p := range m.Params {
 		switch {
+		case strings.HasSuffix(p.Name, ".bias"):
+			// zero, as allocated
 		case len(p.Shape) == 1:
 			for i := range p.W {
 				p.W[i] = 1
@@ -137,25 +203,12 @@ func NewModel(c Config, seed uint64) (*Model, error) {
 			}
 		}
 	}
-	m.initRope()
-	return m, nil
-}
-
-// initRope fills the rotary tables the way HF does: inv_freq computed in
-// float32, angle = position * inv_freq.
-func (m *Model) initRope() {
-	c := m.Config
-	half := c.HeadDim() / 2
-	m.cos = make([]float32, c.MaxPos*half)
-	m.sin = make([]float32, c.MaxPos*half)
-	for i := range half {
-		inv := float32(1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadDim())))
-		for p := range c.MaxPos {
-			a := float64(float32(p) * inv)
-			m.cos[p*half+i] = float32(math.Cos(a))
-			m.sin[p*half+i] = float32(math.Sin(a))
-		}
+	rt, err := c.ropeTables(c.MaxPos)
+	if err != nil {
+		return nil, err
 	}
+	m.ropeTab = rt
+	return m, nil
 }
 
 // NumParams counts the weights (a tied embedding counted once).

@@ -21,6 +21,9 @@ type layerCache struct {
 	xin, h1, q, k, v, o, xmid, h2, g, u, a []float32
 	r1, r2                                 []float32
 	probs                                  [][]float32 // per sequence: [heads][T][T]
+	// With QKNorm: q and k before their norm (projection plus bias) and
+	// the per-head rsqrt of the norm, [n·heads].
+	qpre, kpre, rq, rk []float32
 }
 
 // pass holds a batch's layout and activations.
@@ -30,8 +33,9 @@ type pass struct {
 	tokens      []int32
 	layers      []layerCache
 	xf, hf, rf  []float32
-	rows        []int   // positions whose next token is trained
-	targets     []int32 // the trained next tokens
+	ropes       []ropeTables // per sequence
+	rows        []int        // positions whose next token is trained
+	targets     []int32      // the trained next tokens
 	hm, logits  []float32
 }
 
@@ -84,6 +88,11 @@ func (m *Model) forward(seqs []Sequence, train bool) (*pass, error) {
 		if train && len(s.LossMask) != len(s.Tokens) {
 			return nil, fmt.Errorf("train: sequence %d has %d tokens but %d mask values", i, len(s.Tokens), len(s.LossMask))
 		}
+		rt, err := m.tablesFor(len(s.Tokens))
+		if err != nil {
+			return nil, err
+		}
+		p.ropes = append(p.ropes, rt)
 		p.starts = append(p.starts, p.n)
 		p.lns = append(p.lns, len(s.Tokens))
 		p.n += len(s.Tokens)
@@ -99,7 +108,8 @@ func (m *Model) forward(seqs []Sequence, train bool) (*pass, error) {
 			}
 		}
 	}
-	n, d, kv, f := p.n, c.Dim, c.KVHeads*c.HeadDim(), c.FF
+	hd, aw := c.HeadDimension(), c.attnWidth()
+	n, d, kv, f := p.n, c.Dim, c.KVHeads*hd, c.FF
 	x := make([]float32, n*d)
 	for i, tok := range p.tokens {
 		copy(x[i*d:(i+1)*d], m.embed.W[int(tok)*d:(int(tok)+1)*d])
@@ -110,17 +120,33 @@ func (m *Model) forward(seqs []Sequence, train bool) (*pass, error) {
 		lc.xin = x
 		lc.h1, lc.r1 = make([]float32, n*d), make([]float32, n)
 		rmsNorm(lc.h1, lc.r1, x, l.attnNorm.W, n, d, c.NormEps)
-		lc.q, lc.k, lc.v = make([]float32, n*d), make([]float32, n*kv), make([]float32, n*kv)
-		linear(lc.q, lc.h1, l.wq.W, n, d, d)
+		lc.q, lc.k, lc.v = make([]float32, n*aw), make([]float32, n*kv), make([]float32, n*kv)
+		linear(lc.q, lc.h1, l.wq.W, n, d, aw)
 		linear(lc.k, lc.h1, l.wk.W, n, d, kv)
 		linear(lc.v, lc.h1, l.wv.W, n, d, kv)
+		if l.bq != nil {
+			addBias(lc.q, l.bq.W)
+			addBias(lc.k, l.bk.W)
+			addBias(lc.v, l.bv.W)
+		}
+		if l.qNorm != nil {
+			// Qwen3Attention: q_norm/k_norm over each head's HeadDim values.
+			lc.qpre, lc.kpre = lc.q, lc.k
+			lc.q, lc.rq = make([]float32, n*aw), make([]float32, n*c.Heads)
+			lc.k, lc.rk = make([]float32, n*kv), make([]float32, n*c.KVHeads)
+			rmsNorm(lc.q, lc.rq, lc.qpre, l.qNorm.W, n*c.Heads, hd, c.NormEps)
+			rmsNorm(lc.k, lc.rk, lc.kpre, l.kNorm.W, n*c.KVHeads, hd, c.NormEps)
+		}
 		m.rope(lc.q, p, c.Heads, false)
 		m.rope(lc.k, p, c.KVHeads, false)
-		lc.o = make([]float32, n*d)
+		lc.o = make([]float32, n*aw)
 		lc.probs = make([][]float32, len(p.starts))
 		m.attention(p, lc)
 		attn := make([]float32, n*d)
-		linear(attn, lc.o, l.wo.W, n, d, d)
+		linear(attn, lc.o, l.wo.W, n, aw, d)
+		if l.bo != nil {
+			addBias(attn, l.bo.W)
+		}
 		lc.xmid = make([]float32, n*d)
 		for i := range attn {
 			lc.xmid[i] = x[i] + attn[i]
@@ -167,6 +193,27 @@ func rmsNorm(y, r, x, w []float32, n, d int, eps float64) {
 	}
 }
 
+// addBias adds b to every row of y ([rows, len(b)]).
+func addBias(y, b []float32) {
+	w := len(b)
+	for i := 0; i < len(y); i += w {
+		row := y[i : i+w]
+		for j, v := range b {
+			row[j] += v
+		}
+	}
+}
+
+// biasBack adds the column sums of dy ([rows, len(db)]) to db.
+func biasBack(db, dy []float32) {
+	w := len(db)
+	for i := 0; i < len(dy); i += w {
+		for j, v := range dy[i : i+w] {
+			db[j] += v
+		}
+	}
+}
+
 // rmsNormBack adds to dw and writes dx (overwrite) for y = rmsNorm(x).
 // With g = dy·w: dx = r·g − x·r³·mean(g·x).
 func rmsNormBack(dx, dw, dy, x, r, w []float32, n, d int) {
@@ -189,12 +236,13 @@ func rmsNormBack(dx, dw, dy, x, r, w []float32, n, d int) {
 // (a, b) = (x[i], x[i+hd/2]) becomes (a·cos − b·sin, b·cos + a·sin).
 // inverse applies the transpose rotation (the backward pass).
 func (m *Model) rope(x []float32, p *pass, heads int, inverse bool) {
-	hd := m.Config.HeadDim()
+	hd := m.Config.HeadDimension()
 	half := hd / 2
 	width := heads * hd
 	for s, start := range p.starts {
+		rt := p.ropes[s]
 		for t := range p.lns[s] {
-			cs, sn := m.cos[t*half:(t+1)*half], m.sin[t*half:(t+1)*half]
+			cs, sn := rt.cos[t*half:(t+1)*half], rt.sin[t*half:(t+1)*half]
 			row := x[(start+t)*width : (start+t+1)*width]
 			for h := range heads {
 				v := row[h*hd : (h+1)*hd]
@@ -232,7 +280,8 @@ func parallelSeqs(n int, fn func(worker, s int)) {
 // keeping the probabilities for backward.
 func (m *Model) attention(p *pass, lc *layerCache) {
 	c := m.Config
-	hd, d, kv := c.HeadDim(), c.Dim, c.KVHeads*c.HeadDim()
+	hd, aw := c.HeadDimension(), c.attnWidth()
+	kv := c.KVHeads * hd
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	parallelSeqs(len(p.starts), func(_, s int) {
@@ -241,7 +290,7 @@ func (m *Model) attention(p *pass, lc *layerCache) {
 		for h := range c.Heads {
 			g := h / group
 			pr := probs[h*T*T : (h+1)*T*T]
-			sgemm(false, true, T, T, hd, scale, lc.q[start*d+h*hd:], d, lc.k[start*kv+g*hd:], kv, 0, pr, T)
+			sgemm(false, true, T, T, hd, scale, lc.q[start*aw+h*hd:], aw, lc.k[start*kv+g*hd:], kv, 0, pr, T)
 			for i := range T {
 				row := pr[i*T : (i+1)*T]
 				mx := row[0]
@@ -262,7 +311,7 @@ func (m *Model) attention(p *pass, lc *layerCache) {
 					row[j] = 0
 				}
 			}
-			sgemm(false, false, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*d+h*hd:], d)
+			sgemm(false, false, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*aw+h*hd:], aw)
 		}
 		lc.probs[s] = probs
 	})
@@ -271,7 +320,8 @@ func (m *Model) attention(p *pass, lc *layerCache) {
 // attentionBack writes dq and accumulates dk, dv (zeroed by the caller) from do.
 func (m *Model) attentionBack(p *pass, lc *layerCache, do, dq, dk, dv []float32) {
 	c := m.Config
-	hd, d, kv := c.HeadDim(), c.Dim, c.KVHeads*c.HeadDim()
+	hd, aw := c.HeadDimension(), c.attnWidth()
+	kv := c.KVHeads * hd
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	parallelSeqs(len(p.starts), func(_, s int) {
@@ -280,9 +330,9 @@ func (m *Model) attentionBack(p *pass, lc *layerCache, do, dq, dk, dv []float32)
 		for h := range c.Heads {
 			g := h / group
 			pr := lc.probs[s][h*T*T : (h+1)*T*T]
-			vOff, kOff, qOff := start*kv+g*hd, start*kv+g*hd, start*d+h*hd
-			sgemm(false, true, T, T, hd, 1, do[qOff:], d, lc.v[vOff:], kv, 0, dp, T)
-			sgemm(true, false, T, hd, T, 1, pr, T, do[qOff:], d, 1, dv[vOff:], kv)
+			vOff, kOff, qOff := start*kv+g*hd, start*kv+g*hd, start*aw+h*hd
+			sgemm(false, true, T, T, hd, 1, do[qOff:], aw, lc.v[vOff:], kv, 0, dp, T)
+			sgemm(true, false, T, hd, T, 1, pr, T, do[qOff:], aw, 1, dv[vOff:], kv)
 			// softmax backward: dS = P ∘ (dP − rowsum(dP ∘ P))
 			for i := range T {
 				prow, drow := pr[i*T:(i+1)*T], dp[i*T:(i+1)*T]
@@ -297,8 +347,8 @@ func (m *Model) attentionBack(p *pass, lc *layerCache, do, dq, dk, dv []float32)
 					drow[j] = 0
 				}
 			}
-			sgemm(false, false, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], d)
-			sgemm(true, false, T, hd, T, scale, dp, T, lc.q[qOff:], d, 1, dk[kOff:], kv)
+			sgemm(false, false, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], aw)
+			sgemm(true, false, T, hd, T, scale, dp, T, lc.q[qOff:], aw, 1, dk[kOff:], kv)
 		}
 	})
 }
@@ -358,7 +408,8 @@ func (m *Model) backward(p *pass) float64 {
 // p.hm the rows' final hidden states) is dlogits.
 func (m *Model) backwardFromLogits(p *pass, dlogits []float32) {
 	c := m.Config
-	n, d, kv, f, V, M := p.n, c.Dim, c.KVHeads*c.HeadDim(), c.FF, c.Vocab, len(p.rows)
+	hd, aw := c.HeadDimension(), c.attnWidth()
+	n, d, kv, f, V, M := p.n, c.Dim, c.KVHeads*hd, c.FF, c.Vocab, len(p.rows)
 	dhm := make([]float32, M*d)
 	linearBack(dhm, m.head.G, dlogits, p.hm, m.head.W, M, d, V, 0)
 	dhf := make([]float32, n*d)
@@ -369,7 +420,11 @@ func (m *Model) backwardFromLogits(p *pass, dlogits []float32) {
 	rmsNormBack(dx, m.finalNorm.G, dhf, p.xf, p.rf, m.finalNorm.W, n, d)
 	da, dg, du := make([]float32, n*f), make([]float32, n*f), make([]float32, n*f)
 	dh := make([]float32, n*d)
-	do, dq, dk, dv := make([]float32, n*d), make([]float32, n*d), make([]float32, n*kv), make([]float32, n*kv)
+	do, dq, dk, dv := make([]float32, n*aw), make([]float32, n*aw), make([]float32, n*kv), make([]float32, n*kv)
+	var dqpre, dkpre []float32 // gradients before the q/k norm
+	if c.QKNorm {
+		dqpre, dkpre = make([]float32, n*aw), make([]float32, n*kv)
+	}
 	dxmid := make([]float32, n*d)
 	for li := c.Layers - 1; li >= 0; li-- {
 		l, lc := m.layers[li], &p.layers[li]
@@ -387,14 +442,28 @@ func (m *Model) backwardFromLogits(p *pass, dlogits []float32) {
 			dxmid[i] += dx[i]
 		}
 		// attention branch: xmid = xin + o_proj(attn)
-		linearBack(do, l.wo.G, dxmid, lc.o, l.wo.W, n, d, d, 0)
+		linearBack(do, l.wo.G, dxmid, lc.o, l.wo.W, n, aw, d, 0)
+		if l.bo != nil {
+			biasBack(l.bo.G, dxmid)
+		}
 		clear(dk)
 		clear(dv)
 		m.attentionBack(p, lc, do, dq, dk, dv)
 		m.rope(dq, p, c.Heads, true)
 		m.rope(dk, p, c.KVHeads, true)
-		linearBack(dh, l.wq.G, dq, lc.h1, l.wq.W, n, d, d, 0)
-		linearBack(dh, l.wk.G, dk, lc.h1, l.wk.W, n, d, kv, 1)
+		dqp, dkp := dq, dk // gradients of the projections' outputs
+		if l.qNorm != nil {
+			rmsNormBack(dqpre, l.qNorm.G, dq, lc.qpre, lc.rq, l.qNorm.W, n*c.Heads, hd)
+			rmsNormBack(dkpre, l.kNorm.G, dk, lc.kpre, lc.rk, l.kNorm.W, n*c.KVHeads, hd)
+			dqp, dkp = dqpre, dkpre
+		}
+		if l.bq != nil {
+			biasBack(l.bq.G, dqp)
+			biasBack(l.bk.G, dkp)
+			biasBack(l.bv.G, dv)
+		}
+		linearBack(dh, l.wq.G, dqp, lc.h1, l.wq.W, n, d, aw, 0)
+		linearBack(dh, l.wk.G, dkp, lc.h1, l.wk.W, n, d, kv, 1)
 		linearBack(dh, l.wv.G, dv, lc.h1, l.wv.W, n, d, kv, 1)
 		rmsNormBack(dx, l.attnNorm.G, dh, lc.xin, lc.r1, l.attnNorm.W, n, d)
 		for i := range dx {
