@@ -16,6 +16,9 @@ import (
 func TestMatchesReferenceForward(t *testing.T) {
 	cases := familyConfigs()
 	cases["llama"] = tinyConfig()
+	// model/llama's reference does not build qwen3 yet.
+	delete(cases, "qwen3-qk-norm")
+	delete(cases, "qwen3-qk-norm-bias")
 	names := make([]string, 0, len(cases))
 	for n := range cases {
 		names = append(names, n)
