@@ -279,4 +279,3 @@ func onPolicyMismatch(t *testing.T, cfg llama.Config) (float64, int) {
 	}
 	return worst, lp.Rows()
 }
-
