@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolrl/toolrl/chat"
 )
 
 // The registry file (YAML, or JSON, which YAML reads too):
@@ -52,7 +54,9 @@ type entryDoc struct {
 type functionDoc struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
-	Parameters  any    `yaml:"parameters"`
+	// Parameters stays a node so the schema keeps the key order written:
+	// chat templates print it, and apply_chat_template keeps that order.
+	Parameters yaml.Node `yaml:"parameters"`
 }
 
 // LoadRegistry reads a registry file and builds its tools. Relative paths in
@@ -235,8 +239,8 @@ func override(t Tool, fn *functionDoc) (Tool, error) {
 	if fn.Description != "" {
 		o.description = fn.Description
 	}
-	if fn.Parameters != nil {
-		raw, err := json.Marshal(fn.Parameters)
+	if !fn.Parameters.IsZero() && fn.Parameters.Tag != "!!null" {
+		raw, err := chat.JSONFromYAML(&fn.Parameters)
 		if err != nil {
 			return nil, fmt.Errorf("parameters: %w", err)
 		}
