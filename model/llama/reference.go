@@ -34,14 +34,14 @@ func NewReference(cfg Config, w Weights) (*Reference, error) {
 // Config returns the model's config.
 func (r *Reference) Config() Config { return r.cfg }
 
-// InvFreq returns RoPE's inverse frequencies [D/2] computed in float32 as
-// transformers does: 1 / theta^(2i/D).
+// InvFreq returns RoPE's inverse frequencies [D/2] as float32, as
+// transformers computes them (RoPE at a length within
+// max_position_embeddings; plain RoPE: 1 / theta^(2i/D)).
 func InvFreq(cfg Config) []float32 {
-	d := cfg.HeadDimension()
-	out := make([]float32, d/2)
-	for i := range out {
-		exp := float32(2*i) / float32(d)
-		out[i] = 1 / float32(math.Pow(cfg.Theta(), float64(exp)))
+	f, _ := RoPE(cfg, 0)
+	out := make([]float32, len(f))
+	for i, v := range f {
+		out[i] = float32(v)
 	}
 	return out
 }
