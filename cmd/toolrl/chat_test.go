@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -100,5 +101,20 @@ func TestChatRenderRefusals(t *testing.T) {
 		if _, err := runChat(t, "", c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err = %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestRolloutChatTemplateKwargsFlag: a malformed --chat-template-kwargs is
+// a usage error naming the flag, before anything runs.
+func TestRolloutChatTemplateKwargsFlag(t *testing.T) {
+	root := newRootCmd()
+	root.SetArgs([]string{"rollout", "--model", t.TempDir(), "--prompts", "p.jsonl", "--chat-template-kwargs", "[1]"})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.Execute()
+	var ue usageError
+	if err == nil || !strings.Contains(err.Error(), "--chat-template-kwargs") || !errors.As(err, &ue) {
+		t.Errorf("err = %v, want a usage error naming --chat-template-kwargs", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/chat"
 	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/orchestrator"
@@ -28,6 +29,7 @@ func newRolloutCmd() *cobra.Command {
 		flags     orchestrator.Job
 		resume    bool
 		greedy    bool
+		kwargs    string
 		iteration int
 		dist      distributedFlags
 		report    reportFlags
@@ -140,6 +142,13 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 			if set("format") {
 				job.Format = flags.Format
 			}
+			if set("chat-template-kwargs") {
+				kw, err := chat.ParseKwargs(kwargs)
+				if err != nil {
+					return usageErrorf("--chat-template-kwargs: %w", err)
+				}
+				job.ChatTemplateKwargs = kw
+			}
 			if set("out") {
 				job.Out = flags.Out
 			}
@@ -222,6 +231,7 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 	f.IntVar(&flags.Threads, "threads", 0, "ONNX Runtime intra-op threads (0 = one per core)")
 	f.StringVar(&flags.Provider, "provider", "cpu", "execution provider: cpu or cuda")
 	f.StringVar(&flags.Format, "format", "auto", "prompt format: auto, plain or chat")
+	f.StringVar(&kwargs, "chat-template-kwargs", "", `chat format: JSON object of extra chat-template variables, e.g. '{"enable_thinking": false}' (replaces the job file's chat_template_kwargs)`)
 	f.StringVar(&flags.Out, "out", "", "output: FILE.jsonl, FILE.parquet or redis://host:port/db (default out/JOB.jsonl)")
 	f.BoolVar(&flags.SkipInvalid, "skip-invalid", false, "skip malformed prompt lines (counted) instead of stopping")
 	f.BoolVar(&resume, "resume", true, "skip groups already in the output")
