@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/toolrl/toolrl/model/llama"
 )
 
 func tinyConfig() Config {
@@ -74,16 +76,47 @@ func familyConfigs() map[string]Config {
 	qwen3.ModelType, qwen3.QKNorm, qwen3.HeadDim, qwen3.UntiedHead = "qwen3", true, 6, true
 	qwen3Bias := qwen3
 	qwen3Bias.QKVBias, qwen3Bias.OBias = true, true
-	return map[string]Config{
+	cases := map[string]Config{
 		"qwen2-qkv-bias": qwen2, "llama-attention-bias": llamaBias, "head-dim": headDim,
 		"qwen3-qk-norm": qwen3, "qwen3-qk-norm-bias": qwen3Bias,
+	}
+	for name, c := range ropeConfigs() {
+		cases[name] = c
+	}
+	return cases
+}
+
+// ropeConfigs are the tiny config with each rope_scaling type, set so that
+// every branch of its formula is taken at head dim 4 (inverse frequencies 1
+// and 0.01, wavelengths 2π and 628): llama3's smooth band and divided band,
+// yarn's attention scaling 0.1·ln 4 + 1 ≈ 1.14, and dynamic's per-length
+// tables (max_position_embeddings 4: tinyBatch's 7-token sequence gets
+// tables of its own).
+func ropeConfigs() map[string]Config {
+	with := func(rs string) Config {
+		c := tinyConfig()
+		c.RopeScaling = rs
+		return c
+	}
+	yarnQwen3 := with(`{"rope_type":"yarn","factor":4,"original_max_position_embeddings":8}`)
+	yarnQwen3.ModelType, yarnQwen3.QKNorm, yarnQwen3.HeadDim = "qwen3", true, 6
+	dynamic := with(`{"rope_type":"dynamic","factor":3}`)
+	dynamic.RopeMaxPos = 4
+	return map[string]Config{
+		"rope-linear":     with(`{"type":"linear","factor":2}`),
+		"rope-llama3":     with(`{"rope_type":"llama3","factor":8,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":8}`),
+		"rope-yarn":       with(`{"rope_type":"yarn","factor":4,"original_max_position_embeddings":8}`),
+		"rope-yarn-qwen3": yarnQwen3,
+		"rope-dynamic":    dynamic,
 	}
 }
 
 // TestGradientCheckFamilies runs the central-difference check on every
-// family feature: q/k/v and o biases, per-head q/k RMSNorm and an attention
-// width other than Dim. A wrong bias sum, a norm backward over the wrong
-// rows or a stride of Dim where Heads·HeadDim belongs fails it.
+// family feature: q/k/v and o biases, per-head q/k RMSNorm, an attention
+// width other than Dim and each scaled RoPE (attention scaling included). A
+// wrong bias sum, a norm backward over the wrong rows, a stride of Dim where
+// Heads·HeadDim belongs or a backward rotation with other tables than the
+// forward's fails it.
 func TestGradientCheckFamilies(t *testing.T) {
 	for name, c := range familyConfigs() {
 		t.Run(name, func(t *testing.T) {
@@ -170,5 +203,56 @@ func TestMaskedTokensCarryNoGradient(t *testing.T) {
 	lf, nf, _ := m.Loss(full)
 	if na != 2 || nf != 3 || !(lf > la) {
 		t.Fatalf("masked loss %v over %d, full loss %v over %d", la, na, lf, nf)
+	}
+}
+
+// TestRopeTables: each rope type's tables are model/llama's RoPE (the
+// builder's): cos and sin of position·inv_freq times the attention scaling;
+// dynamic gives a sequence past max_position_embeddings tables of its own
+// and every shorter one plain RoPE.
+func TestRopeTables(t *testing.T) {
+	for name, c := range ropeConfigs() {
+		t.Run(name, func(t *testing.T) {
+			m, err := NewModel(c, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			half := c.HeadDimension() / 2
+			check := func(rt ropeTables, seqLen, freqLen int) {
+				inv, scale := llama.RoPE(c.ropeConfig(), freqLen)
+				for p := range seqLen {
+					for i := range half {
+						a := float64(float32(p) * float32(inv[i]))
+						if d := math.Abs(float64(rt.cos[p*half+i]) - math.Cos(a)*scale); d > 1e-6 {
+							t.Fatalf("length %d position %d pair %d: cos %g, want %g", seqLen, p, i, rt.cos[p*half+i], math.Cos(a)*scale)
+						}
+						if d := math.Abs(float64(rt.sin[p*half+i]) - math.Sin(a)*scale); d > 1e-6 {
+							t.Fatalf("length %d position %d pair %d: sin %g, want %g", seqLen, p, i, rt.sin[p*half+i], math.Sin(a)*scale)
+						}
+					}
+				}
+			}
+			check(m.ropeTab, c.MaxPos, min(c.MaxPos, c.ropeMaxPos()))
+			long, err := m.tablesFor(7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ropeDynamic() {
+				check(long, 7, 7)
+				if long.cos[7*half-1] == m.ropeTab.cos[7*half-1] {
+					t.Fatal("dynamic: a 7-token sequence past max_position_embeddings 4 got the plain tables")
+				}
+			} else if &long.cos[0] != &m.ropeTab.cos[0] {
+				t.Fatal("a static rope type made per-length tables")
+			}
+		})
+	}
+	// Yarn's attention scaling really multiplies: position 0 has cos = scale.
+	m, err := NewModel(ropeConfigs()["rope-yarn"], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := float32(0.1*math.Log(4) + 1); math.Abs(float64(m.ropeTab.cos[0]-want)) > 1e-6 {
+		t.Fatalf("yarn cos at position 0 = %g, want the attention scaling %g", m.ropeTab.cos[0], want)
 	}
 }

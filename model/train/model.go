@@ -203,7 +203,7 @@ func NewModel(c Config, seed uint64) (*Model, error) {
 			}
 		}
 	}
-	rt, err := c.ropeTables(c.MaxPos)
+	rt, err := c.ropeTables(c.MaxPos, min(c.MaxPos, c.ropeMaxPos()))
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/toolrl/toolrl/model/llama"
 )
 
 // ropeTables are the rotary cos and sin of positions 0..n-1, [n, HeadDim/2]
@@ -27,45 +29,46 @@ func (c Config) ropeMaxPos() int {
 	return c.MaxPos
 }
 
-// ropeType is rope_scaling's rope_type (or its legacy key type); "default"
-// without scaling.
-func (c Config) ropeType() string {
-	if !c.ropeScaled() {
-		return "default"
+// ropeConfig is the part of config.json that model/llama's RoPE reads.
+func (c Config) ropeConfig() llama.Config {
+	hf := llama.Config{
+		ModelType: c.modelType(), HiddenSize: c.Dim, NumAttentionHeads: c.Heads, HeadDim: c.HeadDimension(),
+		RopeTheta: c.RopeTheta, MaxPositionEmbeddings: c.ropeMaxPos(),
 	}
-	var rs struct {
-		RopeType string `json:"rope_type"`
-		Type     string `json:"type"`
+	if c.ropeScaled() {
+		hf.RopeScaling = json.RawMessage(c.RopeScaling)
 	}
-	if err := json.Unmarshal([]byte(c.RopeScaling), &rs); err != nil {
-		return ""
-	}
-	if rs.RopeType != "" {
-		return rs.RopeType
-	}
-	return rs.Type
+	return hf
+}
+
+// ropeDynamic reports rope type "dynamic", whose frequencies depend on the
+// sequence length.
+func (c Config) ropeDynamic() bool {
+	rs, err := c.ropeConfig().Rope()
+	return err == nil && rs.Kind() == llama.RopeDynamic
 }
 
 // ropeFreqs returns the inverse frequencies [HeadDim/2] and the attention
-// scaling for a sequence of seqLen tokens.
+// scaling for a sequence of seqLen tokens, from model/llama's RoPE (the
+// builder's graph and reference use the same function), or an error naming
+// the rope_scaling key it cannot read.
 func (c Config) ropeFreqs(seqLen int) ([]float64, float64, error) {
-	hd := c.HeadDimension()
-	if !c.ropeScaled() {
-		inv := make([]float64, hd/2)
-		for i := range inv {
-			inv[i] = 1 / math.Pow(c.RopeTheta, float64(2*i)/float64(hd))
-		}
-		return inv, 1, nil
+	cfg := c.ropeConfig()
+	if _, err := cfg.Rope(); err != nil {
+		return nil, 0, fmt.Errorf("train: %w", err)
 	}
-	return nil, 0, fmt.Errorf("train: rope_scaling %s is not supported yet", c.RopeScaling)
+	inv, scale := llama.RoPE(cfg, seqLen)
+	return inv, scale, nil
 }
 
-// ropeTables fills the rotary tables of seqLen positions the way
-// transformers does: inv_freq in float32, angle = position·inv_freq in
-// float32, cos and sin of it multiplied by the attention scaling in float32
+// ropeTables fills the rotary tables of positions 0..positions-1, with the
+// frequencies of a freqLen-token sequence, the way transformers does:
+// inv_freq in float32, angle = position·inv_freq in float32, cos and sin of
+// it multiplied by the attention scaling in float32
 // (LlamaRotaryEmbedding.forward).
-func (c Config) ropeTables(seqLen int) (ropeTables, error) {
-	inv, scale, err := c.ropeFreqs(seqLen)
+func (c Config) ropeTables(positions, freqLen int) (ropeTables, error) {
+	seqLen := positions
+	inv, scale, err := c.ropeFreqs(freqLen)
 	if err != nil {
 		return ropeTables{}, err
 	}
@@ -87,19 +90,24 @@ func (c Config) ropeTables(seqLen int) (ropeTables, error) {
 }
 
 // tablesFor returns the rotary tables for a sequence of seqLen tokens. For
-// rope type "dynamic" a sequence longer than ropeMaxPos gets tables of its
-// own, computed from its length as transformers' dynamic_rope_update does in
-// a teacher-forced forward of that sequence alone; every other sequence
-// shares the model's tables.
+// rope type "dynamic" a sequence longer than max_position_embeddings
+// (ropeMaxPos) gets tables of its own, computed from its length as
+// transformers' dynamic_rope_update does in a teacher-forced forward of that
+// sequence alone (seq_len = max(position_ids)+1); every other sequence shares
+// the model's tables, which are plain RoPE for "dynamic". The actor's
+// KV-cached decode keeps keys rotated with the frequencies of the length at
+// which they were computed, so past max_position_embeddings the two would
+// disagree; the learner's LoadModel sets MaxPos to max_position_embeddings,
+// as the actor caps sequences there, so neither reaches that regime.
 func (m *Model) tablesFor(seqLen int) (ropeTables, error) {
 	c := m.Config
-	if seqLen <= c.ropeMaxPos() || c.ropeType() != "dynamic" {
+	if seqLen <= c.ropeMaxPos() || !c.ropeDynamic() {
 		return m.ropeTab, nil
 	}
 	if rt, ok := m.dynRope[seqLen]; ok {
 		return rt, nil
 	}
-	rt, err := c.ropeTables(seqLen)
+	rt, err := c.ropeTables(seqLen, seqLen)
 	if err != nil {
 		return ropeTables{}, err
 	}
