@@ -62,7 +62,7 @@ func TrainConfig(c llama.Config) (train.Config, error) {
 		Vocab: c.VocabSize, Dim: c.HiddenSize, Layers: c.NumHiddenLayers, Heads: c.NumAttentionHeads,
 		KVHeads: c.KVHeads(), FF: c.IntermediateSize, MaxPos: c.MaxPositionEmbeddings,
 		RopeTheta: c.Theta(), NormEps: c.RMSNormEps, UntiedHead: !c.TieWordEmbeddings,
-		QKVBias: c.QKVBias(), OBias: c.OBias(), QKNorm: c.ModelType == "qwen3",
+		QKVBias: c.QKVBias(), OBias: c.OBias(), QKNorm: c.QKNorm(),
 	}
 	// The defaults stay zero values, so that a model built by NewModel from
 	// a plain Config equals the one loaded back from its folder.

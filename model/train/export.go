@@ -47,8 +47,8 @@ func (c Config) checkFamily() error {
 	switch {
 	case hf.QKVBias() != c.QKVBias || hf.OBias() != c.OBias:
 		return fmt.Errorf("train: model_type %s with q/k/v bias %v and o bias %v has no config.json form", hf.ModelType, c.QKVBias, c.OBias)
-	case c.QKNorm != (c.modelType() == "qwen3"):
-		return fmt.Errorf("train: model_type %s with q/k norm %v has no config.json form (q_norm/k_norm are qwen3's)", hf.ModelType, c.QKNorm)
+	case hf.QKNorm() != c.QKNorm:
+		return fmt.Errorf("train: model_type %s with q/k norm %v has no config.json form", hf.ModelType, c.QKNorm)
 	}
 	return nil
 }
