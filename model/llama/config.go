@@ -151,10 +151,6 @@ func (c Config) Validate() error {
 	if c.MLPBias {
 		return fmt.Errorf("config: mlp_bias=true is not supported")
 	}
-	// TEMPORARY until the graph builds them (this branch's next commit).
-	if rs, _ := c.Rope(); rs.Kind() != RopeDefault || c.QKNorm() {
-		return fmt.Errorf("config: rope_scaling %s / model_type %s is not built yet", rs.Kind(), c.ModelType)
-	}
 	if rs, _ := c.Rope(); rs.Kind() == RopeDynamic && c.MaxPositionEmbeddings <= 0 {
 		return fmt.Errorf("config: rope_scaling dynamic needs a positive max_position_embeddings, got %d", c.MaxPositionEmbeddings)
 	}

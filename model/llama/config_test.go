@@ -90,8 +90,13 @@ func TestParseRealConfigs(t *testing.T) {
 func TestValidateRejectsUnsupported(t *testing.T) {
 	base, _ := ShapeConfig("tiny")
 	mut := map[string]func(*Config){
-		"gelu":           func(c *Config) { c.HiddenAct = "gelu" },
-		"rope scaling":   func(c *Config) { c.RopeScaling = json.RawMessage(`{"type":"linear","factor":2}`) },
+		"gelu":         func(c *Config) { c.HiddenAct = "gelu" },
+		"rope scaling": func(c *Config) { c.RopeScaling = json.RawMessage(`{"type":"longrope","factor":2}`) },
+		"rope key":     func(c *Config) { c.RopeScaling = json.RawMessage(`{"rope_type":"llama3","factor":8}`) },
+		"dynamic no max": func(c *Config) {
+			c.RopeScaling = json.RawMessage(`{"rope_type":"dynamic","factor":2}`)
+			c.MaxPositionEmbeddings = 0
+		},
 		"sliding window": func(c *Config) { c.UseSlidingWindow = true },
 		"heads":          func(c *Config) { c.NumKeyValueHeads = 3 },
 		"model type":     func(c *Config) { c.ModelType = "gpt2" },

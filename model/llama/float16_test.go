@@ -162,16 +162,33 @@ func TestFloat16GraphMatchesFloat32(t *testing.T) {
 			}
 			head := [][]int64{seq[0][:prefill], seq[1][:prefill]}
 			logits, cache := m16.run(t, Inputs{InputIDs: head}, nil)
+			// Dynamic RoPE's frequencies follow each call's length, so the
+			// float32 graph is run call for call with its own cache there.
+			want := func(b, s int) []float32 { return full.At(b, s) }
+			var step32 *Output
+			if rs, _ := cfg.Rope(); rs.Kind() == RopeDynamic {
+				step32 = m32.run(t, Inputs{InputIDs: head}, nil)
+				want = func(b, s int) []float32 {
+					if s < prefill {
+						return step32.At(b, s)
+					}
+					return step32.At(b, 0)
+				}
+			}
 			V := cfg.VocabSize
 			for b := 0; b < 2; b++ {
 				for s := 0; s < prefill; s++ {
-					check(fmt.Sprintf("prefill row %d pos %d", b, s), logits[(b*prefill+s)*V:(b*prefill+s+1)*V], full.At(b, s))
+					check(fmt.Sprintf("prefill row %d pos %d", b, s), logits[(b*prefill+s)*V:(b*prefill+s+1)*V], want(b, s))
 				}
 			}
 			for s := prefill; s < prefill+steps; s++ {
-				logits, cache = m16.run(t, Inputs{InputIDs: [][]int64{{seq[0][s]}, {seq[1][s]}}}, cache)
+				next := [][]int64{{seq[0][s]}, {seq[1][s]}}
+				logits, cache = m16.run(t, Inputs{InputIDs: next}, cache)
+				if step32 != nil {
+					step32 = m32.run(t, Inputs{InputIDs: next}, step32.Present)
+				}
 				for b := 0; b < 2; b++ {
-					check(fmt.Sprintf("step row %d pos %d", b, s), logits[b*V:(b+1)*V], full.At(b, s))
+					check(fmt.Sprintf("step row %d pos %d", b, s), logits[b*V:(b+1)*V], want(b, s))
 				}
 			}
 			padded := leftPadded([][]int64{tokens(3, V, 5), tokens(8, V, 6)}, int64(ByteEndOfText))

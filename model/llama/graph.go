@@ -276,12 +276,28 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 
 	// RoPE tables [B, S, 1, D]: cos(pos*f) for both halves, and sin with the
 	// first half negated so that rotate_half(x)*sin = cat(x2, x1)*sinSigned.
-	invFreq := InvFreq(cfg)
-	invName := g.weight("rope_inv_freq", []int64{D / 2}, func() []float32 { return invFreq })
+	fam, err := cfg.Family()
+	if err != nil {
+		return nil, nil, err
+	}
 	posF := g.op("Cast", "position_float", []string{PositionIDsName}, attrInt("to", int64(onnx.TensorProto_FLOAT)))
+	var invName string
+	if fam.Rope.Kind() == RopeDynamic {
+		invName = g.dynamicInvFreq(cfg, fam.Rope, posF)
+	} else {
+		invFreq := InvFreq(cfg)
+		invName = g.weight("rope_inv_freq", []int64{D / 2}, func() []float32 { return invFreq })
+	}
 	freqs := g.op("Mul", "rope_freqs", []string{g.op("Unsqueeze", "position_col", []string{posF, g.ints(false, 2)}), invName})
 	cosH := g.op("Cos", "rope_cos_half", []string{freqs})
 	sinH := g.op("Sin", "rope_sin_half", []string{freqs})
+	if _, scaling := RoPE(cfg, 0); scaling != 1 {
+		// yarn's attention factor multiplies cos and sin (transformers'
+		// rotary embedding: cos = emb.cos() * attention_scaling).
+		sc := g.float(float32(scaling))
+		cosH = g.op("Mul", "rope_cos_scaled", []string{cosH, sc})
+		sinH = g.op("Mul", "rope_sin_scaled", []string{sinH, sc})
+	}
 	axis2 := g.ints(false, 2)
 	cos := g.op("Unsqueeze", "rope_cos", []string{g.op("Concat", "rope_cos_full", []string{cosH, cosH}, attrInt("axis", -1)), axis2})
 	sin := g.op("Unsqueeze", "rope_sin", []string{g.op("Concat", "rope_sin_full", []string{g.op("Neg", "rope_sin_neg", []string{sinH}), sinH}, attrInt("axis", -1)), axis2})
@@ -298,13 +314,14 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 	// ORT fuses into SimplifiedLayerNormalization.
 	two := g.float(2)
 	epsName := g.float(eps)
-	rmsNorm := func(x, weightName, prefix string) string {
-		wName := g.weight(weightName, []int64{H}, func() []float32 { return w[weightName].Data })
+	rmsNormN := func(x, weightName, prefix string, width int64) string {
+		wName := g.weight(weightName, []int64{width}, func() []float32 { return w[weightName].Data })
 		sq := g.op("Pow", prefix+"_pow", []string{x, two})
 		mean := g.op("ReduceMean", prefix+"_mean", []string{sq}, attrInts("axes", -1), attrInt("keepdims", 1))
 		root := g.op("Sqrt", prefix+"_sqrt", []string{g.op("Add", prefix+"_add_eps", []string{mean, epsName})})
 		return g.op("Mul", prefix+"_out", []string{g.op("Div", prefix+"_div", []string{x, root}), wName})
 	}
+	rmsNorm := func(x, weightName, prefix string) string { return rmsNormN(x, weightName, prefix, H) }
 
 	// The LM head's quantized table, when quantized; a tied embedding reads
 	// it too (see Quantization.LMHead).
@@ -342,7 +359,7 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 			func() []float32 { return wt("self_attn.q_proj.weight") },
 			func() []float32 { return wt("self_attn.k_proj.weight") },
 			func() []float32 { return wt("self_attn.v_proj.weight") })
-		if cfg.QKVBias() {
+		if fam.QKVBias {
 			bName := g.weight(layerName(l, "self_attn.qkv_proj.bias"), []int64{qkvCols}, func() []float32 {
 				return concat(wt("self_attn.q_proj.bias"), wt("self_attn.k_proj.bias"), wt("self_attn.v_proj.bias"))
 			})
@@ -353,6 +370,11 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 		q := g.op("Reshape", p+"/q_heads", []string{qkvParts[0], g.ints(false, 0, 0, nH, D)}) // [B,S,nH,D]
 		k := g.op("Reshape", p+"/k_heads", []string{qkvParts[1], g.ints(false, 0, 0, kvH, D)})
 		v := g.op("Reshape", p+"/v_heads", []string{qkvParts[2], g.ints(false, 0, 0, kvH, D)})
+		if fam.QKNorm {
+			// Qwen3: RMSNorm over head_dim of each head, before RoPE.
+			q = rmsNormN(q, layerName(l, "self_attn.q_norm.weight"), p+"/q_norm", D)
+			k = rmsNormN(k, layerName(l, "self_attn.k_norm.weight"), p+"/k_norm", D)
+		}
 		q = rope(q, p+"/q")
 		k = rope(k, p+"/k")
 		k = g.op("Transpose", p+"/k_bhsd", []string{k}, attrInts("perm", 0, 2, 1, 3))
@@ -375,7 +397,7 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 		ctx = g.op("Reshape", p+"/ctx_flat", []string{ctx, g.ints(false, 0, 0, -1)})            // [B,S,nH*D]
 		attnOut := matmul(p+"/o", ctx, layerName(l, "self_attn.o_proj.weight"), nH*D,
 			func() []float32 { return wt("self_attn.o_proj.weight") })
-		if cfg.OBias() {
+		if fam.OBias {
 			bName := g.weight(layerName(l, "self_attn.o_proj.bias"), []int64{H}, func() []float32 { return wt("self_attn.o_proj.bias") })
 			attnOut = g.op("Add", p+"/o_bias", []string{attnOut, bName})
 		}
@@ -403,7 +425,7 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 		logits2 = g.matMulNBits("logits_2d", flat, headQ)
 	} else {
 		head := EmbedName
-		if !cfg.TieWordEmbeddings {
+		if !fam.TiedEmbeddings {
 			head = g.weight(LMHeadName, []int64{V, H}, func() []float32 { return w[LMHeadName].Data })
 		}
 		logits2 = g.op("Gemm", "logits_2d", []string{flat, head}, attrInt("transB", 1))
@@ -413,4 +435,30 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 
 	gp.Node = g.nodes
 	return gp, g.inits, nil
+}
+
+// dynamicInvFreq emits dynamic NTK RoPE's inverse frequencies [D/2],
+// computed from the positions of the call as transformers' dynamic update
+// does: L = max(max(position_ids)+1, max_position_embeddings), theta' =
+// theta * (factor*L/max - (factor-1))^(D/(D-2)), f_i = 1/theta'^(2i/D) (see
+// DynamicBase). Below max_position_embeddings this is plain RoPE. A KV-cached
+// decode step computes L from its own positions, so keys cached earlier keep
+// the rotation of their step (see RoPE).
+func (g *graph) dynamicInvFreq(cfg Config, rs RopeScaling, posF string) string {
+	D := cfg.HeadDimension()
+	maxPos := float32(cfg.MaxPositionEmbeddings)
+	exps := make([]float32, D/2)
+	for i := range exps {
+		exps[i] = float32(2*i) / float32(D)
+	}
+	expName := g.weight("rope_dynamic_exponents", []int64{int64(D / 2)}, func() []float32 { return exps })
+	top := g.op("ReduceMax", "rope_dynamic_max_pos", []string{posF}, attrInt("keepdims", 0))
+	l := g.op("Max", "rope_dynamic_len", []string{g.op("Add", "rope_dynamic_len_raw", []string{top, g.float(1)}), g.float(maxPos)})
+	ratio := g.op("Sub", "rope_dynamic_ratio", []string{
+		g.op("Mul", "rope_dynamic_scaled_len", []string{l, g.float(float32(rs.Factor) / maxPos)}),
+		g.float(float32(rs.Factor - 1))})
+	base := g.op("Mul", "rope_dynamic_base", []string{
+		g.float(float32(cfg.Theta())),
+		g.op("Pow", "rope_dynamic_growth", []string{ratio, g.float(float32(D) / float32(D-2))})})
+	return g.op("Reciprocal", "rope_inv_freq", []string{g.op("Pow", "rope_dynamic_pow", []string{base, expName})})
 }

@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 )
@@ -27,7 +28,30 @@ func testConfigs(t *testing.T) map[string]Config {
 	mha.NumKeyValueHeads = 4 // nrep 1
 	mha.HeadDim = 0          // derived: 64/4 = 16
 	mha.NumHiddenLayers = 3
-	return map[string]Config{"tiny": tiny, "qwen2_tied_bias": qwen, "mha_attention_bias": mha}
+	qwen3 := tiny
+	qwen3.ModelType = "qwen3"
+	qwen3.HeadDim = 32 // explicit, != hidden/heads = 16
+	qwen3.TieWordEmbeddings = true
+	qwen3.RopeTheta = 1e6
+	// The rope variants on tiny (D = 16, theta 1e4: wavelengths 6.3 ... 2e4),
+	// with context lengths that put frequencies on both sides of each
+	// variant's bounds and sequences of the tests (up to 11 tokens) past
+	// dynamic's max_position_embeddings.
+	rope := func(scaling string, maxPos int) Config {
+		c := tiny
+		c.RopeScaling = json.RawMessage(scaling)
+		if maxPos > 0 {
+			c.MaxPositionEmbeddings = maxPos
+		}
+		return c
+	}
+	return map[string]Config{"tiny": tiny, "qwen2_tied_bias": qwen, "mha_attention_bias": mha, "qwen3": qwen3,
+		"rope_linear":  rope(`{"type": "linear", "factor": 2.0}`, 0),
+		"rope_dynamic": rope(`{"rope_type": "dynamic", "factor": 3.0}`, 6),
+		"rope_llama3": rope(`{"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+			"original_max_position_embeddings": 64}`, 0),
+		"rope_yarn": rope(`{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256}`, 0),
+	}
 }
 
 func mustRandom(t *testing.T, cfg Config, seed uint64) Weights {

@@ -18,8 +18,10 @@ const MaskBias float32 = -1e9
 // state lives in the KV caches the caller passes in.
 type Reference struct {
 	cfg     Config
+	fam     Family
 	w       Weights
-	invFreq []float32
+	invFreq []float32 // nil for dynamic RoPE: computed per forward
+	scaling float32   // attention scaling of cos and sin (yarn)
 }
 
 // NewReference checks w against cfg and returns a reference model that reads
@@ -28,7 +30,17 @@ func NewReference(cfg Config, w Weights) (*Reference, error) {
 	if err := w.Check(cfg); err != nil {
 		return nil, err
 	}
-	return &Reference{cfg: cfg, w: w, invFreq: InvFreq(cfg)}, nil
+	fam, err := cfg.Family()
+	if err != nil {
+		return nil, err
+	}
+	r := &Reference{cfg: cfg, fam: fam, w: w}
+	_, scaling := RoPE(cfg, 0)
+	r.scaling = float32(scaling)
+	if fam.Rope.Kind() != RopeDynamic {
+		r.invFreq = InvFreq(cfg)
+	}
+	return r, nil
 }
 
 // Config returns the model's config.
@@ -173,10 +185,14 @@ func (r *Reference) Forward(in Inputs, past *KVCache) (*Output, error) {
 		linear(q, norm, w("self_attn.q_proj.weight"), M, H, nH*D)
 		linear(k, norm, w("self_attn.k_proj.weight"), M, H, kvH*D)
 		linear(v, norm, w("self_attn.v_proj.weight"), M, H, kvH*D)
-		if cfg.QKVBias() {
+		if r.fam.QKVBias {
 			addBias(q, w("self_attn.q_proj.bias"))
 			addBias(k, w("self_attn.k_proj.bias"))
 			addBias(v, w("self_attn.v_proj.bias"))
+		}
+		if r.fam.QKNorm {
+			rmsNorm(q, q, w("self_attn.q_norm.weight"), D, float32(cfg.RMSNormEps))
+			rmsNorm(k, k, w("self_attn.k_norm.weight"), D, float32(cfg.RMSNormEps))
 		}
 		applyRope(q, cos, sin, M, nH, D)
 		applyRope(k, cos, sin, M, kvH, D)
@@ -188,7 +204,7 @@ func (r *Reference) Forward(in Inputs, past *KVCache) (*Output, error) {
 		present.Value[l] = appendCache(pv, v, B, kvH, P, S, D)
 		r.attention(attn, q, present.Key[l], present.Value[l], mask, B, S, P)
 		linear(tmpH, attn, w("self_attn.o_proj.weight"), M, nH*D, H)
-		if cfg.OBias() {
+		if r.fam.OBias {
 			addBias(tmpH, w("self_attn.o_proj.bias"))
 		}
 		for i := range h {
@@ -214,18 +230,33 @@ func (r *Reference) Forward(in Inputs, past *KVCache) (*Output, error) {
 }
 
 // rope returns cos and sin [B*S, D/2] of position * inv_freq, the product
-// taken in float32 as transformers does.
+// taken in float32 as transformers does, times the attention scaling.
+// Dynamic RoPE takes its frequencies from this call's largest position.
 func (r *Reference) rope(pos [][]int64, B, S int) (cos, sin []float32) {
-	half := len(r.invFreq)
+	invFreq := r.invFreq
+	if invFreq == nil {
+		var top int64
+		for _, row := range pos {
+			for _, p := range row {
+				top = max(top, p)
+			}
+		}
+		f, _ := RoPE(r.cfg, int(top)+1)
+		invFreq = make([]float32, len(f))
+		for i, v := range f {
+			invFreq[i] = float32(v)
+		}
+	}
+	half := len(invFreq)
 	cos = make([]float32, B*S*half)
 	sin = make([]float32, B*S*half)
 	for b := 0; b < B; b++ {
 		for s := 0; s < S; s++ {
 			p := float32(pos[b][s])
-			for i, f := range r.invFreq {
+			for i, f := range invFreq {
 				a := float64(p * f)
-				cos[(b*S+s)*half+i] = float32(math.Cos(a))
-				sin[(b*S+s)*half+i] = float32(math.Sin(a))
+				cos[(b*S+s)*half+i] = float32(math.Cos(a)) * r.scaling
+				sin[(b*S+s)*half+i] = float32(math.Sin(a)) * r.scaling
 			}
 		}
 	}

@@ -53,16 +53,24 @@ func naiveForward(cfg Config, w Weights, ids []int64) [][]float64 {
 	rotateHalf := func(x []float64) []float64 {
 		return append(append([]float64{}, negate(x[D/2:])...), x[:D/2]...)
 	}
+	invFreq, attnScale := naiveRopeFrequencies(cfg, S)
 	rope := func(x []float64, pos int) []float64 {
 		out := make([]float64, D)
 		rot := rotateHalf(x)
 		for i := 0; i < D; i++ {
-			invFreq := 1 / math.Pow(cfg.Theta(), float64(2*(i%(D/2)))/float64(D))
-			ang := float64(pos) * invFreq
-			out[i] = x[i]*math.Cos(ang) + rot[i]*math.Sin(ang)
+			ang := float64(pos) * invFreq[i%(D/2)]
+			out[i] = x[i]*math.Cos(ang)*attnScale + rot[i]*math.Sin(ang)*attnScale
 		}
 		return out
 	}
+	// Qwen3's q_norm / k_norm: RMSNorm of each head over head_dim.
+	headNorm := func(x []float64, name string) []float64 {
+		if name == "" {
+			return x
+		}
+		return norm(x, name)
+	}
+	qNorm, kNorm := "", ""
 	bias := func(l int, p string) string {
 		if cfg.QKVBias() {
 			return layerName(l, "self_attn."+p+"_proj.bias")
@@ -74,6 +82,9 @@ func naiveForward(cfg Config, w Weights, ids []int64) [][]float64 {
 		h[s] = vec(EmbedName)[int(id)*H : int(id+1)*H]
 	}
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
+		if cfg.ModelType == "qwen3" {
+			qNorm, kNorm = layerName(l, "self_attn.q_norm.weight"), layerName(l, "self_attn.k_norm.weight")
+		}
 		q := make([][][]float64, nH)  // [head][s][D]
 		k := make([][][]float64, kvH) // [kvhead][s][D]
 		v := make([][][]float64, kvH)
@@ -83,10 +94,10 @@ func naiveForward(cfg Config, w Weights, ids []int64) [][]float64 {
 			ks := lin(x, layerName(l, "self_attn.k_proj.weight"), bias(l, "k"))
 			vs := lin(x, layerName(l, "self_attn.v_proj.weight"), bias(l, "v"))
 			for hd := 0; hd < nH; hd++ {
-				q[hd] = append(q[hd], rope(qs[hd*D:(hd+1)*D], s))
+				q[hd] = append(q[hd], rope(headNorm(qs[hd*D:(hd+1)*D], qNorm), s))
 			}
 			for g := 0; g < kvH; g++ {
-				k[g] = append(k[g], rope(ks[g*D:(g+1)*D], s))
+				k[g] = append(k[g], rope(headNorm(ks[g*D:(g+1)*D], kNorm), s))
 				v[g] = append(v[g], vs[g*D:(g+1)*D])
 			}
 		}
@@ -149,6 +160,80 @@ func naiveForward(cfg Config, w Weights, ids []int64) [][]float64 {
 		out[s] = lin(norm(h[s], NormName), head, "")
 	}
 	return out
+}
+
+// naiveRopeFrequencies writes out the published RoPE variants in float64
+// for a sequence of S tokens at positions 0..S-1, independently of RoPE:
+// the inverse frequencies [D/2] and the factor on cos and sin.
+func naiveRopeFrequencies(cfg Config, S int) ([]float64, float64) {
+	D := cfg.HeadDimension()
+	rs, err := cfg.Rope()
+	if err != nil {
+		panic(err)
+	}
+	plain := func(theta float64) []float64 {
+		f := make([]float64, D/2)
+		for j := range f {
+			f[j] = 1 / math.Pow(theta, float64(2*j)/float64(D))
+		}
+		return f
+	}
+	f := plain(cfg.Theta())
+	switch rs.Type {
+	case "linear": // Kaiokendev: positions divided by factor.
+		for j := range f {
+			f[j] /= rs.Factor
+		}
+	case "dynamic": // NTK-aware: theta grown for the sequence length.
+		maxPos := float64(cfg.MaxPositionEmbeddings)
+		L := math.Max(float64(S), maxPos)
+		theta := cfg.Theta() * math.Pow(rs.Factor*L/maxPos-(rs.Factor-1), float64(D)/float64(D-2))
+		f = plain(theta)
+	case "llama3": // Llama 3.1 reference code (apply_scaling in Meta's model.py).
+		old := float64(rs.OriginalMaxPositionEmbeddings)
+		for j, v := range f {
+			wavelen := 2 * math.Pi / v
+			switch {
+			case wavelen < old/rs.HighFreqFactor:
+			case wavelen > old/rs.LowFreqFactor:
+				f[j] = v / rs.Factor
+			default:
+				smooth := (old/wavelen - rs.LowFreqFactor) / (rs.HighFreqFactor - rs.LowFreqFactor)
+				f[j] = (1-smooth)*v/rs.Factor + smooth*v
+			}
+		}
+	case "yarn": // YaRN (Peng et al. 2023), as transformers implements it.
+		orig := float64(rs.OriginalMaxPositionEmbeddings)
+		if orig == 0 {
+			orig = float64(cfg.MaxPositionEmbeddings)
+		}
+		corr := func(rot float64) float64 {
+			return float64(D) * math.Log(orig/(rot*2*math.Pi)) / (2 * math.Log(cfg.Theta()))
+		}
+		fast, slow := 32.0, 1.0
+		if rs.BetaFast != 0 {
+			fast = rs.BetaFast
+		}
+		if rs.BetaSlow != 0 {
+			slow = rs.BetaSlow
+		}
+		lo, hi := math.Max(math.Floor(corr(fast)), 0), math.Min(math.Ceil(corr(slow)), float64(D-1))
+		if lo == hi {
+			hi += 0.001
+		}
+		for j, v := range f {
+			ramp := math.Min(math.Max((float64(j)-lo)/(hi-lo), 0), 1)
+			f[j] = v/rs.Factor*ramp + v*(1-ramp)
+		}
+		scale := 1.0
+		if rs.AttentionFactor != nil {
+			scale = *rs.AttentionFactor
+		} else if rs.Factor > 1 {
+			scale = 0.1*math.Log(rs.Factor) + 1
+		}
+		return f, scale
+	}
+	return f, 1
 }
 
 func negate(x []float64) []float64 {

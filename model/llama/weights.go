@@ -24,6 +24,8 @@ type Tensor struct {
 //	model.layers.{i}.self_attn.q_proj.weight     [nH*D, H]   (+ .bias [nH*D] when QKVBias)
 //	model.layers.{i}.self_attn.k_proj.weight     [kvH*D, H]  (+ .bias)
 //	model.layers.{i}.self_attn.v_proj.weight     [kvH*D, H]  (+ .bias)
+//	model.layers.{i}.self_attn.q_norm.weight     [D]         (when QKNorm: Qwen3)
+//	model.layers.{i}.self_attn.k_norm.weight     [D]         (when QKNorm)
 //	model.layers.{i}.self_attn.o_proj.weight     [H, nH*D]   (+ .bias [H] when OBias)
 //	model.layers.{i}.post_attention_layernorm.weight [H]
 //	model.layers.{i}.mlp.gate_proj.weight        [I, H]
@@ -63,6 +65,10 @@ func (c Config) Spec() ([]string, map[string][]int) {
 			add(layerName(i, "self_attn.q_proj.bias"), nH*D)
 			add(layerName(i, "self_attn.k_proj.bias"), kvH*D)
 			add(layerName(i, "self_attn.v_proj.bias"), kvH*D)
+		}
+		if c.QKNorm() {
+			add(layerName(i, "self_attn.q_norm.weight"), D)
+			add(layerName(i, "self_attn.k_norm.weight"), D)
 		}
 		add(layerName(i, "self_attn.o_proj.weight"), H, nH*D)
 		if c.OBias() {
