@@ -210,10 +210,13 @@ func parseNumber(s string) (*big.Rat, bool) {
 }
 
 // Score fills t.Reward and t.StepRewards from the trajectory's segments and
-// the reference answer. Tool parts come from tools.ComputeRewards, each on the
-// step (model segment) that wrote the call; outcome, format and penalty_clip
-// are paid to the last model segment, which ends the answer. The total is the
-// sum of the step rewards. It returns whether the outcome was correct.
+// the reference answer. StepRewards has one entry per step, an assistant
+// turn (traj.Trajectory.Steps): the sum of the tool parts of the calls that
+// turn made (tools.ComputeRewards, every call scored on its own); outcome,
+// format and penalty_clip are paid to the last step, whose turn ends the
+// answer. With one call per turn a step is a model segment, as before
+// parallel calls. The total is the sum of the step rewards. It returns
+// whether the outcome was correct.
 func (c *RewardConfig) Score(t *traj.Trajectory, answer string) bool {
 	tr := tools.ComputeRewards(t.Segments, c.toolWeights())
 	parts := make(map[string]float64, len(tr.Parts)+3)
@@ -260,7 +263,7 @@ func (c *RewardConfig) Score(t *traj.Trajectory, answer string) bool {
 	// Summing steps and summing parts differ only in float rounding; the total
 	// is the sum of the steps so that the two views agree exactly.
 	t.Reward = traj.Reward{Total: roundTo(total, 12), Parts: parts}
-	if t.ModelSegments() == 0 {
+	if t.Steps() == 0 {
 		t.StepRewards = nil
 	} else {
 		t.StepRewards = steps

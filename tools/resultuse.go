@@ -16,11 +16,12 @@ const maxVerbatimResult = 80
 
 // ResultUsed reports whether the model used a call's result: whether content
 // (a successful result) appears in the text of the model segments of later,
-// the segments after the call's tool segment. Only the model's own later
-// tokens are read: neither the injected result nor the call that produced it
-// (it lies in the model segment before the tool segment) can collect it; a
-// later call's arguments are the model's text and do count (a result chained
-// into the next call is used).
+// the segments after the tool turn that answered the call (ComputeRewards
+// passes those after the turn's tool segments). Only the model's own later
+// tokens are read: neither the injected result nor the calls of the turn
+// that produced it (they lie in the model segments before the tool turn)
+// can collect it; a later call's arguments are the model's text and do
+// count (a result chained into the next call is used).
 //
 //   - A numeric result (one number: optional sign, digits with optional
 //     thousands separators, optional fraction) is used when a number token of

@@ -53,10 +53,11 @@ func DefaultRewardWeights() RewardWeights {
 type ToolRewards struct {
 	// Parts holds every part name, weighted and summed over the calls.
 	Parts map[string]float64
-	// Steps has one entry per model segment, in order: the weighted parts of
-	// the call that segment ended in (0 for a segment without a call). The
-	// parts of a tool segment before any model segment go to the first model
-	// segment.
+	// Steps has one entry per step, in order: an assistant turn, as
+	// traj.Trajectory.Steps counts them (a model segment that begins a
+	// turn). Each holds the weighted parts of the calls that turn made (0
+	// for a turn without calls). The parts of a tool segment before any
+	// model segment go to the first step.
 	Steps []float64
 	// Counts per outcome, unweighted. A call recorded but not run (no result,
 	// no error class, e.g. in the last allowed turn) counts only in Calls.
@@ -72,24 +73,31 @@ func (r ToolRewards) Total() float64 {
 	return t
 }
 
-// ComputeRewards scores the calls of a trajectory's segments. A call is read
-// from a model segment that ended in one (Segment.Call) and its result from
-// the tool segment right after it (Segment.Result); a call with no result
-// (e.g. unterminated at the end of the text) still counts. Classes come from
-// ParseError (its class prefix) and Result.ErrorClass:
+// ComputeRewards scores the calls of a trajectory's segments, laid out as
+// traj.Segment describes: a turn's calls are read from its model segments
+// (Segment.Call, one per segment, in order) and call i's result from the
+// turn's i-th tool segment (Segment.Result); a call with no tool segment
+// (the trajectory ended first, or the call was unterminated at the end of
+// the text) still counts. Every call keeps its own parts, so a malformed
+// call among valid ones of the same turn is penalised alone. Classes come
+// from ParseError (its class prefix) and Result.ErrorClass:
 //
 //   - over_cap: call_cost + over_cap;
 //   - a parse class (unterminated, bad_json, unknown_tool, schema, too_long)
 //     or invalid_args (the tool rejected the arguments, e.g. a calculator
 //     argument that is not an arithmetic expression): call_cost + invalid_call;
 //   - ok: call_cost + tool_success, + tool_use when ResultUsed says the
-//     model segments after the tool segment use the result;
+//     model segments after the turn's tool segments use the result;
 //   - any other failure (timeout, tool_error, panic, canceled): call_cost +
 //     tool_failure;
 //   - no result and no class (recorded, not run): call_cost.
 //
-// Each call's parts go to the step of the model segment that wrote it. It is
-// a pure function of its inputs.
+// A tool segment with a result in a turn whose model segment recorded no
+// call (data written so before parallel calls) is scored as a call of its
+// own (its Call, or an empty one). Each call's parts go to the step (turn)
+// that wrote it, summed in call order. With one call per turn this is the
+// per-model-segment scoring toolrl did before, value for value. It is a
+// pure function of its inputs.
 func ComputeRewards(segs []traj.Segment, w RewardWeights) ToolRewards {
 	out := ToolRewards{Parts: make(map[string]float64, len(partOrder))}
 	for _, k := range partOrder {
@@ -97,33 +105,7 @@ func ComputeRewards(segs []traj.Segment, w RewardWeights) ToolRewards {
 	}
 	step := -1
 	pending := 0.0 // parts of tool segments before the first model segment
-	for i := 0; i < len(segs); i++ {
-		s := segs[i]
-		if s.Kind == traj.SegmentModel {
-			step++
-			out.Steps = append(out.Steps, pending)
-			pending = 0
-		}
-		var call *traj.ToolCall
-		var result *traj.ToolResult
-		next := i + 1
-		switch {
-		case s.Kind == traj.SegmentModel && s.Call != nil:
-			call = s.Call
-			if next < len(segs) && segs[next].Kind == traj.SegmentTool {
-				result = segs[next].Result
-				next++
-				i++ // the tool segment is consumed with its call
-			}
-		case s.Kind == traj.SegmentTool && s.Result != nil:
-			// A tool segment whose model segment did not record the call.
-			call, result = s.Call, s.Result
-			if call == nil {
-				call = &traj.ToolCall{}
-			}
-		default:
-			continue
-		}
+	score := func(call *traj.ToolCall, result *traj.ToolResult, later []traj.Segment) {
 		r := 0.0
 		add := func(part string, v float64) {
 			r += v
@@ -143,7 +125,7 @@ func ComputeRewards(segs []traj.Segment, w RewardWeights) ToolRewards {
 		case result.OK:
 			out.Succeeded++
 			add(PartToolSuccess, w.ToolSuccess)
-			if ResultUsed(result.Content, segs[next:]) {
+			if ResultUsed(result.Content, later) {
 				out.Used++
 				add(PartToolUse, w.ToolUse)
 			}
@@ -153,10 +135,57 @@ func ComputeRewards(segs []traj.Segment, w RewardWeights) ToolRewards {
 		}
 		if step < 0 {
 			pending += r
-			continue
+			return
 		}
 		out.Steps[step] += r
 	}
+	var calls []*traj.ToolCall // the current turn's calls, in order
+	answered := 0              // how many of them a tool segment answered
+	endTurn := func() {
+		for _, c := range calls[answered:] {
+			score(c, nil, nil) // unanswered: no result
+		}
+		calls, answered = calls[:0], 0
+	}
+	for i := range segs {
+		s := &segs[i]
+		if s.Kind == traj.SegmentModel {
+			if i == 0 || segs[i-1].Turn != s.Turn || segs[i-1].Kind == traj.SegmentTool {
+				endTurn()
+				step++
+				out.Steps = append(out.Steps, pending)
+				pending = 0
+			}
+			if s.Call != nil {
+				calls = append(calls, s.Call)
+			}
+			continue
+		}
+		if s.Kind != traj.SegmentTool {
+			continue
+		}
+		var call *traj.ToolCall
+		switch {
+		case answered < len(calls):
+			call = calls[answered]
+			answered++
+		case s.Result != nil:
+			// A tool segment whose model segment did not record the call.
+			call = s.Call
+			if call == nil {
+				call = &traj.ToolCall{}
+			}
+		default:
+			continue
+		}
+		// The model text after the turn's tool turn: past its tool segments.
+		k := i + 1
+		for k < len(segs) && segs[k].Kind == traj.SegmentTool {
+			k++
+		}
+		score(call, s.Result, segs[k:])
+	}
+	endTurn()
 	return out
 }
 

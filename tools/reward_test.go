@@ -269,3 +269,38 @@ func TestResultUsedReadsOnlyLaterModelText(t *testing.T) {
 		t.Errorf("another call's injected result counted as use (%d)", n)
 	}
 }
+
+// TestComputeRewardsPerTurn: a turn of three calls (valid, malformed,
+// valid) answered by three tool segments in order, then a last turn whose
+// two calls the trajectory ended before answering: every call is scored on
+// its own, each turn's calls go to its step, and a result counts as used
+// only through text after its tool turn (not the turn's later calls).
+func TestComputeRewardsPerTurn(t *testing.T) {
+	ok := func(expr string) *traj.ToolCall {
+		return &traj.ToolCall{Name: "calculator", Arguments: []byte(`{"expression":"` + expr + `"}`), Raw: "[CALC: " + expr + "]"}
+	}
+	a, bad, b, c, d := ok("1+1"), &traj.ToolCall{Name: "calculator", Raw: "[CALC: ", ParseError: "bad_json: x"}, ok("3*3"), ok("4*4"), ok("5*5")
+	segs := []traj.Segment{
+		{Kind: traj.SegmentModel, Turn: 0, Text: "[CALC: 1+1]", Call: a},
+		{Kind: traj.SegmentModel, Turn: 0, Text: "[CALC: ", Call: bad},
+		{Kind: traj.SegmentModel, Turn: 0, Text: "[CALC: 3*3] 2", Call: b}, // "2" before the tool turn: not a use of 1+1
+		{Kind: traj.SegmentTool, Turn: 0, Call: a, Result: &traj.ToolResult{OK: true, Content: "2"}},
+		{Kind: traj.SegmentTool, Turn: 0, Call: bad, Result: &traj.ToolResult{ErrorClass: ClassBadJSON, Content: "error"}},
+		{Kind: traj.SegmentTool, Turn: 0, Call: b, Result: &traj.ToolResult{OK: true, Content: "9"}},
+		{Kind: traj.SegmentModel, Turn: 1, Text: "so 9 [CALC: 4*4]", Call: c},
+		{Kind: traj.SegmentModel, Turn: 1, Text: "[CALC: 5*5]", Call: d},
+	}
+	w := RewardWeights{ToolSuccess: 1, ToolUse: 10, CallCost: -100, InvalidCall: -1000}
+	r := ComputeRewards(segs, w)
+	if r.Calls != 5 || r.Succeeded != 2 || r.Used != 1 || r.Invalid != 1 || r.Failed != 0 {
+		t.Fatalf("counts calls %d ok %d used %d invalid %d failed %d, want 5 2 1 1 0", r.Calls, r.Succeeded, r.Used, r.Invalid, r.Failed)
+	}
+	// Turn 0: three calls -300, two ok +2, one used +10, one invalid -1000;
+	// turn 1: two unanswered calls -200.
+	if len(r.Steps) != 2 || r.Steps[0] != -1288 || r.Steps[1] != -200 {
+		t.Fatalf("steps %v, want [-1288 -200]", r.Steps)
+	}
+	if r.Parts[PartInvalidCall] != -1000 || r.Parts[PartToolUse] != 10 || r.Parts[PartCallCost] != -500 {
+		t.Fatalf("parts %v", r.Parts)
+	}
+}
