@@ -121,7 +121,7 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 		Baseline(outcome, cfg.Estimator, cfg.Eps)
 	}
 
-	var process [][]float64 // per trajectory, per model segment: the step's token advantage
+	var process [][]float64 // per trajectory, per step (turn): the step's token advantage
 	if useProcess {
 		var err error
 		var processZero bool
@@ -151,11 +151,15 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 		adv := advBlock[:len(t.LossMask):len(t.LossMask)]
 		advBlock = advBlock[len(t.LossMask):]
 		step := -1
-		for _, seg := range t.Segments {
+		for j, seg := range t.Segments {
 			if seg.Kind != traj.SegmentModel {
 				continue // injected tokens keep advantage 0
 			}
-			step++
+			// A step is an assistant turn (traj.Trajectory.Steps): every
+			// model segment of a turn of several calls gets its advantage.
+			if j == 0 || t.Segments[j-1].Turn != seg.Turn {
+				step++
+			}
 			var a float64
 			if useOutcome {
 				a = outcome[i]
@@ -195,15 +199,19 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 // r̃ = (r − mean(R)) / std(R) (here with the configured estimator and eps), and
 // the advantage of a token is the sum of the normalised rewards of the steps
 // that end at or after it: Â_{i,t} = Σ_{index(j) ≥ t} r̃_i^{index(j)}. A step
-// is a model segment, so a token of step k gets Σ_{j≥k} γ^(j−k) r̃_j (γ = 1 in
-// the paper). It returns that per-step advantage for each trajectory and
-// whether all step rewards of the group were equal.
+// is an assistant turn (traj.Trajectory.Steps: with parallel calls a turn
+// is several model segments, which all get its advantage; with one call per
+// turn a step is a model segment), so a token of step k gets
+// Σ_{j≥k} γ^(j−k) r̃_j (γ = 1 in the paper). With KLCoef > 0 a step's reward
+// first loses KLCoef × the KL summed over its tokens. It returns that
+// per-step advantage for each trajectory and whether all step rewards of the
+// group were equal.
 func processAdvantages(g *traj.Group, kls [][]float32, cfg Config) ([][]float64, bool, error) {
 	total := 0
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
-		if m := t.ModelSegments(); len(t.StepRewards) != m {
-			return nil, false, fmt.Errorf("advantage: trajectory %s: mode %s needs one step reward per model segment, have %d for %d segments",
+		if m := t.Steps(); len(t.StepRewards) != m {
+			return nil, false, fmt.Errorf("advantage: trajectory %s: mode %s needs one step reward per step (assistant turn), have %d for %d steps",
 				t.ID, cfg.Mode, len(t.StepRewards), m)
 		}
 		total += len(t.StepRewards)
@@ -217,11 +225,24 @@ func processAdvantages(g *traj.Group, kls [][]float32, cfg Config) ([][]float64,
 		k := 0
 		for i := range g.Trajectories {
 			t := &g.Trajectories[i]
-			for _, seg := range t.Segments {
-				if seg.Kind == traj.SegmentModel {
-					pooled[k] -= cfg.KLCoef * maskedSum(kls[i], t.LossMask, seg.Start, seg.End)
-					k++
+			// The KL of a step is summed over all its model segments, then
+			// taken from its reward once.
+			kl, open := 0.0, false
+			for j, seg := range t.Segments {
+				if seg.Kind != traj.SegmentModel {
+					continue
 				}
+				if open && t.Segments[j-1].Turn != seg.Turn {
+					pooled[k] -= cfg.KLCoef * kl
+					k++
+					kl = 0
+				}
+				kl += maskedSum(kls[i], t.LossMask, seg.Start, seg.End)
+				open = true
+			}
+			if open {
+				pooled[k] -= cfg.KLCoef * kl
+				k++
 			}
 		}
 	}

@@ -14,7 +14,9 @@ const (
 	// advantage A_i computed from the total rewards of the group.
 	ModeOutcome Mode = "outcome"
 	// ModeProcess is DeepSeekMath's process-supervision GRPO over the
-	// per-step rewards (Trajectory.StepRewards, one per model segment).
+	// per-step rewards (Trajectory.StepRewards, one per step: an assistant
+	// turn, traj.Trajectory.Steps). Every model segment of a turn (a turn
+	// of N parallel calls has N) gets the turn's step advantage.
 	ModeProcess Mode = "process"
 	// ModeHybrid is outcome + ProcessWeight × process.
 	ModeHybrid Mode = "hybrid"
