@@ -119,6 +119,10 @@ func TestChatTurnInjection(t *testing.T) {
 			start = end
 		}
 	}
+	// Mistral's results carry call ids, which the format is not given.
+	if _, err := turnMode(t, "mistral-parallel", byteEncoder{}, "").Injection(results[:1]); err == nil || !strings.Contains(err.Error(), "call's id") {
+		t.Errorf("Mistral turn injection: err = %v, want a refusal naming the missing call ids", err)
+	}
 	// The Llama-3.1 JSON template renders one call per turn.
 	if _, err := turnMode(t, "llama3.1-json", byteEncoder{}, "").Injection(results[:2]); err == nil || !strings.Contains(err.Error(), "at most 1 call") {
 		t.Errorf("two results for Llama-3.1 JSON: err = %v, want the per-turn limit", err)

@@ -264,6 +264,11 @@ func (f *chatFormat) turnInjection(results []traj.ToolResult) (ToolTurn, error) 
 	if n == 0 {
 		return ToolTurn{}, errors.New("inject tool results: no results")
 	}
+	if f.form == tools.FormMistral {
+		// Its results carry each call's id ([TOOL_RESULTS] {"content": …,
+		// "call_id": …}), which a result does not hold yet.
+		return ToolTurn{}, errors.New("inject tool results: the Mistral call form needs each call's id in its tool turn, which toolrl does not pass to the format yet")
+	}
 	if f.maxCalls > 0 && n > f.maxCalls {
 		return ToolTurn{}, fmt.Errorf("inject tool results: the chat template (%s) renders at most %d call per assistant turn, got %d", f.tmpl.Where, f.maxCalls, n)
 	}
