@@ -1,6 +1,7 @@
-// Package tinymodel writes the tiny random Llama that tests across toolrl run
-// through ONNX Runtime: the "tiny" shape of model/llama (2 layers, hidden
-// 64, vocab 320) with seeded random weights, as a Hugging Face folder.
+// Package tinymodel writes the tiny random models that tests across toolrl
+// run through ONNX Runtime: the "tiny" shape of model/llama (2 layers, hidden
+// 64, vocab 320) and the tiny family shapes (FamilyShapes) with seeded random
+// weights, as Hugging Face folders.
 package tinymodel
 
 import (
@@ -28,8 +29,28 @@ func Write(t testing.TB, seed uint64, extra map[string][]byte) string {
 // then, so that two variants can sit in one test.
 func WriteQuantized(t testing.TB, seed uint64, q llama.Quantization, extra map[string][]byte) string {
 	t.Helper()
+	return WriteShapeQuantized(t, "tiny", seed, q, extra)
+}
+
+// FamilyShapes names one tiny shape per supported family, each keeping the
+// features of the real config it is named after (see llama.ShapeConfig):
+// plain llama, Qwen2.5 (q/k/v biases, tied), Qwen3 (q/k norm, explicit
+// head_dim), Llama-3.2 (llama3 rope scaling, eos list).
+var FamilyShapes = []string{"tiny", "tiny-qwen2.5", "tiny-qwen3", "tiny-llama3.2"}
+
+// WriteShape is Write for the named llama shape (one of FamilyShapes, or
+// any llama.ShapeNames entry); the folder is named after the shape.
+func WriteShape(t testing.TB, shape string, seed uint64, extra map[string][]byte) string {
+	t.Helper()
+	return WriteShapeQuantized(t, shape, seed, llama.Quantization{}, extra)
+}
+
+// WriteShapeQuantized is WriteShape with the graph quantized as q says; the
+// folder is named shape + "-" + q.String() then.
+func WriteShapeQuantized(t testing.TB, shape string, seed uint64, q llama.Quantization, extra map[string][]byte) string {
+	t.Helper()
 	testsupport.RequireORT(t)
-	cfg, err := llama.ShapeConfig("tiny")
+	cfg, err := llama.ShapeConfig(shape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,13 +58,13 @@ func WriteQuantized(t testing.TB, seed uint64, q llama.Quantization, extra map[s
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := "tiny"
+	name := shape
 	if q.Enabled() {
 		name += "-" + q.String()
 	}
 	dir := filepath.Join(t.TempDir(), name)
 	if _, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, ExtraFiles: extra, ONNX: llama.ONNXOptions{Quantize: q}}); err != nil {
-		t.Fatalf("write the tiny model: %v", err)
+		t.Fatalf("write the %s model: %v", shape, err)
 	}
 	return dir
 }

@@ -45,13 +45,24 @@ func testConfigs(t *testing.T) map[string]Config {
 		}
 		return c
 	}
-	return map[string]Config{"tiny": tiny, "qwen2_tied_bias": qwen, "mha_attention_bias": mha, "qwen3": qwen3,
+	out := map[string]Config{"tiny": tiny, "qwen2_tied_bias": qwen, "mha_attention_bias": mha, "qwen3": qwen3,
 		"rope_linear":  rope(`{"type": "linear", "factor": 2.0}`, 0),
 		"rope_dynamic": rope(`{"rope_type": "dynamic", "factor": 3.0}`, 6),
 		"rope_llama3": rope(`{"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
 			"original_max_position_embeddings": 64}`, 0),
 		"rope_yarn": rope(`{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256}`, 0),
 	}
+	// The tiny family shapes that tinymodel.WriteShape writes for other
+	// packages' tests, as they are.
+	for _, name := range []string{"tiny-qwen2.5", "tiny-qwen3", "tiny-llama3.2"} {
+		c, err := ShapeConfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.InitializerRange = 0.2
+		out[name] = c
+	}
+	return out
 }
 
 func mustRandom(t *testing.T, cfg Config, seed uint64) Weights {

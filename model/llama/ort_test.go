@@ -159,6 +159,20 @@ func TestORTFullForwardMatchesReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertClose(t, "logits", got.Logits, want.Logits, 1e-4)
+			ids := in.InputIDs[0]
+			naive := naiveForward(cfg, w, ids)
+			worst := 0.0
+			for s := range ids {
+				n32 := make([]float32, len(naive[s]))
+				for i, v := range naive[s] {
+					n32[i] = float32(v)
+				}
+				worst = max(worst, maxAbsDiff(got.At(0, s), n32))
+			}
+			if worst > 1e-4 {
+				t.Fatalf("ORT vs naive float64 forward: max |Δlogit| %.3g > 1e-4", worst)
+			}
+			t.Logf("%s: ORT vs reference max |Δlogit| %.3g, ORT vs naive float64 forward %.3g", name, maxAbsDiff(got.Logits, want.Logits), worst)
 			for l := range want.Present.Key {
 				assertClose(t, fmt.Sprintf("present.%d.key", l), got.Present.Key[l], want.Present.Key[l], 1e-4)
 				assertClose(t, fmt.Sprintf("present.%d.value", l), got.Present.Value[l], want.Present.Value[l], 1e-4)

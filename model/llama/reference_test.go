@@ -255,13 +255,16 @@ func TestReferenceMatchesNaiveTransformersMath(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := naiveForward(cfg, w, ids)
+			worst := 0.0
 			for s := range ids {
 				w32 := make([]float32, len(want[s]))
 				for i, v := range want[s] {
 					w32[i] = float32(v)
 				}
+				worst = max(worst, maxAbsDiff(out.At(0, s), w32))
 				assertClose(t, fmt.Sprintf("position %d", s), out.At(0, s), w32, 1e-4)
 			}
+			t.Logf("%s: reference vs naive float64 forward: max |Δlogit| %.3g", name, worst)
 		})
 	}
 }
@@ -355,6 +358,28 @@ func TestForwardRejectsBadInputs(t *testing.T) {
 	for i, in := range bad {
 		if _, err := ref.Forward(in, nil); err == nil {
 			t.Errorf("case %d accepted", i)
+		}
+	}
+}
+
+// Each rope variant moves the logits of the same weights far past the
+// agreement tolerance, so the agreement tests above would catch a variant
+// that the graph or the reference silently built as plain RoPE.
+func TestRopeVariantsChangeLogits(t *testing.T) {
+	cfgs := testConfigs(t)
+	w := mustRandom(t, cfgs["tiny"], 3)
+	ids := tokens(9, cfgs["tiny"].VocabSize, 4)
+	plain, err := mustReference(t, cfgs["tiny"], w).Forward(Inputs{InputIDs: [][]int64{ids}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"rope_linear", "rope_dynamic", "rope_llama3", "rope_yarn"} {
+		out, err := mustReference(t, cfgs[name], w).Forward(Inputs{InputIDs: [][]int64{ids}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxAbsDiff(out.Logits, plain.Logits); d < 1e-2 {
+			t.Errorf("%s: logits within %.2g of plain RoPE", name, d)
 		}
 	}
 }

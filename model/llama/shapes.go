@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 )
@@ -33,6 +34,63 @@ var shapes = map[string]Config{
 		RMSNormEps: 1e-5, RopeTheta: 100000, MaxPositionEmbeddings: 8192,
 		TieWordEmbeddings: true, InitializerRange: 0.041666666666666664,
 	},
+	// The tiny family shapes keep every feature of the real config they are
+	// named after, shrunk to "tiny"'s size (eos lists use the default
+	// tokenizer's ids). tiny-qwen2.5 is Qwen2.5-0.5B: qwen2 (q/k/v
+	// biases), tied, rope_theta 1e6, eps 1e-6, eos [<|im_end|>,
+	// <|endoftext|>] as Qwen's [151645, 151643].
+	"tiny-qwen2.5": {
+		ModelType: "qwen2", VocabSize: 320, HiddenSize: 64, IntermediateSize: 160,
+		NumHiddenLayers: 2, NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 16,
+		RMSNormEps: 1e-6, RopeTheta: 1000000, MaxPositionEmbeddings: 32768,
+		TieWordEmbeddings: true, InitializerRange: 0.02,
+		EOSTokenID: TokenIDs{ByteImEnd, ByteEndOfText},
+	},
+	// tiny-qwen3 is Qwen3-0.6B: qwen3 (q/k norm, no bias), explicit head_dim
+	// with heads*head_dim = 2*hidden (16*128 vs 1024 there), tied.
+	"tiny-qwen3": {
+		ModelType: "qwen3", VocabSize: 320, HiddenSize: 64, IntermediateSize: 160,
+		NumHiddenLayers: 2, NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 32,
+		RMSNormEps: 1e-6, RopeTheta: 1000000, MaxPositionEmbeddings: 40960,
+		TieWordEmbeddings: true, InitializerRange: 0.02,
+		EOSTokenID: TokenIDs{ByteImEnd, ByteEndOfText},
+	},
+	// tiny-llama3.2 is Llama-3.2-1B: llama with rope_scaling llama3 (factor
+	// 32, original context 8192; at head_dim 16 and theta 5e5 its
+	// frequencies fall in all three bands), tied, an eos list as Llama's
+	// [128001, 128008, 128009].
+	"tiny-llama3.2": {
+		ModelType: "llama", VocabSize: 320, HiddenSize: 64, IntermediateSize: 160,
+		NumHiddenLayers: 2, NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 16,
+		RMSNormEps: 1e-5, RopeTheta: 500000, MaxPositionEmbeddings: 131072,
+		TieWordEmbeddings: true, InitializerRange: 0.02, RopeScaling: llama32RopeScaling,
+		EOSTokenID: TokenIDs{ByteEndOfText, ByteImEnd},
+	},
+	// The 135M-class family shapes are SmolLM2-135M's sizes with each
+	// family's features, for benchmarks: qwen2.5-135m (q/k/v biases, theta
+	// 1e6), qwen3-135m (q/k norm, head_dim 128 = 2*hidden/heads) and
+	// llama3.2-135m (llama3 rope scaling).
+	"qwen2.5-135m": {
+		ModelType: "qwen2", VocabSize: 49152, HiddenSize: 576, IntermediateSize: 1536,
+		NumHiddenLayers: 30, NumAttentionHeads: 9, NumKeyValueHeads: 3, HeadDim: 64,
+		RMSNormEps: 1e-6, RopeTheta: 1000000, MaxPositionEmbeddings: 32768,
+		TieWordEmbeddings: true, InitializerRange: 0.041666666666666664,
+		EOSTokenID: TokenIDs{ByteImEnd, ByteEndOfText},
+	},
+	"qwen3-135m": {
+		ModelType: "qwen3", VocabSize: 49152, HiddenSize: 576, IntermediateSize: 1536,
+		NumHiddenLayers: 30, NumAttentionHeads: 9, NumKeyValueHeads: 3, HeadDim: 128,
+		RMSNormEps: 1e-6, RopeTheta: 1000000, MaxPositionEmbeddings: 40960,
+		TieWordEmbeddings: true, InitializerRange: 0.041666666666666664,
+		EOSTokenID: TokenIDs{ByteImEnd, ByteEndOfText},
+	},
+	"llama3.2-135m": {
+		ModelType: "llama", VocabSize: 49152, HiddenSize: 576, IntermediateSize: 1536,
+		NumHiddenLayers: 30, NumAttentionHeads: 9, NumKeyValueHeads: 3, HeadDim: 64,
+		RMSNormEps: 1e-5, RopeTheta: 500000, MaxPositionEmbeddings: 131072,
+		TieWordEmbeddings: true, InitializerRange: 0.041666666666666664, RopeScaling: llama32RopeScaling,
+		EOSTokenID: TokenIDs{ByteEndOfText, ByteImEnd},
+	},
 	// qwen2.5-0.5b is Qwen/Qwen2.5-0.5B's config.json (q/k/v biases).
 	"qwen2.5-0.5b": {
 		ModelType: "qwen2", VocabSize: 151936, HiddenSize: 896, IntermediateSize: 4864,
@@ -41,6 +99,10 @@ var shapes = map[string]Config{
 		TieWordEmbeddings: true, InitializerRange: 0.02,
 	},
 }
+
+// llama32RopeScaling is Llama-3.2-1B's rope_scaling, as its config.json
+// writes it.
+var llama32RopeScaling = json.RawMessage(`{"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}`)
 
 // ShapeNames returns the names ShapeConfig accepts, sorted.
 func ShapeNames() []string {
@@ -52,8 +114,11 @@ func ShapeNames() []string {
 	return names
 }
 
-// ShapeConfig returns the config of a named architecture ("tiny",
-// "smollm2-135m", "qwen2.5-0.5b") with the default tokenizer's special ids.
+// ShapeConfig returns the config of a named architecture (see ShapeNames:
+// "tiny", the tiny family shapes "tiny-qwen2.5", "tiny-qwen3",
+// "tiny-llama3.2", the 135M-class ones, "smollm2-135m", "qwen2.5-0.5b")
+// with the default tokenizer's special ids; a shape with an eos list keeps
+// it.
 func ShapeConfig(name string) (Config, error) {
 	c, ok := shapes[name]
 	if !ok {
@@ -61,7 +126,10 @@ func ShapeConfig(name string) (Config, error) {
 	}
 	c.HiddenAct = "silu"
 	c.BOSTokenID = TokenIDs{ByteImStart}
-	c.EOSTokenID = TokenIDs{ByteImEnd}
+	if len(c.EOSTokenID) == 0 {
+		c.EOSTokenID = TokenIDs{ByteImEnd}
+	}
+	c.EOSTokenID = append(TokenIDs(nil), c.EOSTokenID...)
 	c.PadTokenID = TokenIDs{ByteEndOfText}
 	c.TorchDType = "float32"
 	c.UseCache = true

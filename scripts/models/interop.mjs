@@ -1,8 +1,13 @@
 // Loads a toolrl-built model folder with @huggingface/transformers (Node,
-// onnxruntime-node backend, local files only) and greedy-decodes a batch of
-// prompts with left padding. Prints one JSON object on stdout:
-//   {"chat": <chat template output or null>, "rows": [{"prompt_ids": [...], "new_ids": [...]}, ...]}
-// new_ids are the generated tokens up to and including the first eos.
+// onnxruntime-node backend, local files only), runs one forward over the
+// left-padded batch of prompts and greedy-decodes it. Prints one JSON object
+// on stdout:
+//   {"chat": <chat template output or null>,
+//    "input_ids": [[...]], "attention_mask": [[...]],   (the padded batch)
+//    "logits": {"dims": [B, S, V], "data": [...]},      (the forward's logits)
+//    "rows": [{"prompt_ids": [...], "new_ids": [...]}, ...]}
+// new_ids are the generated tokens up to and including the first eos (any
+// id of generation_config's eos list).
 //
 // usage: node interop.mjs MODEL_DIR MAX_NEW_TOKENS PROMPT...
 import path from 'node:path';
@@ -38,6 +43,10 @@ const chat = tokenizer.chat_template
 
 tokenizer.padding_side = 'left';
 const enc = tokenizer(prompts, { padding: true });
+// One forward over the padded batch: transformers.js derives position_ids
+// from the mask and feeds empty past key/values itself.
+const fwd = await model({ ...enc });
+const logits = { dims: fwd.logits.dims, data: Array.from(fwd.logits.data) };
 const out = await model.generate({ ...enc, max_new_tokens: maxNew, do_sample: false });
 
 const eos = [model.generation_config.eos_token_id].flat();
@@ -54,5 +63,5 @@ const rows = seqs.map((seq, b) => {
   }
   return { prompt_ids: promptIds, new_ids: newIds };
 });
-console.log(JSON.stringify({ chat, rows }));
+console.log(JSON.stringify({ chat, input_ids: ids, attention_mask: mask, logits, rows }));
 await model.dispose();
