@@ -31,8 +31,8 @@ type Summary struct {
 	rewards []float64
 	parts   map[string]*partStats
 
-	ModelTurns      int64 // model segments
-	Calls           int64 // model segments that ended in a call
+	ModelTurns      int64 // assistant turns (steps): a turn of N parallel calls is N model segments
+	Calls           int64 // calls: model segments that ended in one
 	ParseErrors     int64 // calls that did not parse or validate
 	RecordsWithCall int64
 	ToolResults     int64 // tool segments
@@ -135,10 +135,12 @@ func (s *Summary) add(group string, version int64, promptLen int, mask traj.Mask
 		return
 	}
 	called := false
-	for _, seg := range segs {
+	for i, seg := range segs {
 		switch seg.Kind {
 		case traj.SegmentModel:
-			s.ModelTurns++
+			if i == 0 || segs[i-1].Turn != seg.Turn || segs[i-1].Kind == traj.SegmentTool {
+				s.ModelTurns++ // a turn begins (traj.Trajectory.Steps)
+			}
 			if seg.Call != nil {
 				s.Calls++
 				called = true

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/traj/wire"
 )
 
 func TestSummaryCountsAndHistogram(t *testing.T) {
@@ -107,5 +108,27 @@ func TestScanRewardParts(t *testing.T) {
 		if err != nil || strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("%s: ScanRewardParts = %v, %v; want %v", ext, got, err, want)
 		}
+	}
+}
+
+// TestSummaryCountsParallelCalls: on traj's parallel-calls fixture (turn 0
+// of sample 0 makes two calls, answered by two tool segments; sample 1
+// makes one, then two unanswered) turns are counted as turns, not model
+// segments: 4 turns, 5 calls, 3 results.
+func TestSummaryCountsParallelCalls(t *testing.T) {
+	data, err := os.ReadFile("../traj/testdata/parallel-calls-group.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := wire.DecodeGroup(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSummary(Trajectories)
+	for i := range g.Trajectories {
+		s.AddTrajectory(&g.Trajectories[i])
+	}
+	if s.ModelTurns != 4 || s.Calls != 5 || s.ToolResults != 3 || s.ToolOK != 3 || s.RecordsWithCall != 2 {
+		t.Errorf("turns %d calls %d results %d ok %d records with call %d, want 4 5 3 3 2", s.ModelTurns, s.Calls, s.ToolResults, s.ToolOK, s.RecordsWithCall)
 	}
 }

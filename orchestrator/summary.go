@@ -46,6 +46,10 @@ type Summary struct {
 	ToolCalls map[string]map[string]int
 	// TrajectoriesWithCall counts trajectories with at least one call.
 	TrajectoriesWithCall int
+	// TurnsWithCall counts assistant turns (steps) with at least one call,
+	// and MaxCallsPerTurn is the most calls one turn made: with parallel
+	// calls a turn makes several (traj.Segment).
+	TurnsWithCall, MaxCallsPerTurn int
 	// GroupsWithSignal counts groups whose rewards are not all equal.
 	GroupsWithSignal int
 	RewardSum        float64
@@ -119,14 +123,22 @@ func (s *Summary) addGroup(g *traj.Group, correct []bool) {
 			}
 		}
 		called := false
-		for _, seg := range t.Segments {
-			if seg.Kind != traj.SegmentModel || seg.Call == nil {
-				continue
+		turnCalls, lastStep := 0, -1
+		for _, ref := range traj.PairCalls(nil, t.Segments) {
+			if ref.Model < 0 {
+				continue // a result without a recorded call: not a call of toolrl's rollout
 			}
 			called = true
-			outcome := callOutcome(t, seg)
+			if ref.Step != lastStep {
+				s.TurnsWithCall++
+				lastStep, turnCalls = ref.Step, 0
+			}
+			turnCalls++
+			s.MaxCallsPerTurn = max(s.MaxCallsPerTurn, turnCalls)
+			call := t.Segments[ref.Model].Call
+			outcome := callOutcome(t, call, ref)
 			s.Calls[outcome]++
-			s.countToolCall(seg.Call.Name, outcome)
+			s.countToolCall(call.Name, outcome)
 		}
 		if called {
 			s.TrajectoriesWithCall++
@@ -137,19 +149,20 @@ func (s *Summary) addGroup(g *traj.Group, correct []bool) {
 	}
 }
 
-// callOutcome classifies a model segment's call by its parse error or the
-// result in the tool segment that follows it.
-func callOutcome(t *traj.Trajectory, seg traj.Segment) string {
-	if seg.Call.ParseError != "" {
-		class, _, _ := strings.Cut(seg.Call.ParseError, ":")
+// callOutcome classifies a call by its parse error or the result in the
+// tool segment that answers it (traj.PairCalls: with parallel calls, the
+// turn's tool segment of the same rank).
+func callOutcome(t *traj.Trajectory, call *traj.ToolCall, ref traj.CallRef) string {
+	if call.ParseError != "" {
+		class, _, _ := strings.Cut(call.ParseError, ":")
 		return strings.TrimSpace(class)
 	}
-	for _, next := range t.Segments {
-		if next.Kind == traj.SegmentTool && next.Start == seg.End && next.Result != nil {
-			if next.Result.OK {
+	if ref.Tool >= 0 {
+		if res := t.Segments[ref.Tool].Result; res != nil {
+			if res.OK {
 				return "ok"
 			}
-			return next.Result.ErrorClass
+			return res.ErrorClass
 		}
 	}
 	return "not_executed"
@@ -194,7 +207,12 @@ func (s *Summary) Write(w io.Writer) {
 	if len(parts) > 0 {
 		outcomes = strings.Join(parts, ", ")
 	}
-	fmt.Fprintf(w, "  tool calls     %d (%s); call rate %s of trajectories\n", totalCalls, outcomes, pct(s.TrajectoriesWithCall, s.Trajectories))
+	fmt.Fprintf(w, "  tool calls     %d (%s); call rate %s of trajectories", totalCalls, outcomes, pct(s.TrajectoriesWithCall, s.Trajectories))
+	if s.MaxCallsPerTurn > 1 {
+		// Parallel calls: say how they spread over turns.
+		fmt.Fprintf(w, "; %d calling turns, up to %d calls per turn", s.TurnsWithCall, s.MaxCallsPerTurn)
+	}
+	fmt.Fprintln(w)
 	var fin []string
 	for _, k := range slices.Sorted(maps.Keys(s.Finish)) {
 		fin = append(fin, fmt.Sprintf("%s %d", k, s.Finish[k]))

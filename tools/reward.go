@@ -139,53 +139,45 @@ func ComputeRewards(segs []traj.Segment, w RewardWeights) ToolRewards {
 		}
 		out.Steps[step] += r
 	}
-	var calls []*traj.ToolCall // the current turn's calls, in order
-	answered := 0              // how many of them a tool segment answered
-	endTurn := func() {
-		for _, c := range calls[answered:] {
-			score(c, nil, nil) // unanswered: no result
-		}
-		calls, answered = calls[:0], 0
-	}
 	for i := range segs {
-		s := &segs[i]
-		if s.Kind == traj.SegmentModel {
-			if i == 0 || segs[i-1].Turn != s.Turn || segs[i-1].Kind == traj.SegmentTool {
-				endTurn()
-				step++
-				out.Steps = append(out.Steps, pending)
-				pending = 0
-			}
-			if s.Call != nil {
-				calls = append(calls, s.Call)
-			}
-			continue
+		if segs[i].Kind == traj.SegmentModel && (i == 0 || segs[i-1].Turn != segs[i].Turn || segs[i-1].Kind == traj.SegmentTool) {
+			out.Steps = append(out.Steps, 0)
 		}
-		if s.Kind != traj.SegmentTool {
-			continue
-		}
-		var call *traj.ToolCall
-		switch {
-		case answered < len(calls):
-			call = calls[answered]
-			answered++
-		case s.Result != nil:
-			// A tool segment whose model segment did not record the call.
-			call = s.Call
-			if call == nil {
-				call = &traj.ToolCall{}
-			}
-		default:
-			continue
-		}
-		// The model text after the turn's tool turn: past its tool segments.
-		k := i + 1
-		for k < len(segs) && segs[k].Kind == traj.SegmentTool {
-			k++
-		}
-		score(call, s.Result, segs[k:])
 	}
-	endTurn()
+	scoreRef := func(ref traj.CallRef) {
+		var call *traj.ToolCall
+		var result *traj.ToolResult
+		var later []traj.Segment
+		if ref.Model >= 0 {
+			call = segs[ref.Model].Call
+		} else if call = segs[ref.Tool].Call; call == nil {
+			call = &traj.ToolCall{}
+		}
+		if ref.Tool >= 0 {
+			result = segs[ref.Tool].Result
+			// The model text after the turn's tool turn: past its tool segments.
+			k := ref.Tool + 1
+			for k < len(segs) && segs[k].Kind == traj.SegmentTool {
+				k++
+			}
+			later = segs[k:]
+		}
+		step = ref.Step
+		score(call, result, later)
+	}
+	var refsArr [8]traj.CallRef
+	refs := traj.PairCalls(refsArr[:0], segs)
+	// Calls before any model segment come first; their parts seed step 0.
+	for len(refs) > 0 && refs[0].Step < 0 {
+		scoreRef(refs[0])
+		refs = refs[1:]
+	}
+	if len(out.Steps) > 0 {
+		out.Steps[0] = pending
+	}
+	for _, ref := range refs {
+		scoreRef(ref)
+	}
 	return out
 }
 

@@ -239,6 +239,52 @@ func (t *Trajectory) StepOf(dst []int) []int {
 	return dst
 }
 
+// CallRef locates one call of a trajectory: Model is the index in Segments
+// of the model segment that wrote it, Tool that of the tool segment that
+// answers it (-1: unanswered, the trajectory ended first), Step the step
+// (turn, counted as Steps counts them; -1 before any model segment).
+// Model is -1 for a tool segment with a result in a turn whose model
+// segment recorded no call (data written so before parallel calls): the
+// call is then the tool segment's Call, which may be nil.
+type CallRef struct {
+	Step, Model, Tool int
+}
+
+// PairCalls returns the calls of segs in order (turn by turn, and within a
+// turn in call order), each paired with the tool segment that answers it:
+// a turn's i-th tool segment answers the call of its i-th model segment
+// that holds one (see Segment). It appends to dst and returns it.
+func PairCalls(dst []CallRef, segs []Segment) []CallRef {
+	step := -1
+	first := len(dst) // the current turn's first call in dst
+	answered := 0     // how many of the current turn's calls a tool segment answered
+	for i := range segs {
+		s := &segs[i]
+		if s.Kind == SegmentModel {
+			if i == 0 || segs[i-1].Turn != s.Turn || segs[i-1].Kind == SegmentTool {
+				step++
+				first, answered = len(dst), 0
+			}
+			if s.Call != nil {
+				dst = append(dst, CallRef{Step: step, Model: i, Tool: -1})
+			}
+			continue
+		}
+		if s.Kind != SegmentTool {
+			continue
+		}
+		switch {
+		case first+answered < len(dst):
+			dst[first+answered].Tool = i
+			answered++
+		case s.Result != nil:
+			dst = append(dst, CallRef{Step: step, Model: -1, Tool: i})
+			first, answered = len(dst), 0
+		}
+	}
+	return dst
+}
+
 // Group is the G trajectories sampled for one prompt: the unit the advantage
 // service consumes, because GRPO baselines are computed within a group.
 type Group struct {

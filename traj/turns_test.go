@@ -148,3 +148,23 @@ func TestParallelCallsLayoutRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestPairCalls: each call is paired with the tool segment of its rank in
+// its turn, unanswered calls with none, and a result in a turn whose model
+// segment recorded no call (older data) is a call of its own.
+func TestPairCalls(t *testing.T) {
+	g := parallelGroup(t)
+	for i, want := range [][]traj.CallRef{
+		{{Step: 0, Model: 0, Tool: 2}, {Step: 0, Model: 1, Tool: 3}},
+		{{Step: 0, Model: 0, Tool: 1}, {Step: 1, Model: 2, Tool: -1}, {Step: 1, Model: 3, Tool: -1}},
+	} {
+		if got := traj.PairCalls(nil, g.Trajectories[i].Segments); !slices.Equal(got, want) {
+			t.Errorf("sample %d: %v, want %v", i, got, want)
+		}
+	}
+	legacy := sample()
+	legacy.Segments[0].Call = nil
+	if got := traj.PairCalls(nil, legacy.Segments); !slices.Equal(got, []traj.CallRef{{Step: 0, Model: -1, Tool: 1}}) {
+		t.Errorf("call-less turn: %v", got)
+	}
+}
