@@ -35,8 +35,28 @@ func familyShapes(t testing.TB) map[string]llama.Config {
 	headDim.HeadDim = 24 // 4 heads × 24 = 96 ≠ hidden 64
 	mistral := tiny
 	mistral.ModelType = "mistral"
+	// Qwen3: q/k norm, explicit head_dim (4 × 24 ≠ 64), tied embeddings.
+	qwen3 := tiny
+	qwen3.ModelType, qwen3.HeadDim, qwen3.TieWordEmbeddings = "qwen3", 24, true
+	// Llama-3.2's rope_scaling with its original 8192 context: at head dim
+	// 16 and theta 10000 some wavelengths are kept, some divided by the
+	// factor, some in the smooth band.
+	llama3 := tiny
+	llama3.RopeTheta = 10000
+	llama3.RopeScaling = []byte(`{"rope_type":"llama3","factor":32,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":8192}`)
+	// Qwen2.5's long-context yarn (attention scaling 0.1·ln 4 + 1 on cos and sin).
+	yarn := qwen2
+	yarn.RopeScaling = []byte(`{"type":"yarn","factor":4,"original_max_position_embeddings":512}`)
+	linear := tiny
+	linear.RopeScaling = []byte(`{"type":"linear","factor":2}`)
+	// Dynamic: below max_position_embeddings, where the actor caps every
+	// sequence, this is plain RoPE on both sides.
+	dynamic := tiny
+	dynamic.RopeScaling = []byte(`{"rope_type":"dynamic","factor":2}`)
 	return map[string]llama.Config{
 		"llama": tiny, "qwen2": qwen2, "llama-attention-bias": bias, "llama-head-dim": headDim, "mistral": mistral,
+		"qwen3": qwen3, "llama-rope-llama3": llama3, "qwen2-rope-yarn": yarn, "llama-rope-linear": linear,
+		"llama-rope-dynamic": dynamic,
 	}
 }
 
@@ -74,6 +94,12 @@ func TestTrainConfigFamilies(t *testing.T) {
 	if c := want["llama"]; c.HeadDim != 0 || c.QKVBias || c.OBias || c.QKNorm || c.RopeScaling != "" {
 		t.Errorf("plain llama: %+v", c)
 	}
+	if c := want["qwen3"]; !c.QKNorm || c.QKVBias || c.HeadDim != 24 || c.ModelType != "qwen3" {
+		t.Errorf("qwen3: %+v", c)
+	}
+	if c := want["qwen2-rope-yarn"]; !strings.Contains(c.RopeScaling, "yarn") {
+		t.Errorf("qwen2 yarn: %+v", c)
+	}
 	tiny := shapes["llama"]
 	gpt2 := tiny
 	gpt2.ModelType = "gpt2"
@@ -81,6 +107,8 @@ func TestTrainConfigFamilies(t *testing.T) {
 	mlpBias.MLPBias = true
 	window := tiny
 	window.ModelType, window.Extra = "mistral", map[string]json.RawMessage{"sliding_window": json.RawMessage("4096")}
+	unknownRope := tiny
+	unknownRope.RopeScaling = []byte(`{"rope_type":"longrope","factor":2}`)
 	qwenWindow := shapes["qwen2"]
 	qwenWindow.UseSlidingWindow = true
 	for name, c := range map[string]struct {
@@ -91,6 +119,7 @@ func TestTrainConfigFamilies(t *testing.T) {
 		"mlp_bias":       {mlpBias, "mlp_bias"},
 		"mistral window": {window, "sliding_window"},
 		"qwen2 window":   {qwenWindow, "use_sliding_window"},
+		"rope type":      {unknownRope, "rope_type"},
 	} {
 		if _, err := TrainConfig(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one naming %s", name, err, c.want)

@@ -1,6 +1,8 @@
 package learner
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,7 +75,13 @@ func TrainConfig(c llama.Config) (train.Config, error) {
 		tc.HeadDim = d
 	}
 	if rs := strings.TrimSpace(string(c.RopeScaling)); rs != "" && rs != "null" {
-		tc.RopeScaling = rs
+		// Compact, so that the config.json a published version writes
+		// (indented) maps to the same train.Config as its base.
+		var b bytes.Buffer
+		if err := json.Compact(&b, []byte(rs)); err != nil {
+			return train.Config{}, fmt.Errorf("rope_scaling: %w", err)
+		}
+		tc.RopeScaling = b.String()
 	}
 	if err := tc.Validate(); err != nil {
 		return train.Config{}, err

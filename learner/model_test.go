@@ -11,7 +11,8 @@ import (
 
 // TestTrainConfigNamesWhatItCannotTrain: the tiny shape maps (GQA, untied
 // head); a rope_scaling the builder does not build is refused with its key
-// (the families and the other refusals: family_test.go).
+// and the supported list (the families and the other refusals:
+// family_test.go).
 func TestTrainConfigNamesWhatItCannotTrain(t *testing.T) {
 	tiny, err := llama.ShapeConfig("tiny")
 	if err != nil {
@@ -21,9 +22,9 @@ func TestTrainConfigNamesWhatItCannotTrain(t *testing.T) {
 		t.Fatalf("tiny: %+v, %v", tc, err)
 	}
 	scaled := tiny
-	scaled.RopeScaling = []byte(`{"type":"linear","factor":2}`)
-	if _, err := TrainConfig(scaled); err == nil || !strings.Contains(err.Error(), "rope_scaling") {
-		t.Errorf("error %v, want one naming rope_scaling", err)
+	scaled.RopeScaling = []byte(`{"type":"su","factor":2}`)
+	if _, err := TrainConfig(scaled); err == nil || !strings.Contains(err.Error(), "rope_scaling.type") || !strings.Contains(err.Error(), "yarn") {
+		t.Errorf("error %v, want one naming rope_scaling.type and the supported types", err)
 	}
 }
 
