@@ -12,15 +12,17 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/model/train"
 )
 
-// familyShapes are tiny random configs of every family the builder builds,
-// each keeping the feature that separates it: the "tiny" Llama shape as
-// qwen2 (q/k/v biases, tied embeddings), as Llama with attention_bias (q, k,
-// v and o biases), with a head_dim other than hidden/heads, and as mistral
-// (no sliding window).
+// familyShapes are tiny configs of every family the builder builds: its
+// tiny family shapes (tinymodel.FamilyShapes), and the "tiny" Llama shape
+// with each feature those lack: as qwen2 with yarn rope (attention scaling),
+// as Llama with attention_bias (q, k, v and o biases), with a head_dim other
+// than hidden/heads, with linear and dynamic rope, and as mistral (no sliding
+// window).
 func familyShapes(t testing.TB) map[string]llama.Config {
 	t.Helper()
 	tiny, err := llama.ShapeConfig("tiny")
@@ -35,15 +37,6 @@ func familyShapes(t testing.TB) map[string]llama.Config {
 	headDim.HeadDim = 24 // 4 heads × 24 = 96 ≠ hidden 64
 	mistral := tiny
 	mistral.ModelType = "mistral"
-	// Qwen3: q/k norm, explicit head_dim (4 × 24 ≠ 64), tied embeddings.
-	qwen3 := tiny
-	qwen3.ModelType, qwen3.HeadDim, qwen3.TieWordEmbeddings = "qwen3", 24, true
-	// Llama-3.2's rope_scaling with its original 8192 context: at head dim
-	// 16 and theta 10000 some wavelengths are kept, some divided by the
-	// factor, some in the smooth band.
-	llama3 := tiny
-	llama3.RopeTheta = 10000
-	llama3.RopeScaling = []byte(`{"rope_type":"llama3","factor":32,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":8192}`)
 	// Qwen2.5's long-context yarn (attention scaling 0.1·ln 4 + 1 on cos and sin).
 	yarn := qwen2
 	yarn.RopeScaling = []byte(`{"type":"yarn","factor":4,"original_max_position_embeddings":512}`)
@@ -53,11 +46,20 @@ func familyShapes(t testing.TB) map[string]llama.Config {
 	// sequence, this is plain RoPE on both sides.
 	dynamic := tiny
 	dynamic.RopeScaling = []byte(`{"rope_type":"dynamic","factor":2}`)
-	return map[string]llama.Config{
-		"llama": tiny, "qwen2": qwen2, "llama-attention-bias": bias, "llama-head-dim": headDim, "mistral": mistral,
-		"qwen3": qwen3, "llama-rope-llama3": llama3, "qwen2-rope-yarn": yarn, "llama-rope-linear": linear,
-		"llama-rope-dynamic": dynamic,
+	shapes := map[string]llama.Config{
+		"qwen2": qwen2, "llama-attention-bias": bias, "llama-head-dim": headDim, "mistral": mistral,
+		"qwen2-rope-yarn": yarn, "llama-rope-linear": linear, "llama-rope-dynamic": dynamic,
 	}
+	// The builder's tiny family shapes: Qwen2.5-0.5B, Qwen3-0.6B (q/k norm,
+	// heads·head_dim = 2·hidden) and Llama-3.2-1B (llama3 rope) shrunk.
+	for _, name := range tinymodel.FamilyShapes {
+		c, err := llama.ShapeConfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shapes[name] = c
+	}
+	return shapes
 }
 
 func sortedNames(m map[string]llama.Config) []string {
@@ -91,16 +93,19 @@ func TestTrainConfigFamilies(t *testing.T) {
 	if c := want["llama-head-dim"]; c.HeadDim != 24 || c.HeadDimension() != 24 {
 		t.Errorf("head_dim: %+v", c)
 	}
-	if c := want["llama"]; c.HeadDim != 0 || c.QKVBias || c.OBias || c.QKNorm || c.RopeScaling != "" {
+	if c := want["tiny"]; c.HeadDim != 0 || c.QKVBias || c.OBias || c.QKNorm || c.RopeScaling != "" {
 		t.Errorf("plain llama: %+v", c)
 	}
-	if c := want["qwen3"]; !c.QKNorm || c.QKVBias || c.HeadDim != 24 || c.ModelType != "qwen3" {
+	if c := want["tiny-qwen3"]; !c.QKNorm || c.QKVBias || c.HeadDim != 32 || c.ModelType != "qwen3" {
 		t.Errorf("qwen3: %+v", c)
+	}
+	if c := want["tiny-llama3.2"]; !strings.Contains(c.RopeScaling, "llama3") || c.UntiedHead {
+		t.Errorf("llama 3.2: %+v", c)
 	}
 	if c := want["qwen2-rope-yarn"]; !strings.Contains(c.RopeScaling, "yarn") {
 		t.Errorf("qwen2 yarn: %+v", c)
 	}
-	tiny := shapes["llama"]
+	tiny := shapes["tiny"]
 	gpt2 := tiny
 	gpt2.ModelType = "gpt2"
 	mlpBias := tiny
