@@ -2,6 +2,7 @@ package llama
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,5 +171,76 @@ func TestRandomWeightsDeterministic(t *testing.T) {
 		if maxAbsDiff(a[n].Data, c[n].Data) == 0 {
 			t.Fatalf("%s equal for different seeds", n)
 		}
+	}
+}
+
+// The config.json fields of Qwen/Qwen3-0.6B and meta-llama/Llama-3.2-1B-Instruct.
+const (
+	qwen3Config = `{
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+  "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true,
+  "use_sliding_window": false, "vocab_size": 151936
+}`
+	llama32Config = `{
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "head_dim": 64,
+  "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192,
+  "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8, "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+  "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "rope_theta": 500000.0,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.45.0.dev0",
+  "use_cache": true, "vocab_size": 128256
+}`
+)
+
+// Qwen3-0.6B (596,049,920 parameters: q/k norms, head_dim 128 with hidden
+// 1024) and Llama-3.2-1B (1,235,814,400: llama3 rope scaling) parse,
+// validate, resolve their family and write back rope_scaling unchanged.
+func TestParseQwen3AndLlama32Configs(t *testing.T) {
+	for _, c := range []struct {
+		raw    string
+		params int64
+		want   Family
+	}{
+		{qwen3Config, 596049920, Family{ModelType: "qwen3", Architecture: "Qwen3ForCausalLM", QKNorm: true, HeadDim: 128, TiedEmbeddings: true, Rope: RopeScaling{}}},
+		{llama32Config, 1235814400, Family{ModelType: "llama", Architecture: "LlamaForCausalLM", HeadDim: 64, TiedEmbeddings: true,
+			Rope: RopeScaling{Type: RopeLlama3, Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}}},
+	} {
+		cfg, err := ParseConfig([]byte(c.raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", cfg.ModelType, err)
+		}
+		if n := cfg.NumParams(); n != c.params {
+			t.Errorf("%s: %d params, want %d", cfg.ModelType, n, c.params)
+		}
+		fam, err := cfg.Family()
+		if err != nil || fmt.Sprintf("%+v", fam) != fmt.Sprintf("%+v", c.want) {
+			t.Errorf("family %+v (%v), want %+v", fam, err, c.want)
+		}
+		b, err := MarshalConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseConfig(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs, _ := back.Rope(); fmt.Sprintf("%+v", rs) != fmt.Sprintf("%+v", c.want.Rope) || !strings.Contains(string(b), c.want.Architecture) {
+			t.Errorf("round trip lost rope_scaling or architectures:\n%s", b)
+		}
+	}
+	// Without architectures, MarshalConfig names the family's class.
+	cfg, _ := ShapeConfig("tiny-qwen3")
+	if b, _ := MarshalConfig(cfg); !strings.Contains(string(b), `"Qwen3ForCausalLM"`) {
+		t.Errorf("tiny-qwen3 config.json lacks Qwen3ForCausalLM:\n%s", b)
 	}
 }

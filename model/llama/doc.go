@@ -1,5 +1,6 @@
-// Package llama builds decoder-only Llama-family models (Llama, Qwen2, SmolLM
-// shapes) as ONNX graphs in optimum's text-generation-with-past layout, writes
+// Package llama builds decoder-only Llama-family models (Llama and Llama 3.x
+// rope scaling, Mistral, Qwen2, Qwen3, SmolLM shapes; see Family and RoPE) as
+// ONNX graphs in optimum's text-generation-with-past layout, writes
 // complete Hugging Face model folders around them, and runs the same
 // architecture in pure Go as a reference.
 //
