@@ -83,11 +83,27 @@ func conversations() map[string][]any {
 	return c
 }
 
+// textParts returns msgs with each string content as one text part.
+func textParts(msgs []any) []any {
+	out := make([]any, len(msgs))
+	for i, m := range msgs {
+		c := map[string]any{}
+		for k, v := range m.(map[string]any) {
+			c[k] = v
+		}
+		if s, ok := c["content"].(string); ok {
+			c["content"] = []any{map[string]any{"type": "text", "text": s}}
+		}
+		out[i] = c
+	}
+	return out
+}
+
 // TestRenderMatchesTransformersJS renders a corpus with the chat package
 // and tokenizes it with toolrl's tokenizer, and requires the same text and
 // the same ids as transformers.js's apply_chat_template (tokenize: true)
 // on the same folder: Qwen2.5, Qwen3 (enable_thinking unset, true, false),
-// vLLM's Llama-3.1 JSON and Mistral parallel templates; with and without a
+// vLLM's Llama-3.1 (tools in the first user message) and 3.2 (tools in the system message, contents as text parts) JSON and Mistral parallel templates; with and without a
 // system prompt and tools; where the template raises (Llama-3.1 with two
 // calls in a turn), both must refuse.
 func TestRenderMatchesTransformersJS(t *testing.T) {
@@ -97,11 +113,18 @@ func TestRenderMatchesTransformersJS(t *testing.T) {
 	families := []struct {
 		fixture, tokenizer string
 		kwargs             []string
+		// parts gives every content as [{type: text, text}], as vLLM passes
+		// it: @huggingface/jinja refuses to loop over a string, which
+		// Llama-3.2's template does for string contents (Python iterates
+		// its characters). Its tools_in_user_message path is left out:
+		// @huggingface/jinja does not support map('trim').
+		parts bool
 	}{
-		{"qwen2.5", "tokenizer-qwen3", []string{""}},
-		{"qwen3", "tokenizer-qwen3", []string{"", `{"enable_thinking": true}`, `{"enable_thinking": false}`}},
-		{"llama3.1-json", "tokenizer-llama3", []string{`{"date_string": "26 Jul 2024"}`}},
-		{"mistral-parallel", "tokenizer-llama2", []string{""}},
+		{"qwen2.5", "tokenizer-qwen3", []string{""}, false},
+		{"qwen3", "tokenizer-qwen3", []string{"", `{"enable_thinking": true}`, `{"enable_thinking": false}`}, false},
+		{"llama3.1-json", "tokenizer-llama3", []string{`{"date_string": "26 Jul 2024"}`}, false},
+		{"llama3.2-json", "tokenizer-llama3", []string{`{"date_string": "26 Jul 2024"}`}, true},
+		{"mistral-parallel", "tokenizer-llama2", []string{""}, false},
 	}
 	totalCases, totalTokens, refused := 0, 0, 0
 	for _, fam := range families {
@@ -134,6 +157,9 @@ func TestRenderMatchesTransformersJS(t *testing.T) {
 					msgs := convs[n]
 					if system {
 						msgs = append([]any{map[string]any{"role": "system", "content": "You are terse."}}, msgs...)
+					}
+					if fam.parts {
+						msgs = textParts(msgs)
 					}
 					mj, _ := json.Marshal(msgs)
 					for _, withTools := range []bool{false, true} {

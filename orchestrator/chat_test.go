@@ -63,6 +63,7 @@ func TestChatFormatReadsTheCallFormFromTheTemplate(t *testing.T) {
 		{"qwen2.5", tools.FormHermes, 0},
 		{"qwen3", tools.FormHermes, 0},
 		{"llama3.1-json", tools.FormLlama3JSON, 1},
+		{"llama3.2-json", tools.FormLlama3JSON, 1},
 		{"mistral-parallel", tools.FormMistral, 0},
 	} {
 		f, err := NewChatFormat(fixture(t, c.fixture), byteEncoder{}, ChatOptions{Tools: json.RawMessage(qwenTools)})

@@ -52,13 +52,18 @@ func hermesCalls(calls []layoutCall) string {
 	return strings.Join(parts, "\n")
 }
 
+// llamaCall is Llama-3.1/3.2's JSON call, one per turn.
+func llamaCall(calls []layoutCall) string {
+	return `{"name": "calculator", "parameters": {"expression": "` + calls[0].expr + `"}}`
+}
+
 // TestTurnTrajectoryTokensEqualRenderedConversation builds a trajectory the
 // way a rollout in turn mode does — prompt tokens, then per turn the
 // model's own tokens for its calls, its sampled end-of-turn token, and the
 // injected tool turn — and requires the tokens to equal the tokenization of
 // the same conversation rendered whole by the model's chat template, with
 // the real Qwen2.5/Qwen3/Llama-3 tokenizers: 2 calls, then 1, per turn for
-// Qwen (with thinking on and off for Qwen3), 1 per turn for Llama-3.1's
+// Qwen (with thinking on and off for Qwen3), 1 per turn for Llama-3.1's and 3.2's
 // JSON template. A separator tokenized differently from the model's view
 // silently ruins multi-turn RL training.
 func TestTurnTrajectoryTokensEqualRenderedConversation(t *testing.T) {
@@ -82,9 +87,9 @@ func TestTurnTrajectoryTokensEqualRenderedConversation(t *testing.T) {
 				return strings.ReplaceAll(r, "<|im_start|>assistant\n<tool_call>", "<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>")
 			}}, qwenTurns},
 		{layoutFamily{fixture: "llama3.1-json", tokenizer: "tokenizer-llama3", kwargs: `{"date_string": "26 Jul 2024"}`, endOfTurn: "<|eot_id|>",
-			callText: func(calls []layoutCall) string {
-				return `{"name": "calculator", "parameters": {"expression": "` + calls[0].expr + `"}}`
-			}}, llamaTurns},
+			callText: llamaCall}, llamaTurns},
+		{layoutFamily{fixture: "llama3.2-json", tokenizer: "tokenizer-llama3", kwargs: `{"date_string": "26 Jul 2024"}`, endOfTurn: "<|eot_id|>",
+			callText: llamaCall}, llamaTurns},
 	} {
 		name := fam.fixture + " " + fam.kwargs
 		tok := lenmlTokenizer(t, fam.tokenizer)
