@@ -1,10 +1,12 @@
 package learner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/model/train"
+	"github.com/toolrl/toolrl/policystore"
 )
 
 // familyShapes are tiny configs of every family the builder builds: its
@@ -312,4 +315,74 @@ func onPolicyMismatch(t *testing.T, cfg llama.Config) (float64, int) {
 		worst = max(worst, math.Abs(float64(got)-lp.Logprobs[k]))
 	}
 	return worst, lp.Rows()
+}
+
+// TestPublishResumePerFamily: a learner on a base folder of each family
+// publishes a version that is the same family (config.json model_type and
+// rope_scaling as the base's) and resumes from it bit for bit: Resume's
+// architecture check passes on the published (re-marshalled) config.json
+// when the base's was written compactly (fails if rope_scaling is kept as
+// written).
+func TestPublishResumePerFamily(t *testing.T) {
+	shapes := familyShapes(t)
+	for _, name := range []string{"tiny-qwen2.5", "tiny-qwen3", "tiny-llama3.2", "qwen2-rope-yarn", "llama-attention-bias"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := shapes[name]
+			w, err := llama.RandomWeights(cfg, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "base")
+			if _, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, Safetensors: true}); err != nil {
+				t.Fatal(err)
+			}
+			// The base's config.json compact, as another tool may write it;
+			// the published one is model/llama's indented form.
+			raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, raw); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config.json"), compact.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, base := freshLearner(t, dir)
+			for _, p := range l.Model().Params {
+				for i := range p.W {
+					p.W[i] += 1e-3 * float32(i%7+1)
+				}
+			}
+			store, err := policystore.Open(filepath.Join(t.TempDir(), "store"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			v, err := l.Publish(context.Background(), store, base, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pub, err := llama.LoadConfig(v.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRope, _ := cfg.Rope()
+			gotRope, _ := pub.Rope()
+			if pub.ModelType != cfg.ModelType || fmt.Sprint(gotRope) != fmt.Sprint(wantRope) {
+				t.Errorf("published model_type %q rope %+v, base %q rope %+v", pub.ModelType, gotRope, cfg.ModelType, wantRope)
+			}
+			resumed, _ := freshLearner(t, dir)
+			if _, err := resumed.Resume(v); err != nil {
+				t.Fatal(err)
+			}
+			got := resumed.Model().Weights()
+			for n, w := range l.Model().Weights() {
+				if fmt.Sprint(got[n]) != fmt.Sprint(w) {
+					t.Fatalf("resumed %s differs from the published weights", n)
+				}
+			}
+		})
+	}
 }
