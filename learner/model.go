@@ -60,18 +60,22 @@ func TrainConfig(c llama.Config) (train.Config, error) {
 	if c.MaxPositionEmbeddings < 2 {
 		return train.Config{}, fmt.Errorf("max_position_embeddings %d: want ≥ 2", c.MaxPositionEmbeddings)
 	}
+	fam, err := c.Family()
+	if err != nil {
+		return train.Config{}, err
+	}
 	tc := train.Config{
 		Vocab: c.VocabSize, Dim: c.HiddenSize, Layers: c.NumHiddenLayers, Heads: c.NumAttentionHeads,
 		KVHeads: c.KVHeads(), FF: c.IntermediateSize, MaxPos: c.MaxPositionEmbeddings,
 		RopeTheta: c.Theta(), NormEps: c.RMSNormEps, UntiedHead: !c.TieWordEmbeddings,
-		QKVBias: c.QKVBias(), OBias: c.OBias(), QKNorm: c.QKNorm(),
+		QKVBias: fam.QKVBias, OBias: fam.OBias, QKNorm: fam.QKNorm,
 	}
 	// The defaults stay zero values, so that a model built by NewModel from
 	// a plain Config equals the one loaded back from its folder.
 	if c.ModelType != "llama" {
 		tc.ModelType = c.ModelType
 	}
-	if d := c.HeadDimension(); d*c.NumAttentionHeads != c.HiddenSize {
+	if d := fam.HeadDim; d*c.NumAttentionHeads != c.HiddenSize {
 		tc.HeadDim = d
 	}
 	if rs := strings.TrimSpace(string(c.RopeScaling)); rs != "" && rs != "null" {

@@ -1,8 +1,9 @@
-// Package train trains small Llama-architecture causal language models in pure
-// Go: a hand-written forward and backward pass over gonum's blas32 Sgemm, AdamW
-// with a cosine learning-rate schedule, seeded initialisation and data order,
-// and a completion-only loss in which tokens injected by the environment (tool
-// results) are masked out, as they are in RL.
+// Package train trains small Llama-family causal language models (Llama,
+// Mistral, Qwen2, Qwen3) in pure Go: a hand-written forward and backward
+// pass over gonum's blas32 Sgemm, AdamW with a cosine learning-rate
+// schedule, seeded initialisation and data order, and a completion-only loss
+// in which tokens injected by the environment (tool results) are masked
+// out, as they are in RL.
 //
 // The math is Hugging Face's LlamaForCausalLM (tied or untied head): RMSNorm
 // x*rsqrt(mean(x²)+eps)*w, rotary embeddings with rotate_half (non-interleaved
