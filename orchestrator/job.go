@@ -79,7 +79,9 @@ type Job struct {
 	// when it ships one.
 	Tools string `yaml:"tools"`
 	// ToolCallFormat is "bracket" ([CALC: 1+2]) or "hermes"
-	// (<tool_call>{...}</tool_call>). Default: prompt_format.json's, else hermes.
+	// (<tool_call>{...}</tool_call>) for the plain format. Default:
+	// prompt_format.json's. In chat format the chat template decides the
+	// form (hermes, llama3_json, mistral); a different value is refused.
 	ToolCallFormat string `yaml:"tool_call_format"`
 	// ToolConcurrency caps tool calls in flight across the job. Default 64.
 	ToolConcurrency int `yaml:"tool_concurrency"`

@@ -408,7 +408,16 @@ func (r *runner) openFormat() (Format, error) {
 			return nil, err
 		}
 	}
-	return NewChatFormat(tmpl, tok, ChatOptions{System: job.SystemPrompt, Tools: specs, Kwargs: job.ChatTemplateKwargs})
+	f, err := NewChatFormat(tmpl, tok, ChatOptions{System: job.SystemPrompt, Tools: specs, Kwargs: job.ChatTemplateKwargs})
+	if err != nil {
+		return nil, err
+	}
+	// The chat template decides the call form; a job naming another one
+	// would parse calls the template never renders.
+	if withTools && job.ToolCallFormat != "" && job.ToolCallFormat != f.CallForm() {
+		return nil, fmt.Errorf("tool_call_format: %s, but the chat template (%s) renders %s calls; remove the key (in chat format the template decides)", job.ToolCallFormat, tmpl.Where, f.CallForm())
+	}
+	return f, nil
 }
 
 func (r *runner) newParser() tools.Parser {
