@@ -19,6 +19,15 @@
 // (prompt, sampled tokens, injected tool tokens, turn separators). Everything
 // "over the response" (LossMask, Logprobs, RefLogprobs, Advantages, KL) has
 // len(Tokens)-PromptLen entries, and index i refers to Tokens[PromptLen+i].
+//
+// Segment layout: Segments cover the response in assistant turns. A turn of
+// N ≥ 1 parallel tool calls is N model segments (one per call, each holding
+// its call) and then N tool segments answering them in order, all with the
+// same Turn; a turn without calls is one model segment (see Segment, checked
+// by Validate). A step, the unit of per-step credit (StepRewards, process
+// advantages), is one turn: Steps counts them, PairCalls pairs each call with
+// its tool segment. With one call per turn this is the model, tool, model, …
+// layout toolrl wrote before parallel calls, read unchanged.
 package traj
 
 // Schema versions written into every record and checked on decode.
