@@ -12,7 +12,8 @@ const llama3PythonTag = "<|python_tag|>"
 // Llama3Parser recognises Llama-3.1/3.2's JSON tool call (FormLlama3JSON):
 // the whole assistant turn is one JSON object {"name": ..., "parameters":
 // {...}} ("arguments" is accepted too), with leading and trailing
-// whitespace allowed, as vLLM's tool_chat_template_llama3.1_json.jinja asks
+// whitespace allowed (leading whitespace is content, outside the call's
+// Raw), as vLLM's tool_chat_template_llama3.1_json.jinja asks
 // for and its llama3_json parser reads. Such a turn holds one call, so the
 // call is complete only when the turn ends: Add with done=true (the end of
 // the text, or the caller's flush at the turn's end token). A turn whose
@@ -73,6 +74,11 @@ func (p *Llama3Parser) Add(chunk string, done bool) ParseResult {
 			if p.state == llama3Content {
 				res.Content += chunk[i:]
 				break
+			}
+			if p.state == llama3Start && p.tag == 0 && isSpace(chunk[i]) {
+				// Leading whitespace is content either way: not held.
+				res.Content += chunk[i : i+1]
+				continue
 			}
 			p.step(chunk[i])
 			if p.state == llama3Content {

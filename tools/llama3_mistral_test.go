@@ -19,11 +19,12 @@ func TestLlama3Parser(t *testing.T) {
 		{"The answer is 408.", "The answer is 408.", nil},
 		// The whole turn, leading and trailing whitespace allowed.
 		{params, "", []wantCall{{"calculator", `{"expression":"12 * 34"}`, params, ""}}},
-		{"\n  " + params + " \n", "", []wantCall{{"calculator", `{"expression":"12 * 34"}`, "\n  " + params + " \n", ""}}},
+		{"\n  " + params + " \n", "\n  ", []wantCall{{"calculator", `{"expression":"12 * 34"}`, params + " \n", ""}}},
 		{args, "", []wantCall{{"calculator", `{"expression":"1+1"}`, args, ""}}},
 		// <|python_tag|> written literally (the actor feeds it as "").
 		{llama3PythonTag + params, "", []wantCall{{"calculator", `{"expression":"12 * 34"}`, llama3PythonTag + params, ""}}},
-		{" " + llama3PythonTag + " " + params, "", []wantCall{{"calculator", `{"expression":"12 * 34"}`, " " + llama3PythonTag + " " + params, ""}}},
+		{" " + llama3PythonTag + " " + params, " ", []wantCall{{"calculator", `{"expression":"12 * 34"}`, llama3PythonTag + " " + params, ""}}},
+		{strings.Repeat(" ", 300) + "x", strings.Repeat(" ", 300) + "x", nil}, // whitespace is not held: no too_long
 		// A built-in tool's code after the tag is not a JSON call: content.
 		{llama3PythonTag + `brave_search.call(query="x")`, llama3PythonTag + `brave_search.call(query="x")`, nil},
 		// Not the whole turn, not such an object, cut off: content.
