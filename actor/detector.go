@@ -15,3 +15,15 @@ type CallDetector interface {
 	// the text generated after the injected result.
 	Feed(delta string) (callComplete bool)
 }
+
+// TurnEnder is a CallDetector of a chat format whose calls are answered per
+// assistant turn: Feed never pauses at a call's close; instead, when the
+// model samples an EOS id, the engine asks EndTurn whether the turn that
+// token ends holds calls. If so the sequence pauses (EventToolCall) with the
+// end-of-turn token recorded as sampled (loss mask 1, its logprob), and the
+// caller injects the tool turn; otherwise the sequence finishes as usual.
+type TurnEnder interface {
+	CallDetector
+	// EndTurn ends the current turn's text and reports whether it made calls.
+	EndTurn() (hasCalls bool)
+}

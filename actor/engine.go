@@ -36,6 +36,12 @@ type GroupRequest struct {
 	Sampling Sampling
 	// NewDetector, when set, makes each sample's tool-call detector.
 	NewDetector func() CallDetector
+	// Forced, when set, holds per sample the token ids it samples, in order,
+	// instead of drawing them (a forced-token sampler for tests and replay):
+	// sample i's k-th sampled token is Forced[i][k] while k < len(Forced[i]),
+	// then it samples as usual. The recorded logprob of a forced token is the
+	// model's own, at the group's sampling temperature, as for a drawn one.
+	Forced [][]int32
 }
 
 // EventKind says what happened to a sequence during a Step.
@@ -242,6 +248,9 @@ func (e *Engine) AddGroup(req GroupRequest) ([]*Sequence, error) {
 		}
 		if req.NewDetector != nil {
 			s.detector = req.NewDetector()
+		}
+		if i < len(req.Forced) {
+			s.forced = req.Forced[i]
 		}
 		g.seqs = append(g.seqs, s)
 	}
@@ -755,7 +764,13 @@ func (e *Engine) sampleRows(logits []float32) {
 		sm := &e.samplers[w]
 		for r := w; r < B; r += workers {
 			s := e.rows[r]
-			id, lp := sm.sample(logits[r*V:(r+1)*V], &s.group.sampling, s.rng.uniform())
+			u := s.rng.uniform() // drawn for forced tokens too: the stream stays aligned
+			if s.sampled < len(s.forced) {
+				id := s.forced[s.sampled]
+				e.draws[r] = draw{id, sm.logprobOf(logits[r*V:(r+1)*V], &s.group.sampling, id)}
+				continue
+			}
+			id, lp := sm.sample(logits[r*V:(r+1)*V], &s.group.sampling, u)
 			e.draws[r] = draw{id, lp}
 		}
 	}
@@ -799,6 +814,12 @@ func (e *Engine) advance(s *Sequence, d draw) EventKind {
 	for _, eos := range g.eos {
 		if id == eos {
 			s.closeModelSegment()
+			// A turn that made calls ends in its own end-of-turn token
+			// (sampled, kept): the sequence waits for the tool turn.
+			if te, ok := s.detector.(TurnEnder); ok && te.EndTurn() {
+				s.state = StatePaused
+				return EventToolCall
+			}
 			s.release(traj.FinishStop)
 			return EventFinished
 		}

@@ -139,6 +139,23 @@ func (sm *sampler) sample(logits []float32, s *Sampling, u float64) (int32, floa
 // candidates applies top-k, then top-p, then min-p (the order of Hugging
 // Face's logits warpers) to the weights, whose total is sum, and returns the
 // surviving ids.
+// logprobOf is the logprob sample records for token id: at the sampling
+// temperature, or at T = 1 when greedy (sample's convention).
+func (sm *sampler) logprobOf(logits []float32, s *Sampling, id int32) float32 {
+	V := len(logits)
+	if cap(sm.weights) < V {
+		sm.weights = make([]float32, V)
+	}
+	w := sm.weights[:V]
+	invT := float32(1)
+	if s.Temperature != 0 && !s.Greedy {
+		invT = float32(1 / s.Temperature)
+	}
+	max := rowMax(logits)
+	sum := expShiftedScaled(w, logits, max, invT)
+	return float32(float64((logits[id]-max)*invT) - math.Log(sum))
+}
+
 func (sm *sampler) candidates(w []float32, s *Sampling, sum float64) []int32 {
 	V := len(w)
 	var idx []int32

@@ -50,6 +50,7 @@ type Sequence struct {
 	rng      *trajectoryRNG
 	detector CallDetector
 	decoder  *tokenizer.StreamDecoder
+	forced   []int32 // GroupRequest.Forced of this sample
 
 	state  SeqState
 	finish traj.FinishReason

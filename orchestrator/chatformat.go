@@ -11,9 +11,9 @@ import (
 	"github.com/toolrl/toolrl/traj"
 )
 
-// chatTurnCalls is chatFormat's TurnCalls: false while the runner pauses at
-// each </tool_call> (#25); the runner that answers whole turns sets it true.
-const chatTurnCalls = false
+// chatTurnCalls is chatFormat's TurnCalls: the runner answers a chat
+// model's calls per assistant turn (#25).
+const chatTurnCalls = true
 
 // ChatOptions configure a chat format.
 type ChatOptions struct {

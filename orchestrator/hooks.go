@@ -32,6 +32,10 @@ type Hooks struct {
 	// run on the runner's goroutine, as the engine requires). It is not
 	// called again for the engine a hot reload makes.
 	Engine func(*actor.Engine)
+	// Forced, when set, gives the token ids sample i of every group
+	// samples, in order, instead of drawing them (actor.GroupRequest.Forced:
+	// a forced-token sampler for tests; logprobs stay the model's own).
+	Forced func(sample int) []int32
 }
 
 // PauseSchedule simulates tool calls at fixed points: sample i of a group
@@ -57,7 +61,7 @@ type PauseSchedule struct {
 func (r *runner) newDetectors() (func() actor.CallDetector, error) {
 	ps := r.opts.Hooks.Pauses
 	if ps == nil {
-		return func() actor.CallDetector { return newCallDetector(r.newParser()) }, nil
+		return func() actor.CallDetector { return newCallDetector(r.newParser(), r.format.TurnCalls()) }, nil
 	}
 	intervals := make([]int, r.job.GroupSize)
 	for i := range intervals {

@@ -133,7 +133,10 @@ type Limits struct {
 	// Unset (nil) means the default 3; 0 means no tool calls (the first call
 	// ends the trajectory). Normalize sets it.
 	MaxToolCalls *int `yaml:"max_tool_calls"`
-	// MaxToolCallsPerTurn is the most calls executed in one turn. Default 1.
+	// MaxToolCallsPerTurn is the most calls executed in one assistant turn
+	// (chat formats answer a turn's calls together; calls past it are not
+	// run and fail as over_cap). Default 8; a chat template that renders at
+	// most one call per turn (Llama-3.1 JSON) lowers it to 1.
 	MaxToolCallsPerTurn int `yaml:"max_tool_calls_per_turn"`
 	// MaxTokens caps the whole response (sampled + injected). Default 512.
 	MaxTokens int `yaml:"max_tokens"`
@@ -186,7 +189,7 @@ var zeroIsUnset = []struct{ key, def string }{
 	{"sampling.top_p", "1"},
 	{"sampling.max_new_tokens", "256"},
 	{"limits.max_turns", "4"},
-	{"limits.max_tool_calls_per_turn", "1"},
+	{"limits.max_tool_calls_per_turn", "8"},
 	{"limits.max_tokens", "512"},
 }
 
@@ -328,7 +331,7 @@ func (j *Job) Normalize() error {
 		return fmt.Errorf("limits.max_tool_calls: %d, want ≥ 0 (0: no tool calls; omit the key for the default %d)", *l.MaxToolCalls, DefaultMaxToolCalls)
 	}
 	if l.MaxToolCallsPerTurn == 0 {
-		l.MaxToolCallsPerTurn = 1
+		l.MaxToolCallsPerTurn = 8
 	}
 	if l.MaxTokens == 0 {
 		l.MaxTokens = 512

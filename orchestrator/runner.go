@@ -112,13 +112,20 @@ type callRecord struct {
 	turn   int
 	call   traj.ToolCall
 	result *traj.ToolResult // nil when the call was not executed (unterminated, caps)
+	// In turn mode a turn's model segment is split after each call but the
+	// last, and its tool segment after each result: closeTokens and
+	// closeBytes are where the call closed in its turn (0: at the
+	// segment's end), toolEnd where its part of the tool turn ends (an
+	// offset into the response; 0 when there is none).
+	closeTokens, closeBytes, toolEnd int
 }
 
-// toolJob is a call waiting to run.
+// toolJob is a turn's calls waiting to run: one call in plain mode, every
+// call of the assistant turn in turn mode.
 type toolJob struct {
 	sample *sampleRun
 	turn   int
-	call   tools.Call
+	calls  []turnCall
 }
 
 type runner struct {
@@ -175,9 +182,11 @@ type runner struct {
 
 // toolOutcome is an executed call on its way back to its sequence.
 type toolOutcome struct {
-	job    toolJob
-	call   traj.ToolCall
-	result traj.ToolResult
+	job     toolJob
+	calls   []traj.ToolCall
+	results []traj.ToolResult
+	// ended: a call was past the trajectory's cap; nothing was run.
+	ended bool
 }
 
 // Run executes a rollout job and returns its summary. Cancelling ctx stops
@@ -260,6 +269,13 @@ func (r *runner) open(ctx context.Context) error {
 	r.summary.setTools(r.registry.Names())
 	if r.format, err = r.openFormat(); err != nil {
 		return err
+	}
+	if lim := MaxCallsPerTurn(r.format); lim > 0 && lim < r.job.Limits.MaxToolCallsPerTurn {
+		// The template renders no more calls per turn: more could not be
+		// shown to the model as the conversation it sees at inference.
+		r.log.Info("per-turn call cap lowered to the chat template's", "max_tool_calls_per_turn", lim, "job", r.job.Limits.MaxToolCallsPerTurn)
+		r.job.Limits.MaxToolCallsPerTurn = lim
+		r.exec = r.newExecutor()
 	}
 	// Normalize resolved the job's sampling (flag > job > the model folder's
 	// generation_config.json > default); max_tokens bounds the whole
@@ -355,8 +371,14 @@ func (r *runner) openTools(ctx context.Context) error {
 		}
 		r.registry = reg
 	}
+	r.exec = r.newExecutor()
+	return nil
+}
+
+// newExecutor makes the executor of the run's registry under the job's limits.
+func (r *runner) newExecutor() *tools.Executor {
 	tok := r.pol.Tokenizer()
-	r.exec = tools.NewExecutor(r.registry, tools.ExecutorOptions{
+	return tools.NewExecutor(r.registry, tools.ExecutorOptions{
 		GlobalLimit:           r.job.ToolConcurrency,
 		MaxCallsPerTurn:       r.job.Limits.MaxToolCallsPerTurn,
 		MaxCallsPerTrajectory: *r.job.Limits.MaxToolCalls,
@@ -370,7 +392,6 @@ func (r *runner) openTools(ctx context.Context) error {
 			return len(ids)
 		},
 	})
-	return nil
 }
 
 func (r *runner) openFormat() (Format, error) {
@@ -646,9 +667,13 @@ func (r *runner) startGroup(ctx context.Context, p Prompt) error {
 	if err != nil {
 		return err
 	}
-	seqs, err := r.eng.AddGroup(actor.GroupRequest{
-		ID: g.id, Prompt: ids, Seeds: seeds, Sampling: r.sampling, NewDetector: detectors,
-	})
+	req := actor.GroupRequest{ID: g.id, Prompt: ids, Seeds: seeds, Sampling: r.sampling, NewDetector: detectors}
+	if f := r.opts.Hooks.Forced; f != nil {
+		for i := range seeds {
+			req.Forced = append(req.Forced, f(i))
+		}
+	}
+	seqs, err := r.eng.AddGroup(req)
 	if err != nil {
 		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
 	}
@@ -696,24 +721,27 @@ func (r *runner) handle(ctx context.Context, events []actor.Event) error {
 		}
 		switch ev.Kind {
 		case actor.EventToolCall:
-			call, ok := sr.detector.take()
-			if !ok {
+			var calls []turnCall
+			if r.format.TurnCalls() && r.opts.Hooks.Pauses == nil {
+				calls = sr.detector.takeTurn()
+			} else if call, ok := sr.detector.take(); ok {
+				calls = []turnCall{{call: call}}
+			}
+			if len(calls) == 0 {
 				return fmt.Errorf("sequence %s/%d paused without a parsed call", sr.group.id, ev.Seq.Index())
 			}
 			turn := sr.seq.Turn()
 			if turn+1 >= r.job.Limits.MaxTurns {
-				// No turn is left to read the result in: record the call unexecuted.
-				sr.calls = append(sr.calls, callRecord{turn: turn, call: call.Traj()})
+				// No turn is left to read the results in: record the calls unexecuted.
+				sr.record(turn, calls)
 				if err := r.end(ctx, sr, traj.FinishMaxTurns); err != nil {
 					return err
 				}
 				continue
 			}
-			jobs = append(jobs, toolJob{sample: sr, turn: turn, call: call})
+			jobs = append(jobs, toolJob{sample: sr, turn: turn, calls: calls})
 		case actor.EventFinished:
-			if call, ok := sr.detector.flush(); ok {
-				sr.calls = append(sr.calls, callRecord{turn: sr.seq.Turn(), call: call.Traj()})
-			}
+			sr.record(sr.seq.Turn(), sr.detector.flush())
 			sr.finish = ev.Seq.FinishReason()
 			if err := r.finished(ctx, sr); err != nil {
 				return err
@@ -729,9 +757,9 @@ func (r *runner) handle(ctx context.Context, events []actor.Event) error {
 			r.toolWG.Add(1)
 			go func() {
 				defer r.toolWG.Done()
-				c, res := j.sample.episode.Execute(ctx, j.turn, j.call)
+				o := r.execute(ctx, j)
 				select {
-				case r.toolDone <- toolOutcome{job: j, call: c, result: res}:
+				case r.toolDone <- o:
 				case <-r.toolStop: // the run is over; nobody reads the result
 				}
 			}()
@@ -747,8 +775,7 @@ func (r *runner) handle(ctx context.Context, events []actor.Event) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, res := j.sample.episode.Execute(ctx, j.turn, j.call)
-			outcomes[i] = toolOutcome{job: j, call: c, result: res}
+			outcomes[i] = r.execute(ctx, j)
 		}()
 	}
 	wg.Wait()
@@ -787,36 +814,76 @@ func (r *runner) collectTools(ctx context.Context, wait bool) error {
 	return nil
 }
 
-// deliver records an executed call and injects its result, or ends the
-// trajectory when a cap forbids going on.
+// execute runs a job's calls: one call as it always ran, a turn's calls
+// through the episode's ExecuteTurn (caps counted in call order, the calls
+// run concurrently).
+func (r *runner) execute(ctx context.Context, j toolJob) toolOutcome {
+	o := toolOutcome{job: j}
+	if len(j.calls) == 1 && !r.format.TurnCalls() {
+		c, res := j.sample.episode.Execute(ctx, j.turn, j.calls[0].call)
+		o.calls, o.results = []traj.ToolCall{c}, []traj.ToolResult{res}
+		o.ended = res.ErrorClass == tools.ClassOverCap
+		return o
+	}
+	calls := make([]tools.Call, len(j.calls))
+	for i, c := range j.calls {
+		calls[i] = c.call
+	}
+	o.calls, o.results, o.ended = j.sample.episode.ExecuteTurn(ctx, j.turn, calls)
+	return o
+}
+
+// record keeps calls of a turn that get no result.
+func (sr *sampleRun) record(turn int, calls []turnCall) {
+	for _, c := range calls {
+		sr.calls = append(sr.calls, callRecord{turn: turn, call: c.call.Traj(), closeTokens: c.tokens, closeBytes: c.bytes})
+	}
+}
+
+// deliver records a job's executed calls and injects their results as one
+// tool turn, or ends the trajectory when a cap forbids going on.
 func (r *runner) deliver(ctx context.Context, o toolOutcome) error {
 	sr, j := o.job.sample, o.job
-	if !r.job.RecordLatency {
-		o.result.LatencyMS = 0
+	recs := make([]callRecord, len(o.calls))
+	for i, c := range o.calls {
+		recs[i] = callRecord{turn: j.turn, call: c, closeTokens: j.calls[i].tokens, closeBytes: j.calls[i].bytes}
 	}
-	if o.result.ErrorClass == tools.ClassOverCap {
-		sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call})
-		return r.end(ctx, sr, traj.FinishMaxToolCalls)
+	unanswered := func(reason traj.FinishReason) error {
+		sr.calls = append(sr.calls, recs...)
+		return r.end(ctx, sr, reason)
 	}
-	turnIDs, err := r.format.Injection([]traj.ToolResult{o.result})
+	if o.ended {
+		return unanswered(traj.FinishMaxToolCalls)
+	}
+	for i := range o.results {
+		if !r.job.RecordLatency {
+			o.results[i].LatencyMS = 0
+		}
+	}
+	turn, err := r.format.Injection(o.results)
 	if err != nil {
 		return err
 	}
-	ids := turnIDs.IDs
-	if sr.seq.Len()-sr.seq.PromptLen()+len(ids) > r.job.Limits.MaxTokens {
-		sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call})
-		return r.end(ctx, sr, traj.FinishLength)
+	ids := turn.IDs
+	at := sr.seq.Len() - sr.seq.PromptLen()
+	if at+len(ids) > r.job.Limits.MaxTokens {
+		return unanswered(traj.FinishLength)
 	}
 	if err := sr.seq.Inject(ids); err != nil {
 		if errors.Is(err, actor.ErrNoRoom) {
-			// The model's context cannot take the result: end like max_tokens.
-			sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call})
-			return r.end(ctx, sr, traj.FinishLength)
+			// The model's context cannot take the results: end like max_tokens.
+			return unanswered(traj.FinishLength)
 		}
 		return fmt.Errorf("inject tool result: %w", err)
 	}
-	result := o.result
-	sr.calls = append(sr.calls, callRecord{turn: j.turn, call: o.call, result: &result})
+	for i := range recs {
+		result := o.results[i]
+		recs[i].result = &result
+		if i < len(turn.Ends) {
+			recs[i].toolEnd = at + turn.Ends[i]
+		}
+	}
+	sr.calls = append(sr.calls, recs...)
 	return nil
 }
 
@@ -876,7 +943,7 @@ func (r *runner) buildGroup(ctx context.Context, g *groupRun) (traj.Group, []boo
 			JobID: r.job.ID, PromptID: g.prompt.ID, Iteration: g.prompt.Iteration, GroupID: g.id, GroupSize: len(g.samples),
 			SampleIndex: s.Index(), PolicyVersion: g.version, Seed: s.Seed(), Temperature: &temperature, Model: g.model,
 			Tokens: s.Tokens(), PromptLen: s.PromptLen(), LossMask: s.LossMask(), Logprobs: s.Logprobs(),
-			Segments: attachCalls(s.Segments(), sr.calls), FinishReason: sr.finish,
+			Segments: r.attachCalls(s, s.Segments(), sr.calls), FinishReason: sr.finish,
 			Answer: answer, Meta: g.prompt.Meta,
 		}
 		if t.FinishReason == "" {
@@ -899,26 +966,87 @@ func (r *runner) buildGroup(ctx context.Context, g *groupRun) (traj.Group, []boo
 
 // attachCalls puts each call on the model segment of its turn (the one that
 // ended in it) and, with its result, on the tool segment that answers it.
-func attachCalls(segs []traj.Segment, calls []callRecord) []traj.Segment {
+// A turn with several calls (turn mode) becomes the layout traj.Validate
+// describes: its model segment split after each call but the last (where
+// the call closed), its tool segment after each result (the format's
+// ToolTurn.Ends), each piece carrying its own call. Tool text is decoded
+// from the piece's tokens as the actor decodes a tool segment's.
+func (r *runner) attachCalls(s *actor.Sequence, segs []traj.Segment, calls []callRecord) []traj.Segment {
+	if len(calls) == 0 {
+		return segs
+	}
+	byTurn := map[int][]callRecord{}
 	for _, c := range calls {
-		call := c.call
-		for i := range segs {
-			s := &segs[i]
-			if s.Turn != c.turn {
-				continue
-			}
-			switch s.Kind {
-			case traj.SegmentModel:
-				s.Call = &call
-			case traj.SegmentTool:
+		byTurn[c.turn] = append(byTurn[c.turn], c)
+	}
+	response := s.Tokens()[s.PromptLen():]
+	out := make([]traj.Segment, 0, len(segs)+len(calls))
+	for _, seg := range segs {
+		cs := byTurn[seg.Turn]
+		switch {
+		case seg.Kind == traj.SegmentModel && len(cs) > 0:
+			out = append(out, splitModel(seg, cs)...)
+		case seg.Kind == traj.SegmentTool:
+			var answered []callRecord
+			for _, c := range cs {
 				if c.result != nil {
-					s.Call = &call
-					s.Result = c.result
+					answered = append(answered, c)
 				}
 			}
+			out = append(out, r.splitTool(seg, answered, response)...)
+		default:
+			out = append(out, seg)
 		}
 	}
-	return segs
+	return out
+}
+
+// splitModel gives each call of a turn its own piece of the turn's model
+// segment: piece i ends after the token that closed call i, the last runs
+// to the segment's end. Boundaries are kept strictly increasing, so a
+// token that closed two calls gives the second the next token (no piece is
+// empty).
+func splitModel(seg traj.Segment, cs []callRecord) []traj.Segment {
+	out := make([]traj.Segment, len(cs))
+	start, byteAt := seg.Start, 0
+	for i, c := range cs {
+		p := seg
+		call := c.call
+		p.Start, p.Call, p.Text = start, &call, seg.Text[byteAt:]
+		if i < len(cs)-1 {
+			end := min(max(seg.Start+c.closeTokens, start+1), seg.End-(len(cs)-1-i))
+			b := min(max(c.closeBytes, byteAt), len(seg.Text))
+			p.End, p.Text = end, seg.Text[byteAt:b]
+			start, byteAt = end, b
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// splitTool gives each answered call its part of the turn's tool segment.
+func (r *runner) splitTool(seg traj.Segment, answered []callRecord, response []int32) []traj.Segment {
+	if len(answered) == 0 {
+		return []traj.Segment{seg}
+	}
+	if len(answered) == 1 {
+		call, result := answered[0].call, *answered[0].result
+		seg.Call, seg.Result = &call, &result
+		return []traj.Segment{seg}
+	}
+	out := make([]traj.Segment, len(answered))
+	start := seg.Start
+	for i, c := range answered {
+		end := c.toolEnd
+		if i == len(answered)-1 || end <= start || end > seg.End {
+			end = seg.End
+		}
+		call, result := c.call, *c.result
+		text, _ := r.pol.Tokenizer().Decode(response[start:end], true)
+		out[i] = traj.Segment{Kind: traj.SegmentTool, Turn: seg.Turn, Start: start, End: end, Text: text, Call: &call, Result: &result}
+		start = end
+	}
+	return out
 }
 
 func (r *runner) scoreRef(ctx context.Context, ts []traj.Trajectory) error {

@@ -41,6 +41,14 @@ func (ep *Episode) Exhausted() bool {
 
 // admit counts a call of the given turn and returns the cap it breaks, if any.
 func (ep *Episode) admit(turn int) string {
+	detail, _ := ep.admitCap(turn)
+	return detail
+}
+
+// admitCap is admit that also says whether the cap broken is the
+// trajectory's (or no calls at all), which ends the trajectory, rather than
+// the turn's, which fails only the call.
+func (ep *Episode) admitCap(turn int) (detail string, trajectoryCap bool) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	if turn != ep.turn {
@@ -50,15 +58,15 @@ func (ep *Episode) admit(turn int) string {
 	ep.total++
 	opts := ep.e.opts
 	if opts.NoCalls {
-		return fmt.Sprintf("call %d of the trajectory: no calls are allowed (cap 0)", ep.total)
+		return fmt.Sprintf("call %d of the trajectory: no calls are allowed (cap 0)", ep.total), true
 	}
 	if opts.MaxCallsPerTrajectory > 0 && ep.total > opts.MaxCallsPerTrajectory {
-		return fmt.Sprintf("call %d of the trajectory is past the cap of %d", ep.total, opts.MaxCallsPerTrajectory)
+		return fmt.Sprintf("call %d of the trajectory is past the cap of %d", ep.total, opts.MaxCallsPerTrajectory), true
 	}
 	if opts.MaxCallsPerTurn > 0 && ep.inTurn > opts.MaxCallsPerTurn {
-		return fmt.Sprintf("call %d of turn %d is past the per-turn cap of %d", ep.inTurn, turn, opts.MaxCallsPerTurn)
+		return fmt.Sprintf("call %d of turn %d is past the per-turn cap of %d", ep.inTurn, turn, opts.MaxCallsPerTurn), false
 	}
-	return ""
+	return "", false
 }
 
 // Execute counts a call the model made in the given turn (turns count model
@@ -71,4 +79,38 @@ func (ep *Episode) Execute(ctx context.Context, turn int, c Call) (traj.ToolCall
 		c.ErrorClass, c.Error = ClassOverCap, detail
 	}
 	return c.Traj(), ep.e.Execute(ctx, c)
+}
+
+// ExecuteTurn counts the calls one assistant turn made, in order, and runs
+// those within the caps concurrently (under the executor's global limit and
+// timeouts; each result truncated on its own). It returns every call and
+// result in call order. A call past the per-turn cap is not run and gets an
+// over_cap result, as a malformed call gets its own failed result: the
+// others run. When a call is past the trajectory's cap, ended is true and
+// none of the turn's calls is run (their results are zero): the trajectory
+// ends there, and running calls whose results are never read would only
+// cost.
+func (ep *Episode) ExecuteTurn(ctx context.Context, turn int, calls []Call) (tc []traj.ToolCall, results []traj.ToolResult, ended bool) {
+	calls = append([]Call(nil), calls...)
+	for i := range calls {
+		detail, trajectoryCap := ep.admitCap(turn)
+		if detail != "" && calls[i].OK() {
+			calls[i].ErrorClass, calls[i].Error = ClassOverCap, detail
+		}
+		ended = ended || trajectoryCap
+	}
+	tc = make([]traj.ToolCall, len(calls))
+	for i, c := range calls {
+		tc[i] = c.Traj()
+	}
+	if ended {
+		return tc, nil, true
+	}
+	results = make([]traj.ToolResult, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() { results[i] = ep.e.Execute(ctx, c) })
+	}
+	wg.Wait()
+	return tc, results, false
 }
