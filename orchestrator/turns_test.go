@@ -287,3 +287,109 @@ func TestPerTurnCallCap(t *testing.T) {
 		t.Errorf("no over_cap penalty: %+v", tr.Reward.Parts)
 	}
 }
+
+// llama3Model writes the tiny random model with Llama-3's turn tokens added
+// to its byte tokenizer and vLLM's Llama-3.1 JSON tool template
+// (chat/testdata/llama3.1-json), <|eot_id|> its eos.
+func llama3Model(t *testing.T) (dir string, tmpl *chat.Template, tok *tokenizer.Tokenizer, eot int32) {
+	t.Helper()
+	testsupport.RequireORT(t)
+	cfg, err := llama.ShapeConfig("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tj map[string]any
+	if err := json.Unmarshal(llama.ByteTokenizerJSON(), &tj); err != nil {
+		t.Fatal(err)
+	}
+	added := tj["added_tokens"].([]any)
+	names := []string{"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|python_tag|>"}
+	for i, n := range names {
+		added = append(added, map[string]any{"content": n, "id": llama.ByteVocabSize + i, "lstrip": false, "normalized": false, "rstrip": false, "single_word": false, "special": true})
+	}
+	tj["added_tokens"] = added
+	tokJSON, _ := json.Marshal(tj)
+	eot = int32(llama.ByteVocabSize + 3)
+	cfg.BOSTokenID, cfg.EOSTokenID = llama.TokenIDs{llama.ByteVocabSize}, llama.TokenIDs{int(eot), int(eot) + 1}
+	w, _ := llama.RandomWeights(cfg, 9)
+	src := filepath.Join("..", "chat", "testdata", "llama3.1-json")
+	tc, err := os.ReadFile(filepath.Join(src, "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jinja, err := os.ReadFile(filepath.Join(src, chat.TemplateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(t.TempDir(), "llama3")
+	if _, err := llama.WriteFolder(dir, llama.FolderSpec{Config: cfg, Weights: w, TokenizerJSON: tokJSON, TokenizerConfig: tc,
+		ExtraFiles: map[string][]byte{chat.TemplateFile: jinja}}); err != nil {
+		t.Fatal(err)
+	}
+	if tmpl, err = chat.Load(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err = tokenizer.Load(filepath.Join(dir, "tokenizer.json")); err != nil {
+		t.Fatal(err)
+	}
+	return dir, tmpl, tok, eot
+}
+
+// TestLlama3JSONToolTurn: with Llama-3.1's JSON tool template the call form
+// comes from the template, the call is the whole assistant turn ended by a
+// sampled <|eot_id|>, its result is injected in the ipython role, and the
+// trajectory is the template's rendering of the conversation.
+func TestLlama3JSONToolTurn(t *testing.T) {
+	dir, tmpl, tok, eot := llama3Model(t)
+	it := &intervalTools{spans: map[string][2]time.Time{}}
+	reg := it.registry(t, "alpha")
+	specs, _ := json.Marshal(reg.Specs())
+	kwargs, err := chat.ParseKwargs(`{"date_string": "02 Dec 2026"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encode := func(s string) []int32 {
+		ids, err := tok.Encode(s, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	call := `{"name": "alpha", "parameters": {"x": 1}}`
+	final := "It is 1."
+	forced := slices.Concat(encode(call), []int32{eot}, encode(final), []int32{eot})
+	user := `[{"role": "user", "content": "Ask alpha."}]`
+	prompts := filepath.Join(t.TempDir(), "p.jsonl")
+	os.WriteFile(prompts, []byte(`{"id":"m","messages":`+user+`,"answer":"1"}`+"\n"), 0o644)
+	out := filepath.Join(t.TempDir(), "o.jsonl")
+	job := tinyJob(dir, prompts, out)
+	job.Format, job.GroupSize, job.ChatTemplateKwargs = "chat", 1, kwargs
+	job.Sampling.MaxNewTokens = 200
+	job.Limits.MaxTokens = 1000
+	if _, err := quietRun(t, context.Background(), job, RunOptions{Hooks: Hooks{Tools: reg, Forced: func(int) []int32 { return forced }}}); err != nil {
+		t.Fatal(err)
+	}
+	tr := readTrajectories(t, out)[0]
+	if len(it.spans) != 1 || len(tr.Segments) != 3 || tr.Segments[0].Call == nil || tr.Segments[0].Call.Name != "alpha" || tr.Segments[1].Result == nil || !tr.Segments[1].Result.OK {
+		t.Fatalf("segments %+v (tools ran %v)", tr.Segments, it.spans)
+	}
+	if end := tr.Segments[0].End - 1; tr.Tokens[tr.PromptLen+end] != eot || tr.LossMask[end] != 1 {
+		t.Errorf("the calling turn does not end with a sampled <|eot_id|>")
+	}
+	res := jsonString(tr.Segments[1].Result.Content)
+	conv := `[{"role": "user", "content": "Ask alpha."}, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "alpha", "arguments": {"x": 1}}}]}, {"role": "tool", "content": ` + res + `}, {"role": "assistant", "content": ` + jsonString(final) + `}]`
+	full, err := tmpl.Render(chat.Request{Messages: json.RawMessage(conv), Tools: specs, Kwargs: kwargs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := encode(full)
+	if !slices.Equal(tr.Tokens, want) {
+		k := 0
+		for k < min(len(tr.Tokens), len(want)) && tr.Tokens[k] == want[k] {
+			k++
+		}
+		got, _ := tok.Decode(tr.Tokens[k:], false)
+		w, _ := tok.Decode(want[k:], false)
+		t.Errorf("trajectory differs from the rendered conversation from token %d:\n got %q\nwant %q", k, got, w)
+	}
+}
