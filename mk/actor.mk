@@ -37,3 +37,21 @@ bench-actor: ort scripts-npm build
 		--model $(ACTOR_135M_INT8_DIR) --model $(ACTOR_135M_INT4_DIR) --model $(ACTOR_135M_INT4_B128_DIR) \
 		$(if $(wildcard $(ACTOR_CALC_DIR)/onnx/model.onnx),--model $(ACTOR_CALC_DIR)) \
 		$(ACTOR_BENCH_ARGS) --json out/bench-actor.json | tee out/bench-actor.md
+
+# The model families of #25 on 135M-class random shapes (SmolLM2-135M's
+# sizes with each family's features: qwen2 q/k/v biases, qwen3 q/k norms and
+# explicit head_dim, llama3 rope scaling), each against transformers.js on
+# the same file, in one run. Writes out/bench-families.md and .json.
+FAMILY_SHAPES := smollm2-135m qwen2.5-135m qwen3-135m llama3.2-135m
+FAMILY_BENCH_ARGS ?= --concurrency 8 --prompt-len 64 --new-tokens 64 --tools-every 8 --peer --peer-repeats 3
+
+BENCH_TARGETS += bench-families
+
+.PHONY: bench-families
+
+## bench-families: per-family actor throughput vs transformers.js (135M-class shapes, G = 8), one run
+bench-families: ort scripts-npm build
+	@mkdir -p out/models
+	@for s in $(FAMILY_SHAPES); do test -f out/models/$$s-random/onnx/model.onnx || bin/toolrl model build --random --shape $$s --seed 1 --out out/models/$$s-random >/dev/null || exit 1; done
+	@set -o pipefail; bin/toolrl bench actor $(foreach s,$(FAMILY_SHAPES),--model out/models/$(s)-random) \
+		$(FAMILY_BENCH_ARGS) --json out/bench-families.json | tee out/bench-families.md

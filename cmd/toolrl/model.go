@@ -63,8 +63,10 @@ tokenizer_config.json (with a chat template) and onnx/model.onnx in optimum's
 text-generation-with-past layout (onnx/model.onnx_data holds the weights when
 they pass 2 GB).
 
-Weights come from a Hugging Face safetensors checkpoint (Llama, Qwen2, SmolLM,
-Mistral without sliding window; one file or a sharded index; f32, f16 or bf16),
+Weights come from a Hugging Face safetensors checkpoint (Llama incl. Llama-3.x
+rope scaling, Qwen2/2.5, Qwen3, SmolLM, Mistral without sliding window; rope
+types default, linear, dynamic, yarn, llama3; one file or a sharded index; f32,
+f16 or bf16),
 or are seeded random weights of a named shape: ` + strings.Join(llama.ShapeNames(), ", ") + `.
 
 The tokenizer is --tokenizer FILE (a tokenizer.json; a tokenizer_config.json
