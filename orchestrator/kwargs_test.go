@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,31 +72,13 @@ func TestChatTemplateKwargsAreASetting(t *testing.T) {
 // decides the call form; a job's tool_call_format naming another is
 // refused before sampling, naming the key, the template and its form.
 func TestChatFormatRefusesAnotherToolCallFormat(t *testing.T) {
-	testsupport.RequireORT(t)
-	cfg, err := llama.ShapeConfig("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _ := llama.RandomWeights(cfg, 9)
-	model := filepath.Join(t.TempDir(), "chat")
-	if _, err := llama.WriteFolder(model, llama.FolderSpec{Config: cfg, Weights: w}); err != nil {
-		t.Fatal(err)
-	}
-	qwen, err := os.ReadFile(filepath.Join("..", "chat", "testdata", "qwen2.5", "tokenizer_config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tc map[string]any
-	if err := json.Unmarshal(qwen, &tc); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(model, chat.TemplateFile), []byte(tc["chat_template"].(string)), 0o644)
+	model, _, _ := qwenChatModel(t)
 	prompts := filepath.Join(t.TempDir(), "p.jsonl")
 	os.WriteFile(prompts, []byte(`{"id":"m","prompt":"2+2?","answer":"4"}`+"\n"), 0o644)
 	job := tinyJob(model, prompts, filepath.Join(t.TempDir(), "o.jsonl"))
 	job.Format, job.ToolCallFormat = "chat", "bracket"
 	job.Tools = filepath.Join(testsupport.RepoRoot(t), "tools", "testdata", "calc.yaml")
-	_, err = quietRun(t, context.Background(), job, RunOptions{})
+	_, err := quietRun(t, context.Background(), job, RunOptions{})
 	for _, want := range []string{"tool_call_format: bracket", chat.TemplateFile, "renders hermes calls"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want it to contain %q", err, want)

@@ -225,18 +225,26 @@ func TestParallelCallsInOneTurn(t *testing.T) {
 	full := render(conv+`, {"role": "assistant", "content": `+jsonString(final)+`}]`, false)
 	at := strings.LastIndex(full, "</tool_call><|im_end|>") + len("</tool_call>")
 	wantIDs := encode(strings.TrimSuffix(full[:at]+bad+full[at:], "\n"))
-	if !slices.Equal(tr.Tokens, wantIDs) {
-		k := 0
-		for k < min(len(tr.Tokens), len(wantIDs)) && tr.Tokens[k] == wantIDs[k] {
-			k++
-		}
-		got, _ := tok.Decode(tr.Tokens[k:], false)
-		want, _ := tok.Decode(wantIDs[k:], false)
-		t.Errorf("trajectory tokens differ from the rendered conversation from token %d:\n got %q\nwant %q", k, got, want)
-	}
+	equalRendering(t, tok, tr.Tokens, wantIDs)
 	if sum.MaxCallsPerTurn != 3 || sum.TurnsWithCall != 1 {
 		t.Errorf("summary: %d calling turns, up to %d calls per turn; want 1 and 3", sum.TurnsWithCall, sum.MaxCallsPerTurn)
 	}
+}
+
+// equalRendering fails the test when a trajectory's tokens are not the
+// rendered conversation's, showing both from the first difference.
+func equalRendering(t *testing.T, tok *tokenizer.Tokenizer, got, want []int32) {
+	t.Helper()
+	if slices.Equal(got, want) {
+		return
+	}
+	k := 0
+	for k < min(len(got), len(want)) && got[k] == want[k] {
+		k++
+	}
+	g, _ := tok.Decode(got[k:], false)
+	w, _ := tok.Decode(want[k:], false)
+	t.Errorf("trajectory tokens differ from the rendered conversation from token %d:\n got %q\nwant %q", k, g, w)
 }
 
 func jsonString(s string) string {
@@ -382,14 +390,5 @@ func TestLlama3JSONToolTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := encode(full)
-	if !slices.Equal(tr.Tokens, want) {
-		k := 0
-		for k < min(len(tr.Tokens), len(want)) && tr.Tokens[k] == want[k] {
-			k++
-		}
-		got, _ := tok.Decode(tr.Tokens[k:], false)
-		w, _ := tok.Decode(want[k:], false)
-		t.Errorf("trajectory differs from the rendered conversation from token %d:\n got %q\nwant %q", k, got, w)
-	}
+	equalRendering(t, tok, tr.Tokens, encode(full))
 }
