@@ -92,7 +92,15 @@ func qwenChatModel(t *testing.T) (dir string, tmpl *chat.Template, tok *tokenize
 // ends the turn with <|im_end|>; the runner runs the calls concurrently,
 // injects one tool turn, and the trajectory is the conversation the chat
 // template renders, token for token.
+// It runs in lockstep and with async_tools (results injected as they come
+// back), which share the turn's execution and injection.
 func TestParallelCallsInOneTurn(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lockstep", true: "async_tools"}[async], func(t *testing.T) { parallelCallsInOneTurn(t, async) })
+	}
+}
+
+func parallelCallsInOneTurn(t *testing.T, async bool) {
 	dir, tmpl, tok := qwenChatModel(t)
 	it := &intervalTools{spans: map[string][2]time.Time{}}
 	reg := it.registry(t, "alpha", "beta")
@@ -132,7 +140,7 @@ func TestParallelCallsInOneTurn(t *testing.T) {
 	os.WriteFile(prompts, []byte(`{"id":"m","messages":`+user+`,"answer":"2"}`+"\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "o.jsonl")
 	job := tinyJob(dir, prompts, out)
-	job.Format, job.GroupSize, job.RefModel = "chat", 1, dir
+	job.Format, job.GroupSize, job.RefModel, job.AsyncTools = "chat", 1, dir, async
 	job.Sampling.MaxNewTokens = 600
 	job.Limits.MaxTokens = 1000
 	sum, err := quietRun(t, context.Background(), job, RunOptions{Hooks: Hooks{Tools: reg, Forced: func(int) []int32 { return forced }}})
