@@ -24,22 +24,30 @@ func newPlotCmd() *cobra.Command {
 its output folder OUT and draws one PNG chart per quantity against the
 iteration:
 
-  reward.png                 rollout (and eval) mean reward
+  reward.png                 rollout and eval mean reward
   accuracy.png               rollout and eval accuracy, % of trajectories
   call_rate.png              rollout and eval share of trajectories with a tool call
   calls_per_trajectory.png   rollout and eval tool calls per trajectory
+  response_length.png        rollout and eval response tokens per trajectory
+  loss.png                   learner loss and its policy-gradient part
+  grad_norm.png              learner gradient norm (before clipping)
   kl.png                     learner KL to the reference (k3, nats per token)
+  rollout_mismatch.png       behaviour vs learner logprobs, mean and max |Δ| (log axis)
   clip_fraction.png          learner clip fraction, low+high and dual
   entropy.png                learner entropy (nats per token)
   eval_accuracy_by_F.png     eval accuracy by each value of split field F
   eval_call_rate_by_F.png    eval call rate by each value of split field F
 
-Eval series are drawn with markers, at the iteration after which the version
-was evaluated (0: before the first update). Iterations whose learner took no
-optimizer step have no learner points. Several OUT folders are overlaid in
-each chart, one color and dash pattern per run, named in the legend by folder
-name or --label. The charts go to OUT/plots for one run and to
-FIRST/plots/overlay for several (FIRST: the first OUT), unless --to says
+Each run has its own colour (Okabe–Ito, colour-blind safe); a run's rollout
+series is a thin solid line in a light shade, its eval series a thick dashed
+line with markers in the full shade and, for shares (accuracy, call rate), a
+95% Wilson band. Eval points sit at the iteration after which the version
+was evaluated (0: before the first update). Shares are drawn in % on an axis
+fitted to the data within 0–100 %; never-negative figures start at 0; the
+mismatch, which spans decades, is drawn on a log axis. Iterations whose
+learner took no optimizer step have no learner points. Several OUT folders
+are overlaid in each chart, named in the legend by folder name or --label.
+The charts go to OUT/plots for one run and to FIRST/plots/overlay for several (FIRST: the first OUT), unless --to says
 where; files are replaced.`,
 		Example: `  toolrl plot out/calc-smoke
   toolrl plot out/run1 out/run2 --label sync,async --to out/compare`,

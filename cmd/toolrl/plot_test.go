@@ -61,8 +61,9 @@ func writePlotJSONL(t *testing.T, path string, values []any) {
 	}
 }
 
-var plotFiles = []string{"reward.png", "accuracy.png", "call_rate.png", "calls_per_trajectory.png", "kl.png",
-	"clip_fraction.png", "entropy.png", "eval_accuracy_by_difficulty.png", "eval_call_rate_by_difficulty.png"}
+var plotFiles = []string{"reward.png", "accuracy.png", "call_rate.png", "calls_per_trajectory.png", "response_length.png",
+	"loss.png", "grad_norm.png", "kl.png", "rollout_mismatch.png", "clip_fraction.png", "entropy.png",
+	"eval_accuracy_by_difficulty.png", "eval_call_rate_by_difficulty.png"}
 
 // checkPNG decodes path and checks its size and that it is not blank.
 func checkPNG(t *testing.T, path string, w, h int) {
@@ -157,7 +158,7 @@ func TestPlotSkipsChartsWithoutPoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"kl.png", "clip_fraction.png", "entropy.png"} {
+	for _, name := range []string{"loss.png", "grad_norm.png", "kl.png", "rollout_mismatch.png", "clip_fraction.png", "entropy.png"} {
 		if !strings.Contains(stdout, name) || !strings.Contains(stdout, "skipped: no points") {
 			t.Errorf("%s not reported skipped:\n%s", name, stdout)
 		}

@@ -12,44 +12,96 @@ import (
 	"github.com/toolrl/toolrl/trainer"
 )
 
+// axis is how a chart's y axis is fitted to its data.
+type axis int
+
+const (
+	// fitted spans the data (gonum's default), for signed quantities
+	// such as a loss.
+	fitted axis = iota
+	// fromZero starts at 0 and spans the data: a quantity that is never
+	// negative (KL, entropy, gradient norm, lengths, counts).
+	fromZero
+	// share is a rate stored 0–1 and drawn as a percentage: the axis spans
+	// the data (and its bands), padded, within 0–100 %, so that a curve
+	// between 90 and 100 % is not squashed against the top.
+	share
+	// logarithmic spans decades (rollout/learner mismatch); points ≤ 0
+	// cannot be drawn on it and are left out (the legend says how many).
+	logarithmic
+)
+
 // quantity is one standard chart: a figure of every run against the
 // iteration, in one or two kinds (rollout and eval; low+high and dual).
 type quantity struct {
 	file, title, yLabel string
-	// percent draws shares (0–1 in the files) as percentages; full fixes
-	// the axis to 0–100 % so that charts of different runs compare.
-	percent, full bool
-	kinds         []kind
+	axis                axis
+	kinds               []kind
 }
 
-// kind is one series per run of a quantity; the first kind of a chart is
-// drawn as plain lines, the second with markers.
+// kind is one series per run of a quantity. The first kind of a chart is
+// drawn as solid lines, the second dashed with markers; every series of a
+// chart has its own colour.
 type kind struct {
 	name   string
 	points func(Run) plotter.XYs
+	// band, when set, gives each point's 95% interval (a Wilson interval of
+	// a share over the point's trajectories), drawn as a shaded band.
+	band func(Run) []interval
 }
+
+// interval is one point's confidence interval, in the point's units.
+type interval struct{ lo, hi float64 }
 
 // quantities are the standard charts, in the order they are written.
 var quantities = []quantity{
 	{file: "reward.png", title: "Reward", yLabel: "reward (mean total per trajectory)",
-		kinds: []kind{{"rollout", rollout(func(s trainer.RolloutStats) float64 { return s.RewardMean })},
-			{"eval", eval(func(s trainer.RolloutStats) float64 { return s.RewardMean })}}},
-	{file: "accuracy.png", title: "Accuracy", yLabel: "accuracy (% of trajectories right)", percent: true, full: true,
-		kinds: []kind{{"rollout", rollout(func(s trainer.RolloutStats) float64 { return s.Accuracy })},
-			{"eval", eval(func(s trainer.RolloutStats) float64 { return s.Accuracy })}}},
-	{file: "call_rate.png", title: "Tool call rate", yLabel: "call rate (% of trajectories with a tool call)", percent: true, full: true,
-		kinds: []kind{{"rollout", rollout(func(s trainer.RolloutStats) float64 { return s.CallRate })},
-			{"eval", eval(func(s trainer.RolloutStats) float64 { return s.CallRate })}}},
-	{file: "calls_per_trajectory.png", title: "Tool calls per trajectory", yLabel: "tool calls (mean per trajectory)",
-		kinds: []kind{{"rollout", rollout(func(s trainer.RolloutStats) float64 { return s.CallsPerTrajectory })},
-			{"eval", eval(func(s trainer.RolloutStats) float64 { return s.CallsPerTrajectory })}}},
-	{file: "kl.png", title: "KL to the reference policy (k3)", yLabel: "KL (nats, mean per trained token)",
-		kinds: []kind{{"learner", update(func(m learner.Metrics) float64 { return m.KL })}}},
-	{file: "clip_fraction.png", title: "PPO clip fraction", yLabel: "clipped (% of trained tokens)", percent: true,
-		kinds: []kind{{"low+high", update(func(m learner.Metrics) float64 { return m.ClipFracLow + m.ClipFracHigh })},
-			{"dual", update(func(m learner.Metrics) float64 { return m.DualClipFrac })}}},
-	{file: "entropy.png", title: "Policy entropy", yLabel: "entropy (nats, mean per trained token)",
-		kinds: []kind{{"learner", update(func(m learner.Metrics) float64 { return m.Entropy })}}},
+		kinds: []kind{{name: "rollout", points: rollout(func(s trainer.RolloutStats) float64 { return s.RewardMean })},
+			{name: "eval", points: eval(func(s trainer.RolloutStats) float64 { return s.RewardMean })}}},
+	{file: "accuracy.png", title: "Accuracy", yLabel: "accuracy (% of trajectories right)", axis: share,
+		kinds: []kind{{name: "rollout", points: rollout(func(s trainer.RolloutStats) float64 { return s.Accuracy })},
+			{name: "eval", points: eval(func(s trainer.RolloutStats) float64 { return s.Accuracy }),
+				band: evalWilson(func(s trainer.RolloutStats) float64 { return s.Accuracy })}}},
+	{file: "call_rate.png", title: "Tool call rate", yLabel: "call rate (% of trajectories with a tool call)", axis: share,
+		kinds: []kind{{name: "rollout", points: rollout(func(s trainer.RolloutStats) float64 { return s.CallRate })},
+			{name: "eval", points: eval(func(s trainer.RolloutStats) float64 { return s.CallRate }),
+				band: evalWilson(func(s trainer.RolloutStats) float64 { return s.CallRate })}}},
+	{file: "calls_per_trajectory.png", title: "Tool calls per trajectory", yLabel: "tool calls (mean per trajectory)", axis: fromZero,
+		kinds: []kind{{name: "rollout", points: rollout(func(s trainer.RolloutStats) float64 { return s.CallsPerTrajectory })},
+			{name: "eval", points: eval(func(s trainer.RolloutStats) float64 { return s.CallsPerTrajectory })}}},
+	{file: "response_length.png", title: "Response length", yLabel: "response tokens (mean per trajectory)", axis: fromZero,
+		kinds: []kind{{name: "rollout", points: rollout(func(s trainer.RolloutStats) float64 { return s.ResponseTokens })},
+			{name: "eval", points: eval(func(s trainer.RolloutStats) float64 { return s.ResponseTokens })}}},
+	{file: "loss.png", title: "Learner loss", yLabel: "loss (per update, as optimised)",
+		kinds: []kind{{name: "loss", points: update(func(m learner.Metrics) float64 { return m.Loss })},
+			{name: "policy-gradient part", points: update(func(m learner.Metrics) float64 { return m.PGLoss })}}},
+	{file: "grad_norm.png", title: "Gradient norm", yLabel: "gradient L2 norm (before clipping)", axis: fromZero,
+		kinds: []kind{{name: "learner", points: update(func(m learner.Metrics) float64 { return m.GradNorm })}}},
+	{file: "kl.png", title: "KL to the reference policy (k3)", yLabel: "KL (nats, mean per trained token)", axis: fromZero,
+		kinds: []kind{{name: "learner", points: update(func(m learner.Metrics) float64 { return m.KL })}}},
+	{file: "rollout_mismatch.png", title: "Rollout/learner logprob mismatch (log scale)", yLabel: "|Δ logprob| (nats per token)", axis: logarithmic,
+		kinds: []kind{{name: "mean |Δ|", points: update(func(m learner.Metrics) float64 { return m.Mismatch.MeanAbs })},
+			{name: "max |Δ|", points: update(func(m learner.Metrics) float64 { return m.Mismatch.MaxAbs })}}},
+	{file: "clip_fraction.png", title: "PPO clip fraction", yLabel: "clipped (% of trained tokens)", axis: share,
+		kinds: []kind{{name: "low+high", points: update(func(m learner.Metrics) float64 { return m.ClipFracLow + m.ClipFracHigh })},
+			{name: "dual", points: update(func(m learner.Metrics) float64 { return m.DualClipFrac })}}},
+	{file: "entropy.png", title: "Policy entropy", yLabel: "entropy (nats, mean per trained token)", axis: fromZero,
+		kinds: []kind{{name: "learner", points: update(func(m learner.Metrics) float64 { return m.Entropy })}}},
+}
+
+// evalWilson gives each evaluation's 95% Wilson interval of the share f
+// over its trajectories, point for point with eval(f).
+func evalWilson(f func(trainer.RolloutStats) float64) func(Run) []interval {
+	return func(r Run) []interval {
+		var out []interval
+		for _, e := range r.Evals {
+			if e.Overall.Trajectories > 0 {
+				lo, hi := Wilson(f(e.Overall), e.Overall.Trajectories)
+				out = append(out, interval{lo, hi})
+			}
+		}
+		return out
+	}
 }
 
 // rollout picks a figure of each iteration's rollout (iterations that
@@ -98,17 +150,21 @@ func update(f func(learner.Metrics) float64) func(Run) plotter.XYs {
 // chart is one chart ready to draw.
 type chart struct {
 	file, title, yLabel string
-	percent, full       bool
+	axis                axis
 	series              []series
 }
 
-// series is one line of a chart. run picks its dash pattern; color its
-// color; marked draws markers at its points.
+// series is one line of a chart: color is its palette colour, light
+// draws it lightened (a run's rollout series beside its eval series in the
+// full colour), kind its line style (0 thin solid; 1 thick dashed, with
+// markers), run its marker shape; band, when set, has one interval per
+// point.
 type series struct {
-	label      string
-	run, color int
-	marked     bool
-	points     plotter.XYs
+	label            string
+	run, color, kind int
+	light            bool
+	points           plotter.XYs
+	band             []interval
 }
 
 // charts lays out runs' charts: the standard quantities, then eval
@@ -116,7 +172,7 @@ type series struct {
 func charts(runs []Run) []chart {
 	var out []chart
 	for _, q := range quantities {
-		c := chart{file: q.file, title: titled(q.title, runs), yLabel: q.yLabel, percent: q.percent, full: q.full}
+		c := chart{file: q.file, title: titled(q.title, runs), yLabel: q.yLabel, axis: q.axis}
 		for i, r := range runs {
 			for k, kd := range q.kinds {
 				label := r.Label
@@ -126,8 +182,21 @@ func charts(runs []Run) []chart {
 				case len(q.kinds) > 1:
 					label = kd.name
 				}
-				c.series = append(c.series, series{label: label, run: i, color: i, marked: k > 0,
-					points: kd.points(r)})
+				// A run's series share its colour when they are a
+				// measurement and its evaluation (rollout light, eval
+				// full); other kinds (loss and its part, mean and max)
+				// each take their own colour.
+				s := series{label: label, run: i, color: i, kind: k, points: kd.points(r)}
+				switch {
+				case len(q.kinds) > 1 && q.kinds[1].name == "eval":
+					s.light = k == 0
+				case len(q.kinds) > 1:
+					s.color = i*len(q.kinds) + k
+				}
+				if kd.band != nil {
+					s.band = kd.band(r)
+				}
+				c.series = append(c.series, s)
 			}
 		}
 		out = append(out, c)
@@ -143,7 +212,7 @@ func charts(runs []Run) []chart {
 		values := splitValues(runs, field)
 		for _, q := range splits {
 			c := chart{file: q.file + fileSafe(field) + ".png", title: titled("Eval "+q.name+" by "+field, runs),
-				yLabel: q.yLabel, percent: true, full: true}
+				yLabel: q.yLabel, axis: share}
 			for i, r := range runs {
 				for v, value := range values {
 					label := field + "=" + value
@@ -151,12 +220,15 @@ func charts(runs []Run) []chart {
 						label = r.Label + " " + label
 					}
 					var xy plotter.XYs
+					var band []interval
 					for _, e := range r.Evals {
 						if st, ok := e.Split[field][value]; ok && st.Trajectories > 0 {
 							xy = append(xy, plotter.XY{X: float64(e.Iteration), Y: q.value(st)})
+							lo, hi := Wilson(q.value(st), st.Trajectories)
+							band = append(band, interval{lo, hi})
 						}
 					}
-					c.series = append(c.series, series{label: label, run: i, color: v, marked: true, points: xy})
+					c.series = append(c.series, series{label: label, run: i, color: i, kind: v % 4, points: xy, band: band})
 				}
 			}
 			out = append(out, c)

@@ -12,7 +12,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -55,12 +54,13 @@ type Chart struct {
 const dpi = 96
 
 // Write draws runs' charts as PNG files into dir, which it creates if
-// missing: reward, accuracy, call rate, calls per trajectory, KL, clip
-// fraction, entropy, and eval accuracy by each split field. Each run has
-// its own color and dash pattern; a chart's second kind of series (eval,
-// dual clip) is drawn with markers. A chart no run has a point of is
-// skipped. It returns every chart considered, in order, and stops at the
-// first error.
+// missing: reward, accuracy, call rate, calls per trajectory, response
+// length, loss, gradient norm, KL, rollout/learner mismatch, clip fraction,
+// entropy, and eval accuracy and call rate by each split field. Each run has
+// its own colour; a run's rollout series is light and solid, its eval series
+// full, dashed and marked, with a 95% band for shares. A chart no run has a
+// point of is skipped. It returns every chart considered, in order, and
+// stops at the first error.
 func Write(dir string, runs []Run, opts Options) ([]Chart, error) {
 	if len(runs) == 0 {
 		return nil, errors.New("no runs to plot")
@@ -114,42 +114,76 @@ func (c chart) render(w, h int) ([]byte, error) {
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(10)
 	legend.Padding = vg.Points(3)
+	if c.axis == logarithmic && !c.anyPositive() {
+		// Nothing to draw on a log axis (e.g. a mismatch of exactly 0 in
+		// every update): draw the zeros on a linear one, and say so.
+		c.axis = fromZero
+		p.Title.Text += " (every point 0: linear axis)"
+	}
+	scale := 1.0
+	if c.axis == share {
+		scale = 100
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range c.series {
-		if len(s.points) == 0 {
+		points, band, dropped := s.drawable(c.axis, scale)
+		if len(points) == 0 {
 			continue
 		}
-		points := s.points
-		if c.percent {
-			points = make(plotter.XYs, len(s.points))
-			for i, pt := range s.points {
-				points[i] = plotter.XY{X: pt.X, Y: 100 * pt.Y}
+		col := seriesColor(s.color)
+		if s.light {
+			col = lighten(col)
+		}
+		var thumbs []plot.Thumbnailer
+		if len(band) > 0 {
+			poly, err := plotter.NewPolygon(band)
+			if err != nil {
+				return nil, fmt.Errorf("%s band: %w", s.label, err)
 			}
+			poly.Color = fade(col)
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+			thumbs = append(thumbs, poly)
+			for _, pt := range band {
+				lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
+			}
+		}
+		for _, pt := range points {
+			lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
 		}
 		line, err := plotter.NewLine(points)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.label, err)
 		}
-		line.Color = runColor(s.color)
-		line.Width = vg.Points(1.5)
-		line.Dashes = plotutil.Dashes(s.run)
+		line.Color = col
+		line.Width = vg.Points(1.2)
+		if s.kind > 0 {
+			line.Width = vg.Points(2)
+			line.Dashes = kindDashes[(s.kind-1)%len(kindDashes)]
+		}
 		p.Add(line)
-		thumbs := []plot.Thumbnailer{line}
-		// A lone point draws no line: mark it whatever the series' kind.
-		if s.marked || len(points) == 1 {
+		thumbs = append(thumbs, line)
+		// Evaluations (a band) and the second kind are marked; a lone
+		// point draws no line: mark it whatever its kind.
+		if s.kind > 0 || len(band) > 0 || len(points) == 1 {
 			marks, err := plotter.NewScatter(points)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.label, err)
 			}
-			marks.GlyphStyle = draw.GlyphStyle{Color: runColor(s.color), Radius: vg.Points(2.5), Shape: markShape(s)}
+			marks.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(2.5), Shape: markShape(s)}
 			p.Add(marks)
 			thumbs = append(thumbs, marks)
 		}
-		legend.Add(shorten(s.label, 48), thumbs...)
+		label := shorten(s.label, 48)
+		if len(band) > 0 {
+			label += " (95% band)"
+		}
+		if dropped > 0 {
+			label += fmt.Sprintf(" (%d points ≤ 0 not drawn)", dropped)
+		}
+		legend.Add(label, thumbs...)
 	}
-	if c.full {
-		p.Y.Min, p.Y.Max = 0, 100
-		p.Y.Tick.Marker = plot.ConstantTicks(percentTicks())
-	}
+	c.fitY(p, lo, hi)
 
 	canvas := vgimg.NewWith(vgimg.UseWH(vg.Length(w)*vg.Inch/dpi, vg.Length(h)*vg.Inch/dpi), vgimg.UseDPI(dpi))
 	dc := draw.Crop(draw.New(canvas), vg.Points(8), -vg.Points(12), vg.Points(8), -vg.Points(8))
@@ -170,10 +204,129 @@ func (c chart) render(w, h int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// runColor is the i-th of plotutil's dark colors (7, then they repeat with
-// the next dash pattern).
-func runColor(i int) color.Color {
-	return plotutil.DarkColors[i%len(plotutil.DarkColors)]
+// kindDashes are the dash patterns of kinds 1, 2, 3 (kind 0 is solid).
+var kindDashes = [][]vg.Length{
+	{vg.Points(6), vg.Points(3)},
+	{vg.Points(2), vg.Points(2)},
+	{vg.Points(6), vg.Points(2), vg.Points(2), vg.Points(2)},
+}
+
+// okabeIto is Okabe and Ito's colour-blind-safe palette (black last, as
+// it reads as a grid or axis colour), the series' colours in order.
+var okabeIto = []color.NRGBA{
+	{0xE6, 0x9F, 0x00, 0xff}, // orange
+	{0x56, 0xB4, 0xE9, 0xff}, // sky blue
+	{0x00, 0x9E, 0x73, 0xff}, // bluish green
+	{0xD5, 0x5E, 0x00, 0xff}, // vermillion
+	{0x00, 0x72, 0xB2, 0xff}, // blue
+	{0xCC, 0x79, 0xA7, 0xff}, // reddish purple
+	{0xF0, 0xE4, 0x42, 0xff}, // yellow
+	{0x00, 0x00, 0x00, 0xff}, // black
+}
+
+// seriesColor is a chart's i-th series colour; after eight they repeat
+// (the line style and marker still tell series apart).
+func seriesColor(i int) color.NRGBA { return okabeIto[i%len(okabeIto)] }
+
+// lighten mixes col halfway with white: the rollout series of a run whose
+// eval series has the full colour, so that the pair reads as one run.
+func lighten(col color.NRGBA) color.NRGBA {
+	mix := func(c uint8) uint8 { return uint8((int(c) + 255) / 2) }
+	return color.NRGBA{mix(col.R), mix(col.G), mix(col.B), col.A}
+}
+
+// fade is col at a fifth of its opacity, for confidence bands.
+func fade(col color.NRGBA) color.Color {
+	col.A = 0x33
+	return col
+}
+
+// drawable is the series' points and band polygon in the axis' units
+// (scaled by scale), leaving out what the axis cannot draw: points ≤ 0 on
+// a logarithmic axis (counted in dropped).
+func (s series) drawable(a axis, scale float64) (points plotter.XYs, band plotter.XYs, dropped int) {
+	for _, pt := range s.points {
+		if a == logarithmic && pt.Y <= 0 {
+			dropped++
+			continue
+		}
+		points = append(points, plotter.XY{X: pt.X, Y: scale * pt.Y})
+	}
+	if len(s.band) != len(s.points) || len(s.band) < 2 || a == logarithmic {
+		return points, nil, dropped
+	}
+	for i, pt := range s.points {
+		band = append(band, plotter.XY{X: pt.X, Y: scale * s.band[i].hi})
+	}
+	for i := len(s.points) - 1; i >= 0; i-- {
+		band = append(band, plotter.XY{X: s.points[i].X, Y: scale * s.band[i].lo})
+	}
+	return points, band, dropped
+}
+
+// anyPositive is whether some series has a point above 0.
+func (c chart) anyPositive() bool {
+	for _, s := range c.series {
+		for _, pt := range s.points {
+			if pt.Y > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decadeTicks are gonum's log ticks labelled as short powers of ten
+// ("1e-06"), not as the float nearest a computed power ("9.99…e-06").
+type decadeTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (decadeTicks) Ticks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	for _, t := range (plot.LogTicks{}).Ticks(min, max) {
+		if t.Value < min || t.Value > max {
+			continue // gonum pads the axis for labels beyond the data
+		}
+		if t.Label != "" {
+			t.Label = strconv.FormatFloat(t.Value, 'g', 1, 64)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}
+
+// yRange is the y axis' span for data (and bands) spanning lo..hi in the
+// axis' units: a share's padded span within 0–100 %, 0 to the padded top
+// for a never-negative quantity, gonum's fit otherwise. ok is false when
+// gonum's own fit is kept (a fitted or logarithmic axis).
+func (a axis) yRange(lo, hi float64) (min, max float64, ok bool) {
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return 0, 0, false
+	}
+	switch a {
+	case share:
+		pad := math.Max(0.08*(hi-lo), 1)
+		return math.Max(0, lo-pad), math.Min(100, hi+pad), true
+	case fromZero:
+		if hi <= 0 {
+			return 0, 1, true
+		}
+		return 0, hi * 1.08, true
+	}
+	return 0, 0, false
+}
+
+// fitY fits p's y axis to the data span lo..hi (see yRange), with a log
+// scale for a logarithmic chart.
+func (c chart) fitY(p *plot.Plot, lo, hi float64) {
+	if c.axis == logarithmic {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = decadeTicks{}
+		return
+	}
+	if min, max, ok := c.axis.yRange(lo, hi); ok {
+		p.Y.Min, p.Y.Max = min, max
+	}
 }
 
 // markShapes are the markers of the runs' marked series, by run.
@@ -184,7 +337,7 @@ var markShapes = []draw.GlyphDrawer{
 // markShape is a marked series' marker (its run's), or a filled circle for
 // a lone point.
 func markShape(s series) draw.GlyphDrawer {
-	if s.marked {
+	if s.kind > 0 || len(s.band) > 0 {
 		return markShapes[s.run%len(markShapes)]
 	}
 	return draw.CircleGlyph{}
@@ -227,19 +380,6 @@ func (iterationTicks) Ticks(min, max float64) []plot.Tick {
 		t := plot.Tick{Value: v}
 		if math.Mod(v, step) == 0 {
 			t.Label = strconv.FormatFloat(v, 'f', -1, 64)
-		}
-		ticks = append(ticks, t)
-	}
-	return ticks
-}
-
-// percentTicks mark a 0–100 % axis every 10, labelled every 20.
-func percentTicks() []plot.Tick {
-	var ticks []plot.Tick
-	for v := 0; v <= 100; v += 10 {
-		t := plot.Tick{Value: float64(v)}
-		if v%20 == 0 {
-			t.Label = fmt.Sprint(v)
 		}
 		ticks = append(ticks, t)
 	}
