@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/toolrl/toolrl/chat"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -172,4 +173,68 @@ func (f *plainFormat) Injection(results []traj.ToolResult) (ToolTurn, error) {
 		return ToolTurn{}, fmt.Errorf("tokenize tool result: %w", err)
 	}
 	return ToolTurn{Text: text, IDs: ids, Ends: []int{len(ids)}}, nil
+}
+
+// FormatOptions are the job settings a model folder's Format depends on.
+type FormatOptions struct {
+	// Format is the job's format: "" (the folder decides: plain when it
+	// ships prompt_format.json, else chat), "plain" or "chat".
+	Format string
+	// ToolCallFormat is the job's tool_call_format: "" (the folder
+	// decides); in the plain format it replaces prompt_format.json's, in
+	// the chat format it must be what the template renders.
+	ToolCallFormat string
+	// System is the job's system prompt (chat format).
+	System string
+	// Kwargs are the job's chat_template_kwargs (chat format only).
+	Kwargs chat.Kwargs
+	// Tools are the tools the policy may call (none: a chat template
+	// without tool turns is accepted).
+	Tools []tools.Spec
+}
+
+// OpenFormat returns the Format a rollout of the model folder uses, and so
+// its call form (Format.CallForm): the folder's prompt_format.json, else its
+// chat template (whose renderings decide the call form). enc tokenizes the
+// format's pieces (the folder's tokenizer).
+func OpenFormat(model string, enc Encoder, opts FormatOptions) (Format, error) {
+	if opts.Format != "chat" {
+		pf, ok, err := LoadPromptFormat(model)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if len(opts.Kwargs) > 0 {
+				return nil, fmt.Errorf("chat_template_kwargs: set, but %s renders prompts in the plain format; remove them or set format: chat", filepath.Join(model, "prompt_format.json"))
+			}
+			if opts.ToolCallFormat != "" {
+				pf.ToolCallFormat = opts.ToolCallFormat
+			}
+			return NewPlainFormat(pf, enc), nil
+		}
+		if opts.Format == "plain" {
+			return nil, fmt.Errorf("format: plain needs %s", filepath.Join(model, "prompt_format.json"))
+		}
+	}
+	withTools := len(opts.Tools) > 0
+	tmpl, err := chat.Load(model, withTools)
+	if err != nil {
+		return nil, fmt.Errorf("format: %w", err)
+	}
+	var specs json.RawMessage
+	if withTools {
+		if specs, err = json.Marshal(opts.Tools); err != nil {
+			return nil, err
+		}
+	}
+	f, err := NewChatFormat(tmpl, enc, ChatOptions{System: opts.System, Tools: specs, Kwargs: opts.Kwargs})
+	if err != nil {
+		return nil, err
+	}
+	// The chat template decides the call form; a job naming another one
+	// would parse calls the template never renders.
+	if withTools && opts.ToolCallFormat != "" && opts.ToolCallFormat != f.CallForm() {
+		return nil, fmt.Errorf("tool_call_format: %s, but the chat template (%s) renders %s calls; remove the key (in chat format the template decides)", opts.ToolCallFormat, tmpl.Where, f.CallForm())
+	}
+	return f, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/actor"
-	"github.com/toolrl/toolrl/chat"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
@@ -399,46 +397,10 @@ func (r *runner) openFormat() (Format, error) {
 		return r.opts.Hooks.Format, nil
 	}
 	job := r.job
-	tok := r.pol.Tokenizer()
-	if job.Format != "chat" {
-		pf, ok, err := LoadPromptFormat(job.Model)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			if len(job.ChatTemplateKwargs) > 0 {
-				return nil, fmt.Errorf("chat_template_kwargs: set, but %s renders prompts in the plain format; remove them or set format: chat", filepath.Join(job.Model, "prompt_format.json"))
-			}
-			if job.ToolCallFormat != "" {
-				pf.ToolCallFormat = job.ToolCallFormat
-			}
-			return NewPlainFormat(pf, tok), nil
-		}
-		if job.Format == "plain" {
-			return nil, fmt.Errorf("format: plain needs %s", filepath.Join(job.Model, "prompt_format.json"))
-		}
-	}
-	withTools := r.registry.Len() > 0
-	tmpl, err := chat.Load(job.Model, withTools)
-	if err != nil {
-		return nil, fmt.Errorf("format: %w", err)
-	}
-	var specs json.RawMessage
-	if withTools {
-		if specs, err = json.Marshal(r.registry.Specs()); err != nil {
-			return nil, err
-		}
-	}
-	f, err := NewChatFormat(tmpl, tok, ChatOptions{System: job.SystemPrompt, Tools: specs, Kwargs: job.ChatTemplateKwargs})
-	if err != nil {
-		return nil, err
-	}
-	// The chat template decides the call form; a job naming another one
-	// would parse calls the template never renders.
-	if withTools && job.ToolCallFormat != "" && job.ToolCallFormat != f.CallForm() {
-		return nil, fmt.Errorf("tool_call_format: %s, but the chat template (%s) renders %s calls; remove the key (in chat format the template decides)", job.ToolCallFormat, tmpl.Where, f.CallForm())
-	}
-	return f, nil
+	return OpenFormat(job.Model, r.pol.Tokenizer(), FormatOptions{
+		Format: job.Format, ToolCallFormat: job.ToolCallFormat, System: job.SystemPrompt,
+		Kwargs: job.ChatTemplateKwargs, Tools: r.registry.Specs(),
+	})
 }
 
 func (r *runner) newParser() tools.Parser {

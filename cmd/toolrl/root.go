@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -63,20 +64,32 @@ GRPO advantages that trainers pull from Redis, JSONL or Parquet.`,
 		newBenchCmd(),
 		newVersionCmd(),
 	)
+	applyUsageConventions(root)
 	return root
 }
 
 func main() {
-	os.Exit(run())
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run() int {
+// run runs the CLI with args and returns its exit status.
+func run(args []string, stdout, stderr io.Writer) int {
 	goredis.SetLogger(goredisLog{})
-	err := newRootCmd().Execute()
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(os.Stderr, "toolrl:", err)
+	fmt.Fprintln(stderr, "toolrl:", err)
+	return exitCode(err)
+}
+
+// exitCode is the exit status for an error a command returned: the one
+// place errors map to exit codes.
+func exitCode(err error) int {
 	var ee exitError
 	if errors.As(err, &ee) {
 		return ee.code

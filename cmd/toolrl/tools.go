@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/tokenizer"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -172,21 +175,34 @@ func callTool(ctx context.Context, reg *tools.Registry, name, rawArgs string, f 
 }
 
 func newToolsParseCmd() *cobra.Command {
-	var path, form string
+	var path, model, form string
 	var exec bool
 	cmd := &cobra.Command{
-		Use:   "parse --tools FILE [--form bracket|hermes] [--exec] TEXT",
+		Use:   "parse --tools FILE (--model DIR | --format bracket|hermes|llama3_json|mistral) [--exec] TEXT",
 		Short: "Find the tool calls in a model text, as a rollout would",
-		Long: `parse feeds TEXT to the streaming call parser of the given form and prints
+		Long: `parse feeds TEXT to the streaming call parser of a call format and prints
 each call it finds (name, arguments, error class) as JSON, one per line. With
 --exec it also runs each valid call and prints the text a rollout would inject
-after it.`,
-		Example: `  toolrl tools parse --tools tools/testdata/calc.yaml --exec 'So [CALC: 12 * 34]'
-  toolrl tools parse --tools tools.yaml --form hermes '<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>'
-  toolrl tools parse --tools tools/testdata/calc.yaml --form llama3_json '{"name": "calculator", "parameters": {"expression": "2^10"}}'
-  toolrl tools parse --tools tools/testdata/calc.yaml --form mistral '[TOOL_CALLS] [{"name": "calculator", "arguments": {"expression": "1+1"}}]'`,
+after it.
+
+The call format comes from --model DIR, decided as a rollout of that model
+folder decides it (its prompt_format.json, else the calls its chat template
+renders; the injected text is then that format's), or from --format. One of
+them is required: there is no default format.`,
+		Example: `  toolrl tools parse --tools tools/testdata/calc.yaml --model models/calc --exec 'So [CALC: 12 * 34]'
+  toolrl tools parse --tools tools.yaml --format hermes '<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>'
+  toolrl tools parse --tools tools/testdata/calc.yaml --format llama3_json '{"name": "calculator", "parameters": {"expression": "2^10"}}'
+  toolrl tools parse --tools tools/testdata/calc.yaml --format mistral '[TOOL_CALLS] [{"name": "calculator", "arguments": {"expression": "1+1"}}]'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if model == "" && form == "" {
+				return usageErrorf("tools parse: say which call format to parse: --model DIR (the format a rollout of that model folder uses) or --format %s", strings.Join(tools.Forms(), "|"))
+			}
+			if form != "" {
+				if _, err := tools.NewParser(form, nil, tools.ParserOptions{}); err != nil {
+					return usageErrorf("tools parse: --format: %v", err)
+				}
+			}
 			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			reg, err := loadTools(ctx, path)
@@ -194,20 +210,35 @@ after it.`,
 				return err
 			}
 			defer reg.Close()
+			var format orchestrator.Format
+			if model != "" {
+				tok, err := tokenizer.Load(filepath.Join(model, "tokenizer.json"))
+				if err != nil {
+					return fmt.Errorf("tools parse: --model %s: %w", model, err)
+				}
+				if format, err = orchestrator.OpenFormat(model, tok, orchestrator.FormatOptions{ToolCallFormat: form, Tools: reg.Specs()}); err != nil {
+					return fmt.Errorf("tools parse: --model %s: %w", model, err)
+				}
+				form = format.CallForm()
+			}
 			p, err := tools.NewParser(form, reg, tools.ParserOptions{})
 			if err != nil {
 				return usageError{err}
 			}
-			return parseTools(ctx, reg, p, form, args[0], exec, cmd.OutOrStdout())
+			return parseTools(ctx, reg, p, form, format, args[0], exec, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&path, "tools", "", "tool registry file (YAML or JSON)")
-	cmd.Flags().StringVar(&form, "form", tools.FormBracket, "call syntax: bracket ([CALC: 1+2]), hermes (<tool_call>...</tool_call>), llama3_json (the text is one {\"name\": ..., \"parameters\": ...} turn) or mistral ([TOOL_CALLS] [...])")
+	cmd.Flags().StringVar(&model, "model", "", "model folder whose call format (and injected text) a rollout would use")
+	cmd.Flags().StringVar(&form, "format", "", "call format: bracket ([CALC: 1+2]), hermes (<tool_call>...</tool_call>), llama3_json (the text is one {\"name\": ..., \"parameters\": ...} turn) or mistral ([TOOL_CALLS] [...])")
 	cmd.Flags().BoolVar(&exec, "exec", false, "run each valid call and print the injected text")
 	return cmd
 }
 
-func parseTools(ctx context.Context, reg *tools.Registry, p tools.Parser, form, text string, exec bool, out io.Writer) error {
+// parseTools prints the calls p finds in text. With exec it runs them and
+// prints what is injected after each: format's injection when a model folder
+// gave the format, else the call form's own.
+func parseTools(ctx context.Context, reg *tools.Registry, p tools.Parser, form string, format orchestrator.Format, text string, exec bool, out io.Writer) error {
 	ex := tools.NewExecutor(reg, tools.ExecutorOptions{})
 	enc := json.NewEncoder(out)
 	chunk, done := text, true
@@ -222,10 +253,16 @@ func parseTools(ctx context.Context, reg *tools.Registry, p tools.Parser, form, 
 			if exec {
 				res := ex.Execute(ctx, c)
 				line.Result = &res
-				switch form {
-				case tools.FormHermes:
+				switch {
+				case format != nil:
+					turn, err := format.Injection([]traj.ToolResult{res})
+					if err != nil {
+						return fmt.Errorf("tools parse: inject the result of %s: %w", c.Name, err)
+					}
+					line.Inject = turn.Text
+				case form == tools.FormHermes:
 					line.Inject = tools.HermesInjection(res)
-				case tools.FormLlama3JSON, tools.FormMistral:
+				case form == tools.FormLlama3JSON || form == tools.FormMistral:
 					// The tool message's content: the model's chat template
 					// renders the turn around it (ipython, [TOOL_RESULTS]).
 					line.Inject = res.Content
