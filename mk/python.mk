@@ -16,3 +16,10 @@ python-test: python-deps
 	cd python && $(PYTHON) -m pytest -q tests
 
 TEST_DEPS += python-test
+
+python-test: build
+
+.PHONY: python-demo
+## python-demo: build, roll out 2 prompts x 4 of models/calc, compute advantages, print a verl batch's shapes
+python-demo: build python-deps
+	$(PYTHON) python/demo.py
