@@ -85,3 +85,13 @@ def test_stream_json_binary_redelivery(redis_url):
     assert sorted(g["trajectory_id"] for g in again) == ["j/p/0", "j/p/1"]
     assert b.ack(again) == 2
     assert b.read(count=10, block_ms=100) == []
+
+
+def test_v3_names_pass_through():
+    v3 = {k: v for k, v in V2.items() if k not in ("loss_mask", "old_logprobs", "reward")}
+    v3.update(schema="toolrl.advantage/v3", response_mask=V2["loss_mask"],
+              rollout_log_probs=V2["old_logprobs"], reward=1.0, reward_parts={"outcome": 1.0})
+    a, b = toolrl.normalize_record(v3), toolrl.normalize_record(V2)
+    for k in ("input_ids", "response_mask", "rollout_log_probs", "advantages"):
+        assert a[k].tolist() == b[k].tolist()
+    assert a["reward"] == b["reward"] and a["reward_parts"] == b["reward_parts"]
