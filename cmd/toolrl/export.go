@@ -208,8 +208,10 @@ func newExportSource(ctx context.Context, from, which string) (*exportSource, er
 		return nil, usageErrorf("export: --from %s does not parse", stream.Redact(from))
 	}
 	job := strings.Trim(u.Path, "/")
-	if err := stream.ValidateJob(job); err != nil {
-		return nil, usageErrorf("export: --from %s: the path names the job: %v", stream.Redact(from), err)
+	if job != "" {
+		if err := stream.ValidateJob(job); err != nil {
+			return nil, usageErrorf("export: --from %s: the path names the job: %v", stream.Redact(from), err)
+		}
 	}
 	u.Path = ""
 	client, err := stream.Connect(ctx, u.String(), stream.ConnectOptions{ClientName: "toolrl-export"})
@@ -217,6 +219,10 @@ func newExportSource(ctx context.Context, from, which string) (*exportSource, er
 		return nil, err
 	}
 	keys := stream.JobKeys(job)
+	if err := requireJob(ctx, client, from, keys); err != nil {
+		client.Close()
+		return nil, err
+	}
 	src := &exportSource{client: client, kind: export.Trajectories, stream: keys.Groups}
 	if which == "advantages" {
 		src.kind, src.stream = export.Advantages, keys.Advantages
@@ -299,3 +305,45 @@ func (r *streamRecords[T]) Next() (T, error) {
 }
 
 func (r *streamRecords[T]) Close() error { return nil }
+
+// requireJob refuses a --from URL whose path names no job that has keys in
+// the Redis it reaches (redis://host/0 names job "0", not database 0): the
+// usage error lists the jobs found there (SCAN, never KEYS) and how to name one.
+func requireJob(ctx context.Context, client goredis.UniversalClient, from string, keys stream.Keys) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if keys.Job != "" {
+		n, err := client.Exists(ctx, keys.Prompts, keys.Groups, keys.Advantages, keys.Settings, keys.Policy, keys.GroupsWritten).Result()
+		if err != nil {
+			return fmt.Errorf("export: look for job %q: %w", keys.Job, err)
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+	found := map[string]bool{}
+	iter := client.Scan(ctx, 0, "toolrl:{*}:*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		if i, j := strings.IndexByte(k, '{'), strings.IndexByte(k, '}'); i >= 0 && j > i {
+			found[k[i+1:j]] = true
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("export: list the jobs in %s: %w", stream.Redact(from), err)
+	}
+	jobs := make([]string, 0, len(found))
+	for j := range found {
+		jobs = append(jobs, j)
+	}
+	slices.Sort(jobs)
+	what := "names no job"
+	if keys.Job != "" {
+		what = fmt.Sprintf("names job %q, which has no keys there", keys.Job)
+	}
+	list := "none"
+	if len(jobs) > 0 {
+		list = strings.Join(jobs, ", ")
+	}
+	return usageErrorf("export: --from %s %s; jobs found: %s; name one in the path: redis://HOST:PORT/JOB (a database goes in ?db=N)", stream.Redact(from), what, list)
+}

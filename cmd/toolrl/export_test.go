@@ -147,7 +147,6 @@ func TestExportUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"export", "--from", filepath.Join(dir, "a.jsonl")},
 		{"export", "--from", filepath.Join(dir, "a.jsonl"), "--to", filepath.Join(dir, "b.csv")},
-		{"export", "--from", "redis://127.0.0.1:1/", "--to", filepath.Join(dir, "b.jsonl")},
 		{"inspect", filepath.Join(dir, "a.txt")},
 		{"export", "--from", filepath.Join(dir, "a.jsonl"), "--to", filepath.Join(dir, ".", "a.jsonl")},
 	} {
@@ -242,10 +241,15 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 		t.Errorf("inspect %s: %v\n%s", advOut, err, stdout)
 	}
 
-	// An empty (absent) stream gives an empty file, not an error.
+	// A job that is not there (or no job: /0 names job "0") is a usage
+	// error listing the jobs found; before, it exported 0 records, exit 0.
 	empty := filepath.Join(t.TempDir(), "empty.jsonl")
-	if _, stderr, err := runToolrl(t, "export", "--from", "redis://"+srv.Addr+"/no-such-job", "--to", empty); err != nil {
-		t.Fatalf("export of an empty stream: %v\n%s", err, stderr)
+	for _, path := range []string{"/no-such-job", "/0", "/"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"export", "--from", "redis://" + srv.Addr + path, "--to", empty}, &out, &errb); code != exitUsage ||
+			!strings.Contains(errb.String(), "jobs found: "+job) || !strings.Contains(errb.String(), "redis://HOST:PORT/JOB") {
+			t.Errorf("export from %s: exit %d, want %d listing %s\n%s", path, code, exitUsage, job, errb.String())
+		}
 	}
 }
 
