@@ -29,4 +29,4 @@ fuzz-tools: fuzz
 tools-demo: build
 	bin/toolrl tools list --tools tools/testdata/calc.yaml
 	bin/toolrl tools call --tools tools/testdata/calc.yaml calculator '{"expression": "123 * 456"}'
-	bin/toolrl tools parse --tools tools/testdata/calc.yaml --exec 'So [CALC: 123 * 456]'
+	bin/toolrl tools parse --tools tools/testdata/calc.yaml --model models/calc --exec 'So [CALC: 123 * 456]'
