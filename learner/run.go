@@ -21,6 +21,10 @@ type RunOptions struct {
 	// PublishEvery publishes a version after this many updates that
 	// trained (default 1), and once more at the end for any remainder.
 	PublishEvery int
+	// MaxUpdates, when > 0, ends the run after this many updates that
+	// trained (their version published, their records acknowledged), as
+	// if the source were exhausted: one update on exactly one batch with 1.
+	MaxUpdates int
 	// SetAside sends a record the learner cannot train on to the source's
 	// Reject and trains on the rest of its batch (a stream); otherwise such a
 	// record stops the run with its error (a file).
@@ -198,6 +202,9 @@ func Run(ctx context.Context, l *Learner, src Source, o RunOptions) (sum Summary
 			if err := publish(); err != nil {
 				return sum, err
 			}
+		}
+		if o.MaxUpdates > 0 && sum.Updates >= o.MaxUpdates {
+			break
 		}
 	}
 	if since > 0 {

@@ -127,6 +127,7 @@ type redisRun struct {
 	publishEvery int
 	claimIdle    time.Duration
 	onUpdate     func(Metrics)
+	maxUpdates   int
 }
 
 func (r redisRun) run(t *testing.T) (Summary, *StreamSource, error) {
@@ -146,7 +147,7 @@ func (r redisRun) run(t *testing.T) (Summary, *StreamSource, error) {
 	if _, _, err := ResumeFrom(ctx, l, store, src); err != nil {
 		t.Fatal(err)
 	}
-	o := RunOptions{Store: store, Base: base, PublishEvery: max(r.publishEvery, 1), SetAside: true, OnUpdate: r.onUpdate,
+	o := RunOptions{Store: store, Base: base, PublishEvery: max(r.publishEvery, 1), MaxUpdates: r.maxUpdates, SetAside: true, OnUpdate: r.onUpdate,
 		Announce: func(ctx context.Context, v policystore.Version) error {
 			return stream.AnnouncePolicy(ctx, r.client, r.keys, stream.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: v.Manifest.Created})
 		},
@@ -238,6 +239,47 @@ func storeVersions(t *testing.T, dir string) []policystore.Version {
 		out = append(out, v)
 	}
 	return out
+}
+
+// TestRedisMaxUpdatesStopsAfterOneBatch: with MaxUpdates 1 the run ends on
+// its own after one update of one batch (the source's first 8 entries),
+// publishes it as version 1 with exactly those entries consumed and
+// acknowledged, and leaves the rest of the stream unread.
+func TestRedisMaxUpdatesStopsAfterOneBatch(t *testing.T) {
+	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	client := srv.Client(t)
+	keys := stream.JobKeys("learn-max")
+	baseDir := writeTinyBase(t)
+	m, _, err := LoadModel(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := addRecords(t, client, keys, onPolicyRecords(t, m, 20, 1, func(i int) float32 { return float32(i%3) - 1 }))
+	storeDir := filepath.Join(t.TempDir(), "store")
+	var updates []Metrics
+	r := redisRun{base: baseDir, store: storeDir, consumer: "learner-a", client: client, keys: keys, maxUpdates: 1,
+		onUpdate: func(m Metrics) { updates = append(updates, m) }}
+	sum, _, err := r.run(t)
+	if err != nil || sum.Updates != 1 || sum.Published != 1 || sum.Records != 8 || len(updates) != 1 || updates[0].Steps != 1 {
+		t.Fatalf("run: %+v, %d updates, err %v; want one update of 8 records, one step, published", sum, len(updates), err)
+	}
+	versions := storeVersions(t, storeDir)
+	st, err := ReadState(versions[len(versions)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(versions) != 1 || !slices.Equal(st.Consumed, ids[:8]) {
+		t.Errorf("versions %d, version 1 consumed %v; want one version of %v", len(versions), st.Consumed, ids[:8])
+	}
+	ctx := context.Background()
+	p, err := client.XPending(ctx, keys.Advantages, stream.LearnerGroup).Result()
+	if err != nil || p.Count != 0 {
+		t.Errorf("%d pending (%v), want 0", p.Count, err)
+	}
+	infos, err := client.XInfoGroups(ctx, keys.Advantages).Result()
+	if err != nil || len(infos) != 1 || infos[0].Lag != 12 {
+		t.Errorf("groups %+v (%v): want the learner group with 12 entries unread", infos, err)
+	}
 }
 
 // TestRedisExactlyOnceAcrossRestarts: run 1 dies after its 2nd publish and

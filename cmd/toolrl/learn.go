@@ -25,7 +25,7 @@ import (
 type learnFlags struct {
 	model, in, redisURL, job, store, refModel, metricsPath, listen string
 	group, consumer, lossAgg, rolloutQuant                         string
-	batch, publishEvery, keep                                      int
+	batch, publishEvery, keep, maxUpdates                          int
 	startVersion                                                   int64
 	temperature                                                    float64
 	maxWait                                                        time.Duration
@@ -69,7 +69,8 @@ reads toolrl:{JOB}:advantages through consumer group --group, acknowledges
 records only after the version trained on them is published, sets
 toolrl:{JOB}:policy and policy_version, serves /metrics on --listen, and runs
 until SIGINT/SIGTERM, which finishes and publishes the update in progress
-(exit 130). A restarted learner acknowledges what its latest version already
+(exit 130), or, with --max-updates N, until N updates have trained and been
+published (exit 0). A restarted learner acknowledges what its latest version already
 used and trains on the rest once.
 
 One JSON line per update goes to --metrics; a readable line to stderr.`,
@@ -96,6 +97,7 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 	fs.IntVar(&f.batch, "batch", 0, "records per update (0: the whole file with --in, 256 with --redis)")
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Second, "with --redis: train on a partial batch after waiting this long")
 	fs.IntVar(&f.publishEvery, "publish-every", 1, "publish a version every K updates (with --in, unset: once, at the end)")
+	fs.IntVar(&f.maxUpdates, "max-updates", 0, "stop after N updates that trained, their version published (0: run until the file ends or a signal)")
 	fs.IntVar(&f.keep, "keep", 0, "keep only the newest N versions in the store (0: keep all)")
 	fs.Int64Var(&f.startVersion, "version", 0, "the policy version of --model (records are tagged with it)")
 	fs.StringVar(&f.rolloutQuant, "rollout-quantization", "", "also publish each version's quantized copy for actors (STORE/vN/quantized/): int{8,4}-b{block}-acc{0,4}[-lmhead], e.g. int8-b32-acc4")
@@ -136,6 +138,8 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 		return usageErrorf("learn: --batch %d: want ≥ 0", f.batch)
 	case f.publishEvery < 1:
 		return usageErrorf("learn: --publish-every %d: want ≥ 1", f.publishEvery)
+	case f.maxUpdates < 0:
+		return usageErrorf("learn: --max-updates %d: want ≥ 0", f.maxUpdates)
 	case f.keep < 0:
 		return usageErrorf("learn: --keep %d: want ≥ 0", f.keep)
 	case f.startVersion < 0:
@@ -215,7 +219,7 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	defer store.Close()
 
 	var src learner.Source
-	ro := learner.RunOptions{Store: store, Base: base, PublishEvery: f.publishEvery, Logger: logger}
+	ro := learner.RunOptions{Store: store, Base: base, PublishEvery: f.publishEvery, MaxUpdates: f.maxUpdates, Logger: logger}
 	if f.in != "" && !cmd.Flags().Changed("publish-every") {
 		// A file is trained on once and published once, at the end: its
 		// records all stay within the staleness bound of the start version.
