@@ -1,7 +1,7 @@
 # Python package (python/toolrl): tests against a real redis-server, with
 # Debian's interpreter (/usr/bin/python3; the first python3 on PATH may be another).
 PYTHON := /usr/bin/python3
-PY_APT := python3-numpy python3-redis python3-pytest
+PY_APT := python3-numpy python3-redis python3-pytest python3-torch
 
 .PHONY: python-deps python-test
 
@@ -9,7 +9,6 @@ python-deps: redis
 	@missing=""; for p in $(PY_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "python: installing$$missing with apt-get"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
-	@dpkg -s python3-torch >/dev/null 2>&1 || { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch >/dev/null 2>&1 || echo "python: python3-torch not installed (optional)"; }
 
 ## python-test: the Python package's tests (python/tests) with /usr/bin/python3 against a real redis-server
 python-test: python-deps

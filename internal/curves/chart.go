@@ -77,7 +77,7 @@ var quantities = []quantity{
 			{name: "policy-gradient part", points: update(func(m learner.Metrics) float64 { return m.PGLoss })}}},
 	{file: "grad_norm.png", title: "Gradient norm", yLabel: "gradient L2 norm (before clipping)", axis: fromZero,
 		kinds: []kind{{name: "learner", points: update(func(m learner.Metrics) float64 { return m.GradNorm })}}},
-	{file: "kl.png", title: "KL to the reference policy (k3)", yLabel: "KL (nats, mean per trained token)", axis: fromZero,
+	{file: "kl.png", title: "KL to the reference policy (k3; 0 for a run without a reference)", yLabel: "KL (nats, mean per trained token)", axis: fromZero,
 		kinds: []kind{{name: "learner", points: update(func(m learner.Metrics) float64 { return m.KL })}}},
 	{file: "rollout_mismatch.png", title: "Rollout/learner logprob mismatch (log scale)", yLabel: "|Δ logprob| (nats per token)", axis: logarithmic,
 		kinds: []kind{{name: "mean |Δ|", points: update(func(m learner.Metrics) float64 { return m.Mismatch.MeanAbs })},

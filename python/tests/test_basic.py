@@ -43,6 +43,22 @@ def test_verl_batch():
     assert out["non_tensor_batch"]["uid"].tolist() == ["j/p", "j/p"]
 
 
+def test_verl_batch_torch():
+    # make python-test installs python3-torch: the torch form is tested, not skipped.
+    import torch
+    a = toolrl.normalize_record(V2)
+    out = toolrl.to_verl_batch([a], require_ref=False, return_tensors="pt")
+    t = out["batch"]
+    assert isinstance(t["input_ids"], torch.Tensor) and t["input_ids"].dtype == torch.int64
+    assert t["rollout_log_probs"].dtype == torch.float32 and t["response_mask"].dtype == torch.int64
+    assert t["response_mask"][0].tolist() == [1, 1, 0, 0, 1]
+    np_out = toolrl.to_verl_batch([a], require_ref=False)
+    for k, v in np_out["batch"].items():
+        assert (t[k].numpy() == v).all(), k
+    with pytest.raises(ValueError, match="return_tensors='tf'"):
+        toolrl.to_verl_batch([a], require_ref=False, return_tensors="tf")
+
+
 @pytest.fixture
 def redis_url():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()

@@ -74,6 +74,8 @@ def to_verl_batch(records, pad_token_id=0, require_ref=True, return_tensors="np"
         "trajectory_id": np.array([r.get("trajectory_id", r.get("id", "")) for r in recs], dtype=object),
         "entry_id": np.array([r.get("entry_id") for r in recs], dtype=object),
     }
+    if return_tensors not in ("np", "pt"):
+        raise ValueError(f"to_verl_batch: return_tensors={return_tensors!r}: want 'np' (numpy) or 'pt' (torch)")
     if return_tensors == "pt":
         import torch
         batch = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items()}
