@@ -1,4 +1,4 @@
-import json, os, shutil, socket, subprocess, sys, time
+import json, os, sys, time
 import numpy as np
 import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -57,22 +57,6 @@ def test_verl_batch_torch():
         assert (t[k].numpy() == v).all(), k
     with pytest.raises(ValueError, match="return_tensors='tf'"):
         toolrl.to_verl_batch([a], require_ref=False, return_tensors="tf")
-
-
-@pytest.fixture
-def redis_url():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
-    p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                          "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    import redis
-    r = redis.Redis(port=port)
-    for _ in range(100):
-        try:
-            r.ping(); break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    p.kill(); p.wait()
 
 
 def test_stream_json_binary_redelivery(redis_url):

@@ -4,7 +4,7 @@ others are compiled (the Parquet ones need pyarrow/pandas, not in Debian bookwor
 import glob, json, os, re, subprocess, sys
 import redis
 import toolrl
-from test_basic import V2, redis_url  # noqa: F401
+from test_basic import V2
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 

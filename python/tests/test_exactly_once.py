@@ -3,7 +3,7 @@ record is processed (acked after its step) exactly once, counted by trajectory_i
 import json, os, signal, subprocess, sys, time
 import redis
 import toolrl
-from test_basic import V2, redis_url  # noqa: F401
+from test_basic import V2
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = """

@@ -4,7 +4,6 @@ import json, os, subprocess, sys
 import numpy as np
 import redis
 import toolrl
-from test_basic import redis_url  # noqa: F401
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 

@@ -25,7 +25,8 @@ _FLOAT_ARRAYS = ("rollout_log_probs", "ref_log_prob", "advantages", "kl")
 PER_RESPONSE = ("response_mask", "rollout_log_probs", "ref_log_prob", "advantages", "kl")
 
 
-def _rid(rec):
+def record_id(rec):
+    """The record's id for messages: trajectory_id (advantage records) or id."""
     return rec.get("trajectory_id") or rec.get("id") or "?"
 
 
@@ -36,7 +37,7 @@ def normalize_record(rec, entry_id=None):
     length is not len(input_ids) - prompt_len."""
     out = dict(rec)
     schema = out.get("schema")
-    rid = _rid(out)
+    rid = record_id(out)
     where = f"record {rid}" + (f" (entry {entry_id})" if entry_id else "")
     if schema not in SCHEMAS_ACCEPTED:
         raise RecordError(f"{where}: unknown schema {schema!r}, want one of {sorted(SCHEMAS_ACCEPTED)}")
@@ -102,7 +103,7 @@ def decode_entry(entry_id, fields):
                 b = f[name]
                 size = np.dtype(dt).itemsize
                 if len(b) % size:
-                    raise RecordError(f"entry {entry_id}: record {_rid(rec)}: field {name} has {len(b)} bytes, not a multiple of {size}")
+                    raise RecordError(f"entry {entry_id}: record {record_id(rec)}: field {name} has {len(b)} bytes, not a multiple of {size}")
                 rec[name] = np.frombuffer(b, dt)
     return normalize_record(rec, entry_id)
 

@@ -11,6 +11,8 @@ returns them; uid in non_tensor_batch as GRPO groups by it (core_algos.py).
 """
 import numpy as np
 
+from .records import record_id
+
 
 def to_verl_batch(records, pad_token_id=0, require_ref=True, return_tensors="np",
                   old_log_probs=None):
@@ -24,6 +26,8 @@ def to_verl_batch(records, pad_token_id=0, require_ref=True, return_tensors="np"
     record without it raises ValueError naming the record.
     return_tensors="pt" returns torch tensors.
     """
+    if return_tensors not in ("np", "pt"):
+        raise ValueError(f"to_verl_batch: return_tensors={return_tensors!r}: want 'np' (numpy) or 'pt' (torch)")
     recs = list(records)
     if not recs:
         raise ValueError("to_verl_batch: no records")
@@ -32,7 +36,7 @@ def to_verl_batch(records, pad_token_id=0, require_ref=True, return_tensors="np"
     R = max(len(r["input_ids"]) - int(r["prompt_len"]) for r in recs)
     has_ref = all("ref_log_prob" in r for r in recs)
     if require_ref and not has_ref:
-        miss = next(r.get("trajectory_id", r.get("id", "?")) for r in recs if "ref_log_prob" not in r)
+        miss = next(record_id(r) for r in recs if "ref_log_prob" not in r)
         raise ValueError(f"record {miss}: no ref_log_prob (run the advantage stage with a reference, "
                          f"or pass require_ref=False)")
     prompts = np.full((B, P), pad_token_id, np.int64)
@@ -74,8 +78,6 @@ def to_verl_batch(records, pad_token_id=0, require_ref=True, return_tensors="np"
         "trajectory_id": np.array([r.get("trajectory_id", r.get("id", "")) for r in recs], dtype=object),
         "entry_id": np.array([r.get("entry_id") for r in recs], dtype=object),
     }
-    if return_tensors not in ("np", "pt"):
-        raise ValueError(f"to_verl_batch: return_tensors={return_tensors!r}: want 'np' (numpy) or 'pt' (torch)")
     if return_tensors == "pt":
         import torch
         batch = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items()}
