@@ -367,7 +367,9 @@ def grpo_loss(logp, batch, cfg, ref_logp=None):
     rm = r.detach()[mask].double()
     a = adv[mask].double()
     stats = {
-        "loss": float(loss.detach()), "pg_loss": float((w * pg).detach()[mask].sum()), "kl": float(kl),
+        "loss": float(loss.detach()),
+        # Σ|w·ℓ|: the size of the terms the loss sums (a GRPO loss can cancel to ≈ 0)
+        "loss_scale": float((w * total).detach().abs()[mask].sum()), "pg_loss": float((w * pg).detach()[mask].sum()), "kl": float(kl),
         "clip_frac_high": float((clipped & (adv > 0))[mask].sum()) / n,
         "clip_frac_low": float((clipped & (adv < 0))[mask].sum()) / n,
         "clip_frac_dual": float(dual[mask].sum()) / n,

@@ -23,10 +23,26 @@ from conftest import redis_server
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.join(ROOT, "bin", "toolrl")
 EXAMPLE = os.path.join(ROOT, "python", "examples", "torch_grpo.py")
-JOB, LR, KL_BETA, BATCH = "eq", 1e-3, 0.05, 8
-# Relative tolerances, float64 example vs float32 toolrl learn (measured numbers in docs/python.md).
-LOSS_RTOL = 1e-6
-GRAD_NORM_RTOL = 1e-6
+JOB, LR, BATCH = "eq", 1e-3, 8
+# toolrl learn flags, the example's settings for them, and the tolerances: each
+# config is its own learn run (consumer group and store) over the same stream.
+# "kl" is held to the issue's bound, relative 1e-6 on loss and grad_norm, on
+# both updates. The others measured up to 8.0e-6 (loss) and 5.1e-6 (grad_norm)
+# relative, as large as torch float32's own distance from float64 on the same
+# update (printed with -s): the float32 rounding of toolrl learn's forward and
+# backward (docs/python.md). They are held to 1e-5 of the loss's scale Σ|w·ℓ|
+# (measured ≤ 4.4e-7; tis-seq-mean's update-1 loss cancels to ≈ 1e-7, where a
+# relative difference means nothing) and 1e-4 on grad_norm (2.1e-5 was seen
+# with --clip-grad 0.5 in place of 0.1).
+CONFIGS = {
+    "kl": (["--kl-beta", "0.05"], dict(kl_beta=0.05), dict(), dict(loss=1e-6, grad_norm=1e-6)),
+    "tis-seq-mean": (["--tis-cap", "2", "--loss-agg", "seq-mean-token-mean"],
+                     dict(tis_cap=2, agg="seq-mean-token-mean"), dict(), dict(loss_scale=1e-5, grad_norm=1e-4)),
+    "drgrpo-clipped": (["--loss-agg", "seq-mean-token-sum-norm", "--loss-norm-length", "64", "--dual-clip", "0",
+                        "--clip-high", "0.2", "--clip-grad", "0.1", "--weight-decay", "0.5"],
+                       dict(agg="seq-mean-token-sum-norm", norm_length=64, dual_clip=0, clip_high=0.2),
+                       dict(clip_grad=0.1, weight_decay=0.5), dict(loss_scale=1e-5, grad_norm=1e-4)),
+}
 
 
 def load_example():
@@ -67,14 +83,16 @@ def pipeline(tmp_path_factory):
         for p in serves:
             p.send_signal(signal.SIGTERM)
             p.wait(timeout=30)
-        learn = subprocess.run([BIN, "learn", "--model", "models/calc", "--redis", url0, "--job", JOB,
-                                "--store", str(d / "store"), "--batch", str(BATCH), "--max-updates", "2",
-                                "--lr", str(LR), "--kl-beta", str(KL_BETA), "--metrics", str(d / "learn.jsonl"),
-                                "--listen", ""], cwd=ROOT, capture_output=True, text=True)
-        assert learn.returncode == 0, learn.stderr
-        metrics = [json.loads(l) for l in open(d / "learn.jsonl")]
-        assert len(metrics) == 2
-        yield {"url_json": url0, "url_binary": url1, "metrics": metrics, "store": d / "store", "r0": r0, "r1": r1}
+        metrics = {}
+        for name, (flags, _, _, _) in CONFIGS.items():
+            learn = subprocess.run([BIN, "learn", "--model", "models/calc", "--redis", url0, "--job", JOB,
+                                    "--group", f"learn-{name}", "--store", str(d / name), "--batch", str(BATCH),
+                                    "--max-updates", "2", "--lr", str(LR), "--metrics", str(d / f"{name}.jsonl"),
+                                    "--listen", ""] + flags, cwd=ROOT, capture_output=True, text=True)
+            assert learn.returncode == 0, learn.stderr
+            metrics[name] = [json.loads(l) for l in open(d / f"{name}.jsonl")]
+            assert len(metrics[name]) == 2
+        yield {"url_json": url0, "url_binary": url1, "metrics": metrics, "dir": d, "r0": r0, "r1": r1}
 
 
 def read_all(url, group):
@@ -112,60 +130,85 @@ COMPARED = ("loss", "pg_loss", "kl", "entropy", "ratio_mean", "ratio_max", "adv_
             "clip_frac_high", "clip_frac_low", "clip_frac_dual")
 
 
-def check_update(st, m, label):
-    """Assert the example's metrics st against toolrl learn's line m; return the relative differences."""
+def check_update(st, m, label, tol):
+    """Assert the example's metrics st against toolrl learn's line m within tol
+    (relative: loss, loss_scale (|Δloss| / Σ|w·ℓ|), grad_norm); return the differences."""
     assert st["records"] == m["records"] and st["tokens"] == m["tokens"]
     assert st["tokens_trained"] == m["tokens_trained"]
     for k in ("clip_frac_high", "clip_frac_low", "clip_frac_dual"):
         assert st[k] == m[k], (label, k, st[k], m[k])  # the same tokens are clipped
     diffs = {k: rel(st[k], m[k]) for k in COMPARED + ("grad_norm",) if m[k] != 0}
-    print(f"\n{label}: " + ", ".join(f"{k} {st[k]:.12g} vs {m[k]:.12g} (rel {diffs[k]:.2e})" for k in diffs))
-    assert diffs["loss"] <= LOSS_RTOL, (label, st["loss"], m["loss"])
-    assert diffs["grad_norm"] <= GRAD_NORM_RTOL, (label, st["grad_norm"], m["grad_norm"])
+    diffs["loss_scale"] = abs(st["loss"] - m["loss"]) / st["loss_scale"]
+    print(f"\n{label}: " + ", ".join(f"{k} {st[k]:.12g} vs {m[k]:.12g} (rel {diffs[k]:.2e})" for k in diffs
+                                    if k != "loss_scale") + f"; |Δloss|/Σ|w·ℓ| {diffs['loss_scale']:.2e}")
+    for k, t in tol.items():
+        assert diffs[k] <= t, (label, k, diffs[k], t, st[k.replace("_scale", "")], m[k.replace("_scale", "")])
     return diffs
 
 
-def test_loss_and_grad_norm_equal_learn(pipeline):
+@pytest.fixture(scope="module")
+def binary_records(pipeline):
     recs = read_all(pipeline["url_binary"], "torch")
-    assert len(recs) == 16
-    m1, m2 = pipeline["metrics"]
-    cfg = tg.LossConfig(kl_beta=KL_BETA)
-    ref = tg.Llama.from_folder(os.path.join(ROOT, "models/calc"), torch.float64)
+    assert len(recs) == 2 * BATCH
+    return recs
+
+
+def float32_distance(folder, records, cfg, clip, st64):
+    """For the record: how far torch float32 is from float64 on the same update
+    (the size float32 rounding alone gives), printed next to learn's distance."""
+    m32 = tg.Llama.from_folder(folder, torch.float32)
+    ref = tg.Llama.from_folder(os.path.join(ROOT, "models/calc"), torch.float32) if cfg.kl_beta > 0 else None
+    st = tg.train_step(m32, records, cfg, None, ref_model=ref, clip_grad=clip)
+    print(f"  torch float32 vs float64: loss rel {rel(st['loss'], st64['loss']):.2e}, "
+          f"|Δloss|/Σ|w·ℓ| {abs(st['loss'] - st64['loss']) / st64['loss_scale']:.2e}, "
+          f"grad_norm rel {rel(st['grad_norm'], st64['grad_norm']):.2e}")
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_loss_and_grad_norm_equal_learn(pipeline, binary_records, name):
+    _, loss_kw, step_kw, tol = CONFIGS[name]
+    m1, m2 = pipeline["metrics"][name]
+    cfg = tg.LossConfig(**loss_kw)
+    clip = step_kw.get("clip_grad", 1.0)
+    calc = os.path.join(ROOT, "models/calc")
+    ref = tg.Llama.from_folder(calc, torch.float64) if cfg.kl_beta > 0 else None
     # update 1: version 0, then one AdamW step, compared with the version learn published
-    model = tg.Llama.from_folder(os.path.join(ROOT, "models/calc"), torch.float64)
-    opt = tg.adamw(model, lr=LR)
-    st1 = tg.train_step(model, recs[:BATCH], cfg, opt, ref_model=ref)
-    check_update(st1, m1, "update 1")
-    v1 = str(pipeline["store"] / "v000001")
-    pub = tg.load_weights(v1)
-    base = tg.load_weights(os.path.join(ROOT, "models/calc"))
-    worst, off = 0.0, 0
-    for name, p in model.named_parameters():
-        ours = p.detach().numpy() - base[name]
-        theirs = pub[name].astype(np.float64) - base[name]
-        d = np.abs(ours - theirs) / LR  # in units of the learning rate (Adam's first step is ≈ ±lr)
-        worst = max(worst, float(d.max()))
-        off += int((d > 1e-2).sum())
-    n = sum(p.numel() for p in model.parameters())
-    print(f"\nAdamW step: {off} of {n} weights differ from learn's by more than 1% of lr; max |Δ| {worst:.3g}·lr")
+    model = tg.Llama.from_folder(calc, torch.float64)
+    opt = tg.adamw(model, lr=LR, weight_decay=step_kw.get("weight_decay", 0.01))
+    st1 = tg.train_step(model, binary_records[:BATCH], cfg, opt, ref_model=ref, clip_grad=clip)
+    check_update(st1, m1, f"{name} update 1", tol)
+    float32_distance(calc, binary_records[:BATCH], cfg, clip, st1)
+    v1 = str(pipeline["dir"] / name / "v000001")
+    pub, base = tg.load_weights(v1), tg.load_weights(calc)
+    worst, off, n = 0.0, 0, 0
+    for pname, p in model.named_parameters():
+        ours = p.detach().numpy() - base[pname]
+        theirs = pub[pname].astype(np.float64) - base[pname]
+        d = np.abs(ours - theirs) / LR  # in units of the learning rate (Adam's first step is about ±lr)
+        worst, off, n = max(worst, float(d.max())), off + int((d > 1e-3).sum()), n + d.size
+    print(f"\n{name} AdamW step: {off} of {n} weights differ from learn's by more than 0.001·lr; max {worst:.3g}·lr")
     assert off <= n * 1e-3, "the AdamW step differs from toolrl learn's on more than 0.1% of the weights"
-    # update 2: from the published version 1 (ratios against version 0's behaviour logprobs)
+    # update 2: from the published version 1, ratios against version 0's behaviour logprobs
     model = tg.Llama.from_folder(v1, torch.float64)
-    st2 = tg.train_step(model, recs[BATCH:], cfg, tg.adamw(model, lr=LR), ref_model=ref)
-    check_update(st2, m2, "update 2")
-    assert st2["clip_frac_high"] + st2["clip_frac_low"] > 0 and st2["clip_frac_dual"] > 0 and st2["kl"] > 0, \
-        "update 2 should exercise the clipped, dual-clipped and KL branches"
+    st2 = tg.train_step(model, binary_records[BATCH:], cfg, tg.adamw(model, lr=LR), ref_model=ref, clip_grad=clip)
+    check_update(st2, m2, f"{name} update 2", tol)
+    float32_distance(v1, binary_records[BATCH:], cfg, clip, st2)
+    if name == "kl":
+        assert st2["clip_frac_high"] + st2["clip_frac_low"] > 0 and st2["clip_frac_dual"] > 0 and st2["kl"] > 0, \
+            "update 2 should exercise the clipped, dual-clipped and KL branches"
+    if name == "drgrpo-clipped":
+        assert st1["grad_norm"] > clip, "update 1 should clip the gradient"
 
 
 def test_example_cli(pipeline):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     out = subprocess.run([sys.executable, EXAMPLE, "--model", os.path.join(ROOT, "models/calc"),
                           "--redis", pipeline["url_binary"], "--job", JOB, "--group", "cli", "--batch", str(BATCH),
-                          "--dtype", "float64", "--lr", str(LR), "--kl-beta", str(KL_BETA)],
+                          "--dtype", "float64", "--lr", str(LR), "--kl-beta", "0.05"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     st = json.loads(out.stdout.strip().splitlines()[-1])
-    check_update(st, pipeline["metrics"][0], "torch_grpo.py")
+    check_update(st, pipeline["metrics"]["kl"][0], "torch_grpo.py", CONFIGS["kl"][3])
     key = toolrl.advantages_key(JOB)
     g = {x["name"].decode() if isinstance(x["name"], bytes) else x["name"]: x
          for x in pipeline["r1"].xinfo_groups(key)}["cli"]
