@@ -59,6 +59,26 @@ def rel(a, b):
     return abs(a - b) / max(abs(b), 1e-300)
 
 
+def serve(d, runs, n, job=JOB):
+    """Run `toolrl advantage serve` once per (url, extra flags) until each has
+    written n records, then stop them (SIGTERM)."""
+    key = toolrl.advantages_key(job)
+    clients = [redis.Redis.from_url(u) for u, _ in runs]
+    procs = [subprocess.Popen([BIN, "advantage", "serve", "--redis", u, "--job", job, "--listen", ""] + extra,
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(d / f"serve{i}.log", "w"))
+             for i, (u, extra) in enumerate(runs)]
+    try:
+        deadline = time.monotonic() + 60
+        while any(c.xlen(key) < n for c in clients):
+            assert all(p.poll() is None for p in procs), f"advantage serve exited; logs in {d}"
+            assert time.monotonic() < deadline, f"advantage serve wrote {[c.xlen(key) for c in clients]} of {n} records"
+            time.sleep(0.05)
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=30)
+
+
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory):
     assert os.path.exists(BIN), "run make build first (make python-test does)"
@@ -72,17 +92,7 @@ def pipeline(tmp_path_factory):
         r0, r1 = redis.Redis.from_url(url0), redis.Redis.from_url(url1)
         groups = "toolrl:{%s}:groups" % JOB
         assert r0.copy(groups, groups, destination_db=1), "copy the groups stream to db 1"
-        serves = [subprocess.Popen([BIN, "advantage", "serve", "--redis", u, "--job", JOB, "--listen", ""] + extra,
-                                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(d / f"serve{i}.log", "w"))
-                  for i, (u, extra) in enumerate([(url0, []), (url1, ["--record-format", "binary"])])]
-        key = toolrl.advantages_key(JOB)
-        deadline = time.monotonic() + 60
-        while (r0.xlen(key), r1.xlen(key)) != (16, 16):
-            assert time.monotonic() < deadline, f"advantage serve wrote {r0.xlen(key)}, {r1.xlen(key)} of 16 records"
-            time.sleep(0.05)
-        for p in serves:
-            p.send_signal(signal.SIGTERM)
-            p.wait(timeout=30)
+        serve(d, [(url0, []), (url1, ["--record-format", "binary"])], 16)
         metrics = {}
         for name, (flags, _, _, _) in CONFIGS.items():
             learn = subprocess.run([BIN, "learn", "--model", "models/calc", "--redis", url0, "--job", JOB,
@@ -213,3 +223,47 @@ def test_example_cli(pipeline):
     g = {x["name"].decode() if isinstance(x["name"], bytes) else x["name"]: x
          for x in pipeline["r1"].xinfo_groups(key)}["cli"]
     assert g["pending"] == 0 and g["entries-read"] == BATCH  # read exactly one batch, acknowledged
+
+
+# Other architectures: random models of toolrl's shapes, so that grouped-query
+# attention, llama3 rope_scaling, an untied head, bf16/f16 checkpoints and a
+# sharded index go through the example's loader and forward. Rewards of a
+# random policy are all 0, so the advantage service folds a k3 KL to a second
+# random model into them (--kl-coef): the advantages are non-zero and the
+# records carry ref_log_prob, which both sides use for the KL term.
+SHAPES = {
+    "tiny-llama3.2": ["--dtype", "bf16", "--max-shard-size", "200KB"],  # GQA, llama3 rope, tied, 2 shards
+    "tiny": ["--dtype", "f16"],  # GQA, untied lm_head
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_other_shapes_equal_learn(tmp_path, shape):
+    pol, ref = tmp_path / "policy", tmp_path / "ref"
+    for out, seed, extra in ((pol, "3", SHAPES[shape]), (ref, "4", [])):
+        subprocess.run([BIN, "model", "build", "--random", "--shape", shape, "--seed", seed, "--safetensors",
+                        "--out", str(out)] + extra, check=True, capture_output=True, cwd=ROOT)
+    cfg = json.load(open(pol / "config.json"))
+    assert cfg["num_key_value_heads"] < cfg["num_attention_heads"]
+    if shape == "tiny-llama3.2":
+        assert cfg["rope_scaling"]["rope_type"] == "llama3" and (pol / "model.safetensors.index.json").exists()
+    else:
+        assert cfg["tie_word_embeddings"] is False
+    with redis_server() as url:
+        subprocess.run([BIN, "rollout", "--model", str(pol), "--prompts", "data/calc/prompts.jsonl",
+                        "--limit", "4", "--group-size", "4", "--seed", "2", "--temperature", "1.5",
+                        "--max-new-tokens", "32", "--job", JOB, "--out", url], check=True, capture_output=True, cwd=ROOT)
+        serve(tmp_path, [(url, ["--ref-model", str(ref), "--ref-temperature", "1.5", "--kl", "k3",
+                                "--kl-coef", "0.1"])], 16)
+        learn = subprocess.run([BIN, "learn", "--model", str(pol), "--redis", url, "--job", JOB,
+                                "--store", str(tmp_path / "store"), "--batch", str(BATCH), "--max-updates", "1",
+                                "--kl-beta", "0.05", "--metrics", str(tmp_path / "learn.jsonl"), "--listen", ""],
+                               cwd=ROOT, capture_output=True, text=True)
+        assert learn.returncode == 0, learn.stderr
+        (m,) = [json.loads(l) for l in open(tmp_path / "learn.jsonl")]
+        recs = toolrl.StreamReader(url, JOB, group="torch").read(count=BATCH, block_ms=100)
+    assert len(recs) == BATCH and all("ref_log_prob" in r for r in recs)
+    model = tg.Llama.from_folder(str(pol), torch.float64)
+    st = tg.train_step(model, recs, tg.LossConfig(kl_beta=0.05), None)
+    assert st["kl"] > 0 and st["adv_abs_mean"] > 0
+    check_update(st, m, shape, dict(loss=1e-6, grad_norm=1e-6))
