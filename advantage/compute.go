@@ -90,12 +90,12 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 			t := &g.Trajectories[i]
 			if len(t.RefLogprobs) == 0 {
 				if cfg.KLCoef > 0 {
-					return nil, st, fmt.Errorf("advantage: trajectory %s has no ref_logprobs but the KL is folded into the reward (kl coefficient %g)", t.ID, cfg.KLCoef)
+					return nil, st, fmt.Errorf("advantage: trajectory %s has no ref_log_prob but the KL is folded into the reward (kl coefficient %g)", t.ID, cfg.KLCoef)
 				}
 				continue
 			}
 			if len(t.RefLogprobs) != len(t.LossMask) || len(t.Logprobs) != len(t.LossMask) {
-				return nil, st, fmt.Errorf("advantage: trajectory %s: ref_logprobs has %d entries, logprobs %d, loss_mask %d",
+				return nil, st, fmt.Errorf("advantage: trajectory %s: ref_log_prob has %d entries, logprobs %d, response_mask %d",
 					t.ID, len(t.RefLogprobs), len(t.Logprobs), len(t.LossMask))
 			}
 			kl := klBlock[:len(t.LossMask):len(t.LossMask)]
@@ -171,7 +171,7 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 				}
 				a += w * process[i][step]
 			}
-			// Every token of a model step is sampled (loss_mask 1: Validate).
+			// Every token of a model step is sampled (response_mask 1: Validate).
 			fill(adv[seg.Start:seg.End], float32(a))
 		}
 		r := &records[i]

@@ -81,13 +81,13 @@ type Config struct {
 	Gamma float64
 
 	// KL selects the per-token KL estimator written into records; KLNone
-	// writes none. Trajectories without ref_logprobs get no KL array.
+	// writes none. Trajectories without ref_log_prob get no KL array.
 	KL KLEstimator
 	// KLCoef, when positive, folds the KL into the rewards before the
 	// advantages are computed: R_i − KLCoef·Σ_t kl_t for the outcome reward,
 	// and r_{i,k} − KLCoef·Σ_{t∈step k} kl_t for each step reward (in hybrid
 	// mode both, so that each part estimates its KL-penalised reward; see
-	// docs/advantage.md). Every trajectory then needs ref_logprobs.
+	// docs/advantage.md). Every trajectory then needs ref_log_prob.
 	KLCoef float64
 
 	// DropZeroVariance drops groups whose task rewards (before any KL is

@@ -16,7 +16,7 @@ type RefScorer interface {
 }
 
 // ReferenceLogprobs turns a RefScorer's logprobs of t's response tokens into
-// t's ref_logprobs: injected tokens (loss mask 0) get 0, as traj requires,
+// t's ref_log_prob: injected tokens (loss mask 0) get 0, as traj requires,
 // and rounding must not make a logprob positive.
 func ReferenceLogprobs(t *traj.Trajectory, scores []float32) ([]float32, error) {
 	if len(scores) != len(t.LossMask) {

@@ -6,8 +6,8 @@
 // JSONL holds one record per line in traj's JSON codec. Parquet holds one row
 // per record, zstd-compressed, in row groups of WriterOptions.RowsPerGroup rows,
 // with the schema version in the file's key-value metadata under MetaSchema.
-// The Parquet columns are documented in docs/export.md; the trainer-facing ones
-// are input_ids, prompt_len, loss_mask, old_logprobs, ref_logprobs, advantages,
+// The Parquet columns are documented in docs/export.md and docs/schema.md; the trainer-facing ones
+// are input_ids, prompt_len, response_mask, rollout_log_probs, ref_log_prob, advantages,
 // kl, reward, reward_<part>, group_id, iteration, sample_index,
 // policy_version and segments.
 //
@@ -17,8 +17,13 @@
 // validate every record they return, so NaN, ±Inf and broken invariants are
 // rejected with the file and line (JSONL) or row (Parquet) named.
 //
+// Schema v3 renamed loss_mask, old_logprobs and ref_logprobs to
+// response_mask, rollout_log_probs and ref_log_prob (the JSON's names, v3
+// too). Writers write v3; readers take older files by their columns
+// (columnRenames), their records keeping the file's schema version.
+//
 // Schema v2 added the nullable temperature column and the iteration column
-// (INT64, 0 for a plain rollout). Writers write v2; readers also take v1
+// (INT64, 0 for a plain rollout). Readers also take v1
 // files (JSONL lines and Parquet files without those columns, whose records
 // read as v1 without temperature, iteration 0) and v2 Parquet files written
 // before the iteration column (iteration 0). A v1 record written to Parquet

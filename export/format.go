@@ -66,12 +66,12 @@ type Kind int
 // The kinds of records a file can hold.
 const (
 	// Trajectories are traj.Trajectory records (schema traj.TrajectorySchema,
-	// or traj.TrajectorySchemaV1 in files written before v2).
+	// or an older version in files written before v3).
 	// A JSONL file of traj.Group lines also has this kind: its readers yield
 	// the groups' trajectories in order.
 	Trajectories Kind = iota + 1
 	// Advantages are traj.AdvantageRecord records (schema traj.AdvantageSchema,
-	// or traj.AdvantageSchemaV1 in files written before v2).
+	// or an older version in files written before v3).
 	Advantages
 )
 
@@ -95,19 +95,20 @@ func (k Kind) Schema() string {
 	return traj.TrajectorySchema
 }
 
-// kindOfSchema is the kind of a schema version, current or v1.
+// kindOfSchema is the kind of a schema version, current or older.
 func kindOfSchema(schema string) (Kind, bool) {
 	switch schema {
-	case traj.TrajectorySchema, traj.TrajectorySchemaV1:
+	case traj.TrajectorySchema, traj.TrajectorySchemaV2, traj.TrajectorySchemaV1:
 		return Trajectories, true
-	case traj.AdvantageSchema, traj.AdvantageSchemaV1:
+	case traj.AdvantageSchema, traj.AdvantageSchemaV2, traj.AdvantageSchemaV1:
 		return Advantages, true
 	}
 	return 0, false
 }
 
 // knownSchemas lists the schema versions readers take, for error messages.
-var knownSchemas = fmt.Sprintf("%q, %q, %q or %q", traj.TrajectorySchema, traj.AdvantageSchema, traj.TrajectorySchemaV1, traj.AdvantageSchemaV1)
+var knownSchemas = fmt.Sprintf("%q or %q (or, read only, %q, %q, %q or %q)", traj.TrajectorySchema, traj.AdvantageSchema,
+	traj.TrajectorySchemaV2, traj.AdvantageSchemaV2, traj.TrajectorySchemaV1, traj.AdvantageSchemaV1)
 
 // ErrNoRecords is returned by DetectKind for a JSONL file without records:
 // such a file has no kind.

@@ -77,7 +77,7 @@ func ParquetColumns(kind Kind, parts []string) ([]Column, error) {
 	} else {
 		static = reflect.TypeFor[trajectoryRow]()
 	}
-	l, err := newLayout(static, parts)
+	l, err := newLayout(static, parts, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -27,12 +27,14 @@ type layout struct {
 	partPos   int            // row field index of parts[0]
 }
 
-func newLayout(static reflect.Type, parts []string) (*layout, error) {
+// renames maps a column of static (v3's name) to the name a file written
+// before v3 gives it (oldColumns); nil for a v3 file and for writing.
+func newLayout(static reflect.Type, parts []string, renames map[string]string) (*layout, error) {
 	l := &layout{static: static, parts: parts, partIndex: make(map[string]int, len(parts))}
 	columns := make(map[string]bool, static.NumField())
 	insertAt := -1
 	for i := 0; i < static.NumField(); i++ {
-		name := columnName(static.Field(i))
+		name := columnName(static.Field(i), renames)
 		columns[name] = true
 		if name == "reward" {
 			insertAt = i + 1
@@ -64,21 +66,62 @@ func newLayout(static reflect.Type, parts []string) (*layout, error) {
 			}
 		}
 		f := static.Field(i)
+		tag := f.Tag
+		if old, ok := renames[columnName(f, nil)]; ok {
+			tag = reflect.StructTag(strings.Replace(string(tag), `parquet:"`+columnName(f, nil), `parquet:"`+old, 1))
+		}
 		l.staticPos = append(l.staticPos, len(fields))
-		fields = append(fields, reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag})
+		fields = append(fields, reflect.StructField{Name: f.Name, Type: f.Type, Tag: tag})
 	}
 	l.row = reflect.StructOf(fields)
 	l.schema = parquet.SchemaOf(reflect.New(l.row).Interface())
 	return l, nil
 }
 
-// columnName is the Parquet column name of a struct field.
-func columnName(f reflect.StructField) string {
+// columnName is the Parquet column name of a struct field, renamed by
+// renames (see newLayout).
+func columnName(f reflect.StructField, renames map[string]string) string {
 	name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
 	if name == "" {
-		return f.Name
+		name = f.Name
+	}
+	if old, ok := renames[name]; ok {
+		return old
 	}
 	return name
+}
+
+// oldColumns are the names files written before schema v3 give the columns
+// v3 renamed (both kinds: v2's Parquet files already named the token ids
+// input_ids and the behaviour logprobs old_logprobs).
+var oldColumns = map[string]string{"response_mask": "loss_mask", "rollout_log_probs": "old_logprobs", "ref_log_prob": "ref_logprobs"}
+
+// OldColumnName returns the name files written before schema v3 give a
+// column (the name itself when v3 did not rename it).
+func OldColumnName(column string) string {
+	if old, ok := oldColumns[column]; ok {
+		return old
+	}
+	return column
+}
+
+// columnRenames returns oldColumns for a file laid out before v3 (it has a
+// loss_mask column and no response_mask), else nil. The columns, not the
+// file's toolrl.schema, decide: files rewritten by other tools lose it.
+func columnRenames(schema *parquet.Schema) map[string]string {
+	var old, v3 bool
+	for _, f := range schema.Fields() {
+		switch f.Name() {
+		case "loss_mask":
+			old = true
+		case "response_mask":
+			v3 = true
+		}
+	}
+	if old && !v3 {
+		return oldColumns
+	}
+	return nil
 }
 
 // checkPartName accepts letters, digits, '_' and '-', so that reward_<part>
@@ -140,9 +183,10 @@ func (l *layout) decode(row reflect.Value, static reflect.Value) map[string]floa
 // columns. It also checks that every static column is there, except the
 // addedColumns of later schema versions (read as null when absent).
 func partsOfFile(schema *parquet.Schema, static reflect.Type) ([]string, error) {
+	renames := columnRenames(schema)
 	columns := make(map[string]bool, static.NumField())
 	for i := 0; i < static.NumField(); i++ {
-		columns[columnName(static.Field(i))] = true
+		columns[columnName(static.Field(i), renames)] = true
 	}
 	present := make(map[string]bool)
 	var parts []string

@@ -95,7 +95,7 @@ func (w *parquetWriter[T, R]) start(first []T) error {
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	l, err := newLayout(reflect.TypeFor[R](), parts)
+	l, err := newLayout(reflect.TypeFor[R](), parts, nil)
 	if err != nil {
 		return fmt.Errorf("write %s to %s: %w", w.rows.kind, w.path, err)
 	}
@@ -297,7 +297,7 @@ func openParquet[T, R any](path string, rows *rowCodec[T, R]) (*parquetReader[T,
 	if err != nil {
 		return fail("%v", err)
 	}
-	l, err := newLayout(reflect.TypeFor[R](), parts)
+	l, err := newLayout(reflect.TypeFor[R](), parts, columnRenames(f.Schema()))
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -58,14 +58,15 @@ func ScanRewardParts(path string) ([]string, error) {
 		defer gz.Close()
 		in = gz
 	}
-	type reward struct {
-		Parts map[string]float64 `json:"parts"`
+	// A record's parts: reward_parts (v3), or the parts of the reward
+	// object (v1, v2; in v3 "reward" is a number, which oldReward skips).
+	type recordParts struct {
+		Parts  map[string]float64 `json:"reward_parts"`
+		Reward oldReward          `json:"reward"`
 	}
 	type probe struct {
-		Reward       reward `json:"reward"`
-		Trajectories []struct {
-			Reward reward `json:"reward"`
-		} `json:"trajectories"`
+		recordParts
+		Trajectories []recordParts `json:"trajectories"`
 	}
 	set := map[string]bool{}
 	br := bufio.NewReaderSize(in, 1<<20)
@@ -76,11 +77,11 @@ func ScanRewardParts(path string) ([]string, error) {
 			if jerr := json.Unmarshal(data, &p); jerr != nil {
 				return nil, fmt.Errorf("%s line %d: %w", path, line, jerr)
 			}
-			for name := range p.Reward.Parts {
-				set[name] = true
-			}
-			for _, t := range p.Trajectories {
-				for name := range t.Reward.Parts {
+			for _, q := range append(p.Trajectories, p.recordParts) {
+				for name := range q.Parts {
+					set[name] = true
+				}
+				for name := range q.Reward.Parts {
 					set[name] = true
 				}
 			}
@@ -98,4 +99,26 @@ func ScanRewardParts(path string) ([]string, error) {
 	}
 	slices.Sort(parts)
 	return parts, nil
+}
+
+// oldReward is the reward object of schema v1 and v2; it reads a v3 reward
+// (a number) as no parts.
+type oldReward struct {
+	Parts map[string]float64
+}
+
+// UnmarshalJSON reads {"total": ..., "parts": {...}}, or skips a number or null.
+func (r *oldReward) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return nil
+	}
+	var v struct {
+		Parts map[string]float64 `json:"parts"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	r.Parts = v.Parts
+	return nil
 }

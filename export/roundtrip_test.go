@@ -226,10 +226,10 @@ func convert[T any](t *testing.T, from, to string, open func(string) (Reader[T],
 func TestWritersRejectNonFiniteValues(t *testing.T) {
 	good := allAdvantages()[5]
 	cases := map[string]func(a *traj.AdvantageRecord){
-		"advantages[0]":   func(a *traj.AdvantageRecord) { a.Advantages[0] = float32(math.NaN()) },
-		"old_logprobs[0]": func(a *traj.AdvantageRecord) { a.OldLogprobs[0] = float32(math.Inf(-1)) },
-		"reward.total":    func(a *traj.AdvantageRecord) { a.Reward.Total = math.Inf(1) },
-		"reward.parts.bad": func(a *traj.AdvantageRecord) {
+		"advantages[0]":        func(a *traj.AdvantageRecord) { a.Advantages[0] = float32(math.NaN()) },
+		"rollout_log_probs[0]": func(a *traj.AdvantageRecord) { a.OldLogprobs[0] = float32(math.Inf(-1)) },
+		"reward":               func(a *traj.AdvantageRecord) { a.Reward.Total = math.Inf(1) },
+		"reward_parts.bad": func(a *traj.AdvantageRecord) {
 			a.Reward.Parts = map[string]float64{"bad": math.NaN()}
 		},
 	}

@@ -48,8 +48,9 @@ type resultRow struct {
 	Truncated  bool    `parquet:"truncated"`
 }
 
-// trajectoryRow is one trajectory: tokens are written as input_ids and the
-// behaviour logprobs as old_logprobs, the names trainers look for.
+// trajectoryRow is one trajectory, with the JSON's names (schema v3).
+// Files written before v3 name three columns differently (oldColumns):
+// loss_mask, old_logprobs and ref_logprobs.
 type trajectoryRow struct {
 	ID            string   `parquet:"id"`
 	JobID         string   `parquet:"job_id"`
@@ -68,9 +69,9 @@ type trajectoryRow struct {
 	ModelQuantization string       `parquet:"model_quantization"`
 	PromptLen         int64        `parquet:"prompt_len"`
 	InputIDs          []int32      `parquet:"input_ids,list"`
-	LossMask          []uint8      `parquet:"loss_mask,optional,list" parquet-element:",uint(8)"`
-	OldLogprobs       []float32    `parquet:"old_logprobs,optional,list"`
-	RefLogprobs       []float32    `parquet:"ref_logprobs,optional,list"`
+	LossMask          []uint8      `parquet:"response_mask,optional,list" parquet-element:",uint(8)"`
+	OldLogprobs       []float32    `parquet:"rollout_log_probs,optional,list"`
+	RefLogprobs       []float32    `parquet:"ref_log_prob,optional,list"`
 	FinishReason      string       `parquet:"finish_reason"`
 	Reward            float64      `parquet:"reward"`
 	StepRewards       []float64    `parquet:"step_rewards,optional,list"`
@@ -89,9 +90,9 @@ type advantageRow struct {
 	Temperature   *float64     `parquet:"temperature,optional"`
 	PromptLen     int64        `parquet:"prompt_len"`
 	InputIDs      []int32      `parquet:"input_ids,list"`
-	LossMask      []uint8      `parquet:"loss_mask,optional,list" parquet-element:",uint(8)"`
-	OldLogprobs   []float32    `parquet:"old_logprobs,optional,list"`
-	RefLogprobs   []float32    `parquet:"ref_logprobs,optional,list"`
+	LossMask      []uint8      `parquet:"response_mask,optional,list" parquet-element:",uint(8)"`
+	OldLogprobs   []float32    `parquet:"rollout_log_probs,optional,list"`
+	RefLogprobs   []float32    `parquet:"ref_log_prob,optional,list"`
 	Advantages    []float32    `parquet:"advantages,optional,list"`
 	KL            []float32    `parquet:"kl,optional,list"`
 	KLEstimator   string       `parquet:"kl_estimator"`

@@ -18,7 +18,10 @@ import (
 // JSONL lines, and Parquet files without a temperature column whose
 // toolrl.schema is v1.
 
-// readV1Lines decodes a v1 JSONL fixture with traj's codec: the reference.
+// readV1Lines decodes a v1 (or v2) JSONL fixture with traj's codec: the
+// reference. The lines it returns are the records as toolrl writes them now
+// (v3's names, the schema kept), after checking that each fixture line
+// spells its fields the old way.
 func readV1Lines[T any](t *testing.T, path string, unmarshal func([]byte) (T, error)) ([]T, [][]byte) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -32,7 +35,20 @@ func readV1Lines[T any](t *testing.T, path string, unmarshal func([]byte) (T, er
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		recs, lines = append(recs, rec), append(lines, line)
+		if !bytes.Contains(line, []byte(`"loss_mask":`)) || bytes.Contains(line, []byte(`"response_mask":`)) {
+			t.Fatalf("%s: a line without v2's loss_mask: not a fixture from before v3", path)
+		}
+		var again []byte
+		switch r := any(&rec).(type) {
+		case *traj.Trajectory:
+			again, err = wire.EncodeTrajectory(r)
+		case *traj.AdvantageRecord:
+			again, err = wire.EncodeRecord(r)
+		}
+		if err != nil || again == nil {
+			t.Fatalf("%s: re-encode: %v", path, err)
+		}
+		recs, lines = append(recs, rec), append(lines, again)
 	}
 	return recs, lines
 }

@@ -170,7 +170,7 @@ func expectedAdvantageRow(a traj.AdvantageRecord, parts []string) map[string]any
 	row := map[string]any{
 		"trajectory_id": a.TrajectoryID, "group_id": a.GroupID, "iteration": int64(a.Iteration), "sample_index": int64(a.SampleIndex),
 		"policy_version": a.PolicyVersion, "temperature": float64Ptr(a.Temperature), "prompt_len": int64(a.PromptLen), "input_ids": ints32(a.InputIDs),
-		"loss_mask": mask(a.LossMask), "old_logprobs": floats32(a.OldLogprobs), "ref_logprobs": floats32(nilIfEmpty(a.RefLogprobs)),
+		"response_mask": mask(a.LossMask), "rollout_log_probs": floats32(a.OldLogprobs), "ref_log_prob": floats32(nilIfEmpty(a.RefLogprobs)),
 		"advantages": floats32(a.Advantages), "kl": floats32(nilIfEmpty(a.KL)), "kl_estimator": a.KLEstimator,
 		"reward": a.Reward.Total, "step_rewards": floats64(nilIfEmpty(a.StepRewards)), "mode": a.Mode, "estimator": a.Estimator,
 		"zero_variance": a.ZeroVariance, "stale": a.Stale, "segments": segments(nilIfEmpty(a.Segments)),
@@ -184,8 +184,8 @@ func expectedTrajectoryRow(t traj.Trajectory, parts []string) map[string]any {
 		"id": t.ID, "job_id": t.JobID, "prompt_id": t.PromptID, "iteration": int64(t.Iteration), "group_id": t.GroupID, "group_size": int64(t.GroupSize),
 		"sample_index": int64(t.SampleIndex), "policy_version": t.PolicyVersion, "seed": t.Seed, "temperature": float64Ptr(t.Temperature),
 		"model_name": t.Model.Name, "model_hash": t.Model.Hash, "model_quantization": t.Model.Quantization, "prompt_len": int64(t.PromptLen),
-		"input_ids": ints32(t.Tokens), "loss_mask": mask(t.LossMask), "old_logprobs": floats32(t.Logprobs),
-		"ref_logprobs": floats32(nilIfEmpty(t.RefLogprobs)), "finish_reason": string(t.FinishReason), "reward": t.Reward.Total,
+		"input_ids": ints32(t.Tokens), "response_mask": mask(t.LossMask), "rollout_log_probs": floats32(t.Logprobs),
+		"ref_log_prob": floats32(nilIfEmpty(t.RefLogprobs)), "finish_reason": string(t.FinishReason), "reward": t.Reward.Total,
 		"step_rewards": floats64(nilIfEmpty(t.StepRewards)), "answer": t.Answer, "meta": rawText(t.Meta),
 		"segments": segments(t.Segments),
 	}

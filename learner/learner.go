@@ -102,7 +102,7 @@ type Learner struct {
 
 // New returns a learner training model, whose weights are policy version
 // version. ref, when non-nil, is the reference policy of the KL term for
-// records without ref_logprobs; it must have model's vocabulary.
+// records without ref_log_prob; it must have model's vocabulary.
 func New(model *train.Model, ref *train.Model, version int64, opts Options) (*Learner, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("learner: %w", err)
@@ -219,10 +219,10 @@ func (l *Learner) prepare(r *traj.AdvantageRecord) (sample, error) {
 	}
 	resp := len(r.InputIDs) - r.PromptLen
 	if len(r.LossMask) != resp || len(r.OldLogprobs) != resp || len(r.Advantages) != resp {
-		return bad("response of %d tokens but %d mask, %d old_logprobs, %d advantages", resp, len(r.LossMask), len(r.OldLogprobs), len(r.Advantages))
+		return bad("response of %d tokens but %d mask, %d rollout_log_probs, %d advantages", resp, len(r.LossMask), len(r.OldLogprobs), len(r.Advantages))
 	}
 	if len(r.RefLogprobs) > 0 && len(r.RefLogprobs) != resp {
-		return bad("response of %d tokens but %d ref_logprobs", resp, len(r.RefLogprobs))
+		return bad("response of %d tokens but %d ref_log_prob", resp, len(r.RefLogprobs))
 	}
 	var temp float64
 	switch {
@@ -418,8 +418,8 @@ func (l *Learner) score(ctx context.Context, m *train.Model, samples []sample) (
 }
 
 // references returns each sample's reference logprobs of its trained
-// tokens: the record's ref_logprobs when it has them, else the reference
-// model's. Without a reference model, a sample without ref_logprobs gets nil
+// tokens: the record's ref_log_prob when it has them, else the reference
+// model's. Without a reference model, a sample without ref_log_prob gets nil
 // (no KL term; the KL metric covers the others), or, when KLBeta > 0 needs
 // one, an error.
 func (l *Learner) references(ctx context.Context, samples []sample) ([][]float64, error) {
@@ -442,7 +442,7 @@ func (l *Learner) references(ctx context.Context, samples []sample) ([][]float64
 	if l.ref == nil {
 		if l.opts.Loss.KLBeta > 0 {
 			return nil, &RecordError{TrajectoryID: samples[missing[0]].rec.TrajectoryID,
-				Reason: "no ref_logprobs and the learner has no reference model, but kl-beta > 0 needs one"}
+				Reason: "no ref_log_prob and the learner has no reference model, but kl-beta > 0 needs one"}
 		}
 		if len(missing) == len(samples) {
 			return nil, nil

@@ -31,7 +31,7 @@ type Job struct {
 	Model string `yaml:"model"`
 	// RefModel optionally names a reference policy; its teacher-forced
 	// logprobs at the sampling temperature (1 when greedy) go into
-	// ref_logprobs.
+	// ref_log_prob.
 	RefModel string `yaml:"ref_model"`
 	// Prompts is a JSONL file of {id, prompt | messages, answer, meta}.
 	Prompts string `yaml:"prompts"`

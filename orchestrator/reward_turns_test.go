@@ -25,11 +25,17 @@ const rewardGolden = "testdata/reward-golden.jsonl"
 func TestRewardOneCallPerTurnUnchanged(t *testing.T) {
 	var out bytes.Buffer
 	line := func(id string, tr *traj.Trajectory) {
+		// The golden file keeps the reward object of schema v2 (total,
+		// parts): the rewards, not their spelling, are under test.
+		type reward struct {
+			Total float64            `json:"total"`
+			Parts map[string]float64 `json:"parts,omitempty"`
+		}
 		rec := struct {
-			ID          string      `json:"id"`
-			Reward      traj.Reward `json:"reward"`
-			StepRewards []float64   `json:"step_rewards"`
-		}{id, tr.Reward, tr.StepRewards}
+			ID          string    `json:"id"`
+			Reward      reward    `json:"reward"`
+			StepRewards []float64 `json:"step_rewards"`
+		}{id, reward{tr.Reward.Total, tr.Reward.Parts}, tr.StepRewards}
 		b, err := json.Marshal(rec)
 		if err != nil {
 			t.Fatal(err)

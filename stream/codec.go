@@ -11,7 +11,7 @@ import (
 const (
 	FieldGroupID       = "group_id"       // traj.Group.GroupID
 	FieldPolicyVersion = "policy_version" // decimal
-	FieldSchema        = "schema"         // the group's schema: traj.TrajectorySchema (v2), or v1 for old data
+	FieldSchema        = "schema"         // the group's schema: traj.TrajectorySchema (v3), or an older version for old data
 	FieldGroup         = "group"          // the JSON of traj.Group (wire.EncodeGroup), or the binary group format
 	// FieldFormat (records.go), when present, is GroupFormatBinary: the group
 	// field holds the binary group format (wire.AppendGroupBinary).

@@ -23,9 +23,10 @@ const FieldFormat = "format"
 // RecordFormatBinary is the binary record format (wire.AppendRecordHeader):
 // the record field holds the record's JSON without its per-token arrays, and
 // each array is a field of its own named as in the JSON
-// (wire.RecordArrayFields), little-endian (int32 input_ids, uint8 loss_mask,
-// float32 old_logprobs, ref_logprobs, advantages and kl; ref_logprobs and kl
-// empty when the record has none).
+// (wire.RecordArrayFields; v1 and v2 entries use their schema's names,
+// wire.OldRecordArrayFields), little-endian (int32 input_ids, uint8
+// response_mask, float32 rollout_log_probs, ref_log_prob, advantages and kl;
+// ref_log_prob and kl empty when the record has none).
 const RecordFormatBinary = "binary-le/v1"
 
 // binaryFormatValue is RecordFormatBinary as a field value, shared (fields
@@ -80,6 +81,7 @@ func AppendBinaryRecordFields(fields []Field, buf []byte, r *traj.AdvantageRecor
 	if err != nil {
 		return fields, buf, err
 	}
+	names := wire.RecordArrayFieldsOf(r.Schema) // a v1 or v2 record keeps its schema's names
 	fields = append(fields,
 		Field{Name: FieldTrajectoryID, Value: stringBytes(r.TrajectoryID)},
 		Field{Name: FieldGroupID, Value: stringBytes(r.GroupID)},
@@ -87,9 +89,9 @@ func AppendBinaryRecordFields(fields []Field, buf []byte, r *traj.AdvantageRecor
 		Field{Name: FieldSchema, Value: stringBytes(r.Schema)},
 		Field{Name: FieldRecord, Value: header},
 		Field{Name: FieldFormat, Value: binaryFormatValue},
-		Field{Name: wire.RecordArrayFields[0], Value: arrays.InputIDs}, Field{Name: wire.RecordArrayFields[1], Value: arrays.LossMask},
-		Field{Name: wire.RecordArrayFields[2], Value: arrays.OldLogprobs}, Field{Name: wire.RecordArrayFields[3], Value: arrays.RefLogprobs},
-		Field{Name: wire.RecordArrayFields[4], Value: arrays.Advantages}, Field{Name: wire.RecordArrayFields[5], Value: arrays.KL})
+		Field{Name: names[0], Value: arrays.InputIDs}, Field{Name: names[1], Value: arrays.LossMask},
+		Field{Name: names[2], Value: arrays.OldLogprobs}, Field{Name: names[3], Value: arrays.RefLogprobs},
+		Field{Name: names[4], Value: arrays.Advantages}, Field{Name: names[5], Value: arrays.KL})
 	return fields, buf, nil
 }
 
@@ -108,10 +110,12 @@ func DecodeRecordEntry(m Message) (*traj.AdvantageRecord, error) {
 		r, err = wire.DecodeRecord([]byte(payload))
 	case RecordFormatBinary:
 		var arrays wire.BinaryArrays
+		schema, _ := m.Values[FieldSchema].(string)
+		names := wire.RecordArrayFieldsOf(schema)
 		for i, b := range []*[]byte{&arrays.InputIDs, &arrays.LossMask, &arrays.OldLogprobs, &arrays.RefLogprobs, &arrays.Advantages, &arrays.KL} {
-			v, ok := m.Values[wire.RecordArrayFields[i]].(string)
+			v, ok := m.Values[names[i]].(string)
 			if !ok {
-				return nil, fmt.Errorf("entry %s: no %q field (record format %s)", m.ID, wire.RecordArrayFields[i], format)
+				return nil, fmt.Errorf("entry %s: no %q field (record format %s, schema %s)", m.ID, names[i], format, schema)
 			}
 			*b = unsafe.Slice(unsafe.StringData(v), len(v)) // read only: DecodeRecordBinary copies out
 		}

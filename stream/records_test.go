@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/trajtest"
+	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
 
@@ -45,6 +46,33 @@ func TestDecodeRecordEntryFormats(t *testing.T) {
 	delete(m.Values, "advantages")
 	if _, err := DecodeRecordEntry(m); err == nil || !strings.Contains(err.Error(), `entry 7-0: no "advantages" field`) {
 		t.Errorf("missing array: %v", err)
+	}
+	// A binary entry names its arrays as its schema does: v3's names, and
+	// v2's (loss_mask, old_logprobs, ref_logprobs) in an entry of a v2 record.
+	for _, name := range []string{"response_mask", "rollout_log_probs", "ref_log_prob"} {
+		if _, ok := entry(bin).Values[name]; !ok {
+			t.Errorf("binary v3 entry has no %s field", name)
+		}
+	}
+	old := rec
+	old.Schema = traj.AdvantageSchemaV2
+	oldBin, err := BinaryRecordFields(&old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = entry(oldBin)
+	for _, name := range []string{"loss_mask", "old_logprobs", "ref_logprobs"} {
+		if _, ok := m.Values[name]; !ok {
+			t.Errorf("binary v2 entry has no %s field", name)
+		}
+	}
+	if back, err := DecodeRecordEntry(m); err != nil || back.Schema != traj.AdvantageSchemaV2 || !reflect.DeepEqual(back.LossMask, rec.LossMask) {
+		t.Errorf("binary v2 entry: %v", err)
+	}
+	m.Values["response_mask"] = m.Values["loss_mask"]
+	delete(m.Values, "loss_mask")
+	if _, err := DecodeRecordEntry(m); err == nil || !strings.Contains(err.Error(), `no "loss_mask" field`) {
+		t.Errorf("v2 entry with a v3 array name: %v", err)
 	}
 	m = entry(bin)
 	m.Values[FieldFormat] = "msgpack"

@@ -2,8 +2,18 @@
 // groups the advantage service consumes, and the advantage records trainers pull.
 //
 // Every other toolrl package imports traj; traj imports nothing of ours. The JSON
-// field names are the wire format (schema toolrl.trajectory/v2 and
-// toolrl.advantage/v2) and change only with a new schema version.
+// field names are the wire format (schema toolrl.trajectory/v3 and
+// toolrl.advantage/v3, docs/schema.md) and change only with a new schema
+// version.
+//
+// Schema v3 renames the per-token arrays and the reward to the names a verl
+// user types (schema.go's TrajectoryRenames and AdvantageRenames): tokens →
+// input_ids, loss_mask → response_mask, logprobs and old_logprobs →
+// rollout_log_probs, ref_logprobs → ref_log_prob, and the reward object
+// {"total", "parts"} → reward (a number) beside reward_parts (an object).
+// The same names hold in JSONL, Redis and Parquet. Writers write v3; v1 and
+// v2 records still decode (wire reads both spellings and refuses a record
+// that mixes them with its schema).
 //
 // Schema v2 adds two fields to v1. temperature (trajectories and advantage
 // records): the sampling temperature the logprobs were computed at, which a
@@ -11,8 +21,7 @@
 // advantage records): the closed loop's iteration the prompt was sampled in,
 // part of a group's identity (job, prompt, iteration), omitted when 0 (a
 // plain rollout), so ids are GroupID(job, prompt, iteration) = "job/prompt"
-// or "job/prompt@k" and TrajectoryID = GroupID + "/sample". Writers always
-// write v2; v1 records (which have neither field: no temperature, iteration
+// or "job/prompt@k" and TrajectoryID = GroupID + "/sample". v1 records (which have neither field: no temperature, iteration
 // 0) still decode and validate.
 //
 // Token layout: Tokens holds the whole sequence exactly as fed to the model
@@ -29,16 +38,3 @@
 // its tool segment. With one call per turn this is the model, tool, model, …
 // layout toolrl wrote before parallel calls, read unchanged.
 package traj
-
-// Schema versions written into every record and checked on decode.
-// TrajectorySchema and AdvantageSchema are the current versions, the ones
-// writers use; Validate accepts the current and the V1 versions.
-const (
-	TrajectorySchema = "toolrl.trajectory/v2"
-	AdvantageSchema  = "toolrl.advantage/v2"
-
-	// TrajectorySchemaV1 and AdvantageSchemaV1 are the first versions, without
-	// temperature. They are read, never written.
-	TrajectorySchemaV1 = "toolrl.trajectory/v1"
-	AdvantageSchemaV1  = "toolrl.advantage/v1"
-)

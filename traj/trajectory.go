@@ -39,6 +39,8 @@ func (r FinishReason) Valid() bool {
 
 // ModelRef names the policy that produced a trajectory.
 type ModelRef struct {
+	// Name is the policy folder's base name (vNNNNNN/quantized for a
+	// policy version's quantized form).
 	Name string `json:"name"`
 	// Hash is a content hash of the model file (e.g. "sha256:..."), so that two
 	// trajectories can be compared for having come from the same weights.
@@ -52,6 +54,7 @@ type ModelRef struct {
 
 // ToolCall is a call the model wrote, as parsed.
 type ToolCall struct {
+	// Name is the tool's name as the model wrote it.
 	Name string `json:"name"`
 	// Arguments is the JSON object of arguments (for the bracket form, the
 	// parser's normalised object, e.g. {"expression":"12 * 34"}).
@@ -83,16 +86,19 @@ func (c *ToolCall) describe() string {
 
 // ToolResult is what executing a call gave.
 type ToolResult struct {
+	// OK is true when the tool ran and returned a result.
 	OK bool `json:"ok"`
 	// ErrorClass is empty when OK; otherwise timeout, panic, tool_error,
 	// invalid_args, canceled, ...
 	ErrorClass string `json:"error_class,omitempty"`
-	Error      string `json:"error,omitempty"`
+	// Error is the error's detail, when the tool failed.
+	Error string `json:"error,omitempty"`
 	// Content is the normalised text injected into the sequence.
 	Content string `json:"content"`
 	// LatencyMS is the wall time of the execution in milliseconds.
 	LatencyMS float64 `json:"latency_ms,omitempty"`
-	Truncated bool    `json:"truncated,omitempty"`
+	// Truncated is true when Content was cut to the tool's output limit.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Segment is a contiguous span of the response. Start and End are offsets into
@@ -109,13 +115,19 @@ type ToolResult struct {
 // trajectory ended at a cap). With one call per turn this is model, tool,
 // model, tool, ..., as toolrl wrote before parallel calls.
 type Segment struct {
+	// Kind is model (sampled by the policy, mask 1) or tool (injected by
+	// the environment, mask 0).
 	Kind SegmentKind `json:"kind"`
 	// Turn counts assistant turns from 0; every model segment of a turn and
 	// the tool segments answering its calls carry it.
-	Turn  int    `json:"turn"`
-	Start int    `json:"start"`
-	End   int    `json:"end"`
-	Text  string `json:"text,omitempty"`
+	Turn int `json:"turn"`
+	// Start is the segment's first response token (an offset into the
+	// response, not into the whole sequence).
+	Start int `json:"start"`
+	// End is one past the segment's last response token.
+	End int `json:"end"`
+	// Text is the segment's decoded text, when the producer kept it.
+	Text string `json:"text,omitempty"`
 	// Call is set on a model segment that ended in a tool call (parsed or
 	// not), and repeated on the tool segment that answers it (which other
 	// producers may leave unset).
@@ -129,20 +141,31 @@ func (s Segment) Len() int { return s.End - s.Start }
 
 // Reward is a trajectory's total reward and the named parts it is the sum of
 // (outcome, format, tool_success, tool_use, call_cost, invalid_call, over_cap, ...),
-// each already multiplied by its weight.
+// each already multiplied by its weight. Trajectory and AdvantageRecord embed
+// it, so its fields are theirs in JSON (schema v3): "reward", a number, and
+// "reward_parts", an object; v1 and v2 wrote one object
+// "reward": {"total": ..., "parts": {...}}.
 type Reward struct {
-	Total float64            `json:"total"`
-	Parts map[string]float64 `json:"parts,omitempty"`
+	// Total is the trajectory's reward, the sum of Parts (and of the step
+	// rewards when there are any).
+	Total float64 `json:"reward"`
+	// Parts are the named terms of Total, each already weighted (outcome,
+	// format, tool_success, tool_use, call_cost, invalid_call, over_cap, ...).
+	Parts map[string]float64 `json:"reward_parts,omitempty"`
 }
 
 // Trajectory is one sampled response to one prompt, with everything a trainer
 // needs to compute a loss on it.
 type Trajectory struct {
+	// Schema is the record's schema version: TrajectorySchema when toolrl
+	// writes it; v1 and v2 are read.
 	Schema string `json:"schema"`
 	// ID is deterministic: TrajectoryID(JobID, PromptID, Iteration,
 	// SampleIndex), i.e. GroupID/SampleIndex.
-	ID       string `json:"id"`
-	JobID    string `json:"job_id"`
+	ID string `json:"id"`
+	// JobID names the rollout job (the --job flag, or the config's).
+	JobID string `json:"job_id"`
+	// PromptID is the prompt's id in the prompts file.
 	PromptID string `json:"prompt_id"`
 	// Iteration is the closed loop's iteration the prompt was sampled in
 	// (schema v2): a job samples the same prompt again in every iteration,
@@ -152,11 +175,17 @@ type Trajectory struct {
 	// GroupID is GroupID(JobID, PromptID, Iteration): JobID/PromptID, with
 	// "@Iteration" appended when Iteration > 0. All G samples of a prompt in
 	// one iteration share it.
-	GroupID       string `json:"group_id"`
-	GroupSize     int    `json:"group_size"`
-	SampleIndex   int    `json:"sample_index"`
-	PolicyVersion int64  `json:"policy_version"`
-	Seed          uint64 `json:"seed"`
+	GroupID string `json:"group_id"`
+	// GroupSize is G, the number of samples of the prompt in the group.
+	GroupSize int `json:"group_size"`
+	// SampleIndex is this sample's index in the group, in [0, GroupSize).
+	SampleIndex int `json:"sample_index"`
+	// PolicyVersion is the version of the policy that sampled the
+	// trajectory (0 for the starting policy; the policy store's numbers).
+	PolicyVersion int64 `json:"policy_version"`
+	// Seed is the sampling seed of this sample: the same seed, prompt and
+	// policy give the same trajectory.
+	Seed uint64 `json:"seed"`
 	// Temperature is the sampling temperature the logprobs were computed at
 	// (log-softmax(logits/T)). 0 means greedy decoding, whose logprobs are
 	// log-softmax(logits) (T = 1) though the tokens were not sampled from that
@@ -164,25 +193,37 @@ type Trajectory struct {
 	// unknown: v1 data, which predates the field (toolrl's v2 writers always
 	// set it). A pointer because 0 is meaningful. Finite and ≥ 0 when set.
 	Temperature *float64 `json:"temperature,omitempty"`
-	Model       ModelRef `json:"model"`
+	// Model names the policy that sampled the trajectory.
+	Model ModelRef `json:"model"`
 
-	// Tokens is the whole sequence as the model consumed it.
-	Tokens    []int32 `json:"tokens"`
-	PromptLen int     `json:"prompt_len"`
+	// Tokens is the whole sequence as the model consumed it: prompt and
+	// response (v1/v2: "tokens").
+	Tokens []int32 `json:"input_ids"`
+	// PromptLen is how many of the first Tokens are the prompt (chat
+	// template included); the response is the rest.
+	PromptLen int `json:"prompt_len"`
 	// LossMask has one entry per response token: 1 = sampled by the policy,
-	// 0 = injected by the environment.
-	LossMask Mask `json:"loss_mask"`
+	// 0 = injected by the environment (v1/v2: "loss_mask").
+	LossMask Mask `json:"response_mask"`
 	// Logprobs has one entry per response token: the behaviour policy's
 	// log-softmax(logits/temperature) of the sampled token over the full
-	// vocabulary, before top-k/top-p truncation; 0 where LossMask is 0.
-	Logprobs []float32 `json:"logprobs"`
+	// vocabulary, before top-k/top-p truncation; 0 where LossMask is 0
+	// (v1/v2: "logprobs").
+	Logprobs []float32 `json:"rollout_log_probs"`
 	// RefLogprobs is optional: the reference policy's teacher-forced logprobs
-	// (temperature 1), one per response token, 0 where LossMask is 0.
-	RefLogprobs []float32 `json:"ref_logprobs,omitempty"`
+	// (temperature 1), one per response token, 0 where LossMask is 0
+	// (v1/v2: "ref_logprobs").
+	RefLogprobs []float32 `json:"ref_log_prob,omitempty"`
 
-	Segments     []Segment    `json:"segments"`
+	// Segments cover the response in order: the model's turns and the
+	// tool results injected between them (see Segment).
+	Segments []Segment `json:"segments"`
+	// FinishReason says why the trajectory ended: stop, length, max_turns,
+	// max_tool_calls or error.
 	FinishReason FinishReason `json:"finish_reason"`
-	Reward       Reward       `json:"reward"`
+	// Reward is the total reward and its parts (JSON "reward" and
+	// "reward_parts", see Reward).
+	Reward
 	// StepRewards has one entry per step (an assistant turn: see Steps), in
 	// order. With one call per turn that is one per model segment.
 	StepRewards []float64 `json:"step_rewards,omitempty"`
@@ -288,52 +329,84 @@ func PairCalls(dst []CallRef, segs []Segment) []CallRef {
 // Group is the G trajectories sampled for one prompt: the unit the advantage
 // service consumes, because GRPO baselines are computed within a group.
 type Group struct {
-	Schema   string `json:"schema"`
-	GroupID  string `json:"group_id"`
-	JobID    string `json:"job_id"`
+	// Schema is the group's schema version (a trajectory schema; its
+	// trajectories have the same version or an older one).
+	Schema string `json:"schema"`
+	// GroupID is the id its trajectories share (Trajectory.GroupID).
+	GroupID string `json:"group_id"`
+	// JobID names the rollout job.
+	JobID string `json:"job_id"`
+	// PromptID is the prompt's id.
 	PromptID string `json:"prompt_id"`
 	// Iteration is the iteration every trajectory of the group was sampled
 	// in (see Trajectory.Iteration).
-	Iteration     int          `json:"iteration,omitempty"`
-	PolicyVersion int64        `json:"policy_version"`
-	Trajectories  []Trajectory `json:"trajectories"`
+	Iteration int `json:"iteration,omitempty"`
+	// PolicyVersion is its first trajectory's (NewGroup); toolrl's rollout
+	// samples a group with one policy version.
+	PolicyVersion int64 `json:"policy_version"`
+	// Trajectories are the G samples, in sample index order.
+	Trajectories []Trajectory `json:"trajectories"`
 }
 
 // AdvantageRecord is one trajectory with its per-token advantages, ready for a
 // trainer's policy-gradient loss. Per-token arrays are over the response.
 type AdvantageRecord struct {
-	Schema       string `json:"schema"`
+	// Schema is the record's schema version: AdvantageSchema when toolrl
+	// writes it; v1 and v2 are read.
+	Schema string `json:"schema"`
+	// TrajectoryID is the id of the trajectory the record was computed
+	// from (Trajectory.ID).
 	TrajectoryID string `json:"trajectory_id"`
-	GroupID      string `json:"group_id"`
+	// GroupID is the trajectory's group: the records of one group share
+	// the baseline (verl's uid).
+	GroupID string `json:"group_id"`
 	// Iteration is the trajectory's (see Trajectory.Iteration): 0 for a
 	// plain rollout and for v1 data.
-	Iteration     int   `json:"iteration,omitempty"`
-	SampleIndex   int   `json:"sample_index"`
+	Iteration int `json:"iteration,omitempty"`
+	// SampleIndex is the trajectory's index in its group.
+	SampleIndex int `json:"sample_index"`
+	// PolicyVersion is the version of the policy that sampled the
+	// trajectory: a learner's staleness is its own version minus this.
 	PolicyVersion int64 `json:"policy_version"`
 	// Temperature is the trajectory's: the sampling temperature OldLogprobs
 	// were computed at (0 = greedy, nil = unknown: built from v1 data); see
 	// Trajectory.Temperature.
 	Temperature *float64 `json:"temperature,omitempty"`
 
-	InputIDs    []int32   `json:"input_ids"`
-	PromptLen   int       `json:"prompt_len"`
-	LossMask    Mask      `json:"loss_mask"`
-	OldLogprobs []float32 `json:"old_logprobs"`
-	RefLogprobs []float32 `json:"ref_logprobs,omitempty"`
+	// InputIDs is the trajectory's whole sequence, prompt and response
+	// (Trajectory.Tokens).
+	InputIDs []int32 `json:"input_ids"`
+	// PromptLen is how many of the first InputIDs are the prompt.
+	PromptLen int `json:"prompt_len"`
+	// LossMask is the trajectory's (v1/v2: "loss_mask").
+	LossMask Mask `json:"response_mask"`
+	// OldLogprobs are the trajectory's behaviour logprobs (v1/v2:
+	// "old_logprobs"); a trainer that recomputes them before its update
+	// calls its own copy old_log_probs, as verl does.
+	OldLogprobs []float32 `json:"rollout_log_probs"`
+	// RefLogprobs are the trajectory's (v1/v2: "ref_logprobs").
+	RefLogprobs []float32 `json:"ref_log_prob,omitempty"`
 	// Advantages has one entry per response token; 0 where LossMask is 0.
 	Advantages []float32 `json:"advantages"`
 	// KL is the per-token KL estimate (k1, k2 or k3 of KLEstimator) against the
 	// reference; empty when no reference logprobs were available.
-	KL          []float32 `json:"kl,omitempty"`
-	KLEstimator string    `json:"kl_estimator,omitempty"`
+	KL []float32 `json:"kl,omitempty"`
+	// KLEstimator names the estimator of KL: k1, k2 or k3 (Schulman's);
+	// empty when KL is.
+	KLEstimator string `json:"kl_estimator,omitempty"`
 
-	Reward      Reward    `json:"reward"`
+	// Reward is the trajectory's (JSON "reward" and "reward_parts").
+	Reward
+	// StepRewards are the trajectory's, one per step (assistant turn).
 	StepRewards []float64 `json:"step_rewards,omitempty"`
-	Segments    []Segment `json:"segments,omitempty"`
+	// Segments are the trajectory's (for per-step credit and analysis).
+	Segments []Segment `json:"segments,omitempty"`
 
-	// Mode and Estimator say how Advantages were computed
-	// (outcome|process|hybrid; grpo|drgrpo|rloo).
-	Mode      string `json:"mode"`
+	// Mode says how Advantages were computed: outcome (one advantage per
+	// trajectory), process (per step) or hybrid.
+	Mode string `json:"mode"`
+	// Estimator names the baseline: grpo (group mean, divided by the
+	// group's std), drgrpo (mean only) or rloo (leave-one-out mean).
 	Estimator string `json:"estimator"`
 	// ZeroVariance is true when every reward of the group was equal.
 	ZeroVariance bool `json:"zero_variance,omitempty"`

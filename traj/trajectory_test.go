@@ -49,8 +49,8 @@ func TestValidTrajectoryRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(data), `"loss_mask":[1,1,1,1,0,0,1,1,1]`) {
-		t.Errorf("loss_mask is not a JSON number array: %s", data)
+	if !strings.Contains(string(data), `"response_mask":[1,1,1,1,0,0,1,1,1]`) {
+		t.Errorf("response_mask is not a JSON number array: %s", data)
 	}
 	out, err := wire.DecodeTrajectory(data)
 	if err != nil {
@@ -81,24 +81,32 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"empty group", func(t *traj.Trajectory) { t.GroupID = "" }, "group_id"},
 		{"sample index out of group", func(t *traj.Trajectory) { t.SampleIndex = 2 }, "sample_index"},
 		{"prompt_len past tokens", func(t *traj.Trajectory) { t.PromptLen = 13 }, "prompt_len"},
-		{"mask short", func(t *traj.Trajectory) { t.LossMask = t.LossMask[:8] }, "loss_mask"},
-		{"mask value", func(t *traj.Trajectory) { t.LossMask[0] = 2 }, "loss_mask[0]"},
-		{"logprobs short", func(t *traj.Trajectory) { t.Logprobs = t.Logprobs[1:] }, "logprobs"},
-		{"positive logprob", func(t *traj.Trajectory) { t.Logprobs[1] = 0.5 }, "logprobs[1]"},
-		{"NaN logprob", func(t *traj.Trajectory) { t.Logprobs[2] = float32(math.NaN()) }, "logprobs[2]"},
-		{"logprob on injected", func(t *traj.Trajectory) { t.Logprobs[4] = -1 }, "logprobs[4]"},
-		{"ref short", func(t *traj.Trajectory) { t.RefLogprobs = []float32{-1} }, "ref_logprobs"},
+		{"mask short", func(t *traj.Trajectory) { t.LossMask = t.LossMask[:8] }, "response_mask"},
+		{"mask value", func(t *traj.Trajectory) { t.LossMask[0] = 2 }, "response_mask[0]"},
+		{"logprobs short", func(t *traj.Trajectory) { t.Logprobs = t.Logprobs[1:] }, "rollout_log_probs"},
+		{"positive logprob", func(t *traj.Trajectory) { t.Logprobs[1] = 0.5 }, "rollout_log_probs[1]"},
+		{"NaN logprob", func(t *traj.Trajectory) { t.Logprobs[2] = float32(math.NaN()) }, "rollout_log_probs[2]"},
+		{"logprob on injected", func(t *traj.Trajectory) { t.Logprobs[4] = -1 }, "rollout_log_probs[4]"},
+		{"ref short", func(t *traj.Trajectory) { t.RefLogprobs = []float32{-1} }, "ref_log_prob"},
 		{"segment gap", func(t *traj.Trajectory) { t.Segments[1].Start = 5 }, "segments[1].start"},
 		{"segment past end", func(t *traj.Trajectory) { t.Segments[2].End = 10 }, "segments[2].end"},
 		{"segments short", func(t *traj.Trajectory) { t.Segments = t.Segments[:2] }, "segments"},
-		{"mask disagrees with kind", func(t *traj.Trajectory) { t.LossMask[4] = 1 }, "loss_mask[4]"},
+		{"mask disagrees with kind", func(t *traj.Trajectory) { t.LossMask[4] = 1 }, "response_mask[4]"},
 		{"tool without result", func(t *traj.Trajectory) { t.Segments[1].Result = nil }, "segments[1].result"},
 		{"finish reason", func(t *traj.Trajectory) { t.FinishReason = "done" }, "finish_reason"},
-		{"reward NaN", func(t *traj.Trajectory) { t.Reward.Total = math.Inf(1) }, "reward.total"},
+		{"reward NaN", func(t *traj.Trajectory) { t.Reward.Total = math.Inf(1) }, "reward"},
 		{"step rewards count", func(t *traj.Trajectory) { t.StepRewards = []float64{1} }, "step_rewards"},
-		{"negative token", func(t *traj.Trajectory) { t.Tokens[5] = -1 }, "tokens[5]"},
+		{"negative token", func(t *traj.Trajectory) { t.Tokens[5] = -1 }, "input_ids[5]"},
 		{"negative iteration", func(t *traj.Trajectory) { t.Iteration = -1 }, "iteration"},
 		{"iteration in v1", func(t *traj.Trajectory) { t.Schema, t.Temperature, t.Iteration = traj.TrajectorySchemaV1, nil, 2 }, "iteration"},
+		// A v2 trajectory's errors use v2's names.
+		{"v2 mask value", func(t *traj.Trajectory) { t.Schema, t.LossMask[0] = traj.TrajectorySchemaV2, 2 }, "loss_mask[0]"},
+		{"v2 logprob", func(t *traj.Trajectory) { t.Schema, t.Logprobs[1] = traj.TrajectorySchemaV2, 0.5 }, "logprobs[1]"},
+		{"v2 token", func(t *traj.Trajectory) { t.Schema, t.Tokens[5] = traj.TrajectorySchemaV2, -1 }, "tokens[5]"},
+		{"v2 reward", func(t *traj.Trajectory) { t.Schema, t.Reward.Total = traj.TrajectorySchemaV2, math.NaN() }, "reward.total"},
+		{"v1 ref", func(t *traj.Trajectory) {
+			t.Schema, t.Temperature, t.RefLogprobs = traj.TrajectorySchemaV1, nil, []float32{-1}
+		}, "ref_logprobs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -226,8 +234,8 @@ func TestTemperatureSchemaV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(data), `"schema":"toolrl.trajectory/v2"`) || !strings.Contains(string(data), `"temperature":0,`) {
-		t.Errorf("greedy trajectory: want schema v2 and temperature 0 on the wire: %s", data)
+	if !strings.Contains(string(data), `"schema":"toolrl.trajectory/v3"`) || !strings.Contains(string(data), `"temperature":0,`) {
+		t.Errorf("greedy trajectory: want schema v3 and temperature 0 on the wire: %s", data)
 	}
 	back, err := wire.DecodeTrajectory(data)
 	if err != nil || back.Temperature == nil || *back.Temperature != 0 {
@@ -239,7 +247,7 @@ func TestTemperatureSchemaV2(t *testing.T) {
 		t.Errorf("unknown temperature written: %s", data)
 	}
 	if back, err := wire.DecodeTrajectory(data); err != nil || back.Temperature != nil {
-		t.Errorf("v2 without temperature: %v, %v", back.Temperature, err)
+		t.Errorf("v3 without temperature: %v, %v", back.Temperature, err)
 	}
 }
 
@@ -260,22 +268,22 @@ func TestV1TrajectoryStillReads(t *testing.T) {
 	}
 
 	// Groups follow the same rule: a v1 group of v1 trajectories reads, a
-	// v2 group may hold v1 trajectories, a v1 group may not hold v2 ones.
+	// v3 group may hold v1 trajectories, a v1 group may not hold newer ones.
 	g := traj.Group{Schema: traj.TrajectorySchemaV1, GroupID: old.GroupID, JobID: old.JobID, PromptID: old.PromptID, Trajectories: []traj.Trajectory{old}}
 	data, _ := wire.EncodeGroup(&g)
 	if _, err := wire.DecodeGroup(data); err != nil {
 		t.Errorf("v1 group: %v", err)
 	}
 	if g2 := traj.NewGroup([]traj.Trajectory{old}); g2.Schema != traj.TrajectorySchema || g2.Validate() != nil {
-		t.Errorf("v2 group of a v1 trajectory: schema %q, %v", g2.Schema, g2.Validate())
+		t.Errorf("v3 group of a v1 trajectory: schema %q, %v", g2.Schema, g2.Validate())
 	}
 	newer := old
 	newer.Schema, newer.Temperature = traj.TrajectorySchema, ptr(1)
 	g.Trajectories = []traj.Trajectory{newer}
 	if err := g.Validate(); !errors.As(err, &fe) || fe.Field != "trajectories[0].schema" {
-		t.Errorf("v1 group holding a v2 trajectory: %v", err)
+		t.Errorf("v1 group holding a v3 trajectory: %v", err)
 	}
-	g.Schema = "toolrl.trajectory/v3"
+	g.Schema = "toolrl.trajectory/v4"
 	if err := g.Validate(); !errors.As(err, &fe) || fe.Field != "schema" {
 		t.Errorf("unknown group schema: %v", err)
 	}
@@ -292,15 +300,15 @@ func TestAdvantageRecordTemperature(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(data), `"schema":"toolrl.advantage/v2"`) || !strings.Contains(string(data), `"policy_version":0,"temperature":0,`) {
-		t.Errorf("want schema v2 and temperature 0 after policy_version: %s", data)
+	if !strings.Contains(string(data), `"schema":"toolrl.advantage/v3"`) || !strings.Contains(string(data), `"policy_version":0,"temperature":0,`) {
+		t.Errorf("want schema v3 and temperature 0 after policy_version: %s", data)
 	}
 	if back, err := wire.DecodeRecord(data); err != nil || !reflect.DeepEqual(back, r) {
 		t.Fatalf("round trip: %v", err)
 	}
 
 	// A v1 record (no temperature) still reads; one with a temperature does not.
-	v1 := strings.Replace(string(data), `"toolrl.advantage/v2"`, `"toolrl.advantage/v1"`, 1)
+	v1 := strings.Replace(string(data), `"toolrl.advantage/v3"`, `"toolrl.advantage/v1"`, 1)
 	var fe *traj.FieldError
 	if _, err := wire.DecodeRecord([]byte(v1)); !errors.As(err, &fe) || fe.Field != "temperature" || fe.Record != tr.ID {
 		t.Errorf("v1 record with temperature: %v, want a temperature field error", err)

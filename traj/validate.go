@@ -35,9 +35,10 @@ func fieldErr(record, field, format string, args ...any) error {
 // TrajectoryID (data from other producers may name groups otherwise).
 func (t *Trajectory) Validate() error {
 	id := t.ID
-	if err := checkSchemaV2Fields(id, t.Schema, TrajectorySchema, TrajectorySchemaV1, t.Temperature, t.Iteration); err != nil {
+	if err := checkSchemaFields(id, t.Schema, TrajectorySchema, TrajectorySchemaV2, TrajectorySchemaV1, t.Temperature, t.Iteration); err != nil {
 		return err
 	}
+	names := TrajectoryNames(t.Schema)
 	for _, f := range []struct{ name, value string }{
 		{"id", t.ID}, {"job_id", t.JobID}, {"prompt_id", t.PromptID}, {"group_id", t.GroupID},
 	} {
@@ -52,12 +53,12 @@ func (t *Trajectory) Validate() error {
 		return fieldErr(id, "sample_index", "is %d, want in [0, %d)", t.SampleIndex, t.GroupSize)
 	}
 	if len(t.Tokens) == 0 {
-		return fieldErr(id, "tokens", "is empty")
+		return fieldErr(id, names.Tokens, "is empty")
 	}
 	if anyNegative(t.Tokens) {
 		for i, tok := range t.Tokens {
 			if tok < 0 {
-				return fieldErr(id, fmt.Sprintf("tokens[%d]", i), "negative token id %d", tok)
+				return fieldErr(id, fmt.Sprintf("%s[%d]", names.Tokens, i), "negative token id %d", tok)
 			}
 		}
 	}
@@ -66,32 +67,32 @@ func (t *Trajectory) Validate() error {
 	}
 	n := t.ResponseLen()
 	if len(t.LossMask) != n {
-		return fieldErr(id, "loss_mask", "has %d entries, want %d (response length)", len(t.LossMask), n)
+		return fieldErr(id, names.Mask, "has %d entries, want %d (response length)", len(t.LossMask), n)
 	}
 	if len(t.Logprobs) != n {
-		return fieldErr(id, "logprobs", "has %d entries, want %d (response length)", len(t.Logprobs), n)
+		return fieldErr(id, names.Logprobs, "has %d entries, want %d (response length)", len(t.Logprobs), n)
 	}
-	if err := checkMask(id, "loss_mask", t.LossMask); err != nil {
+	if err := checkMask(id, names.Mask, t.LossMask); err != nil {
 		return err
 	}
-	if err := checkLogprobs(id, "logprobs", t.Logprobs, t.LossMask); err != nil {
+	if err := checkLogprobs(id, names.Logprobs, t.Logprobs, t.LossMask); err != nil {
 		return err
 	}
 	if t.RefLogprobs != nil {
 		if len(t.RefLogprobs) != n {
-			return fieldErr(id, "ref_logprobs", "has %d entries, want %d (response length)", len(t.RefLogprobs), n)
+			return fieldErr(id, names.RefLogprobs, "has %d entries, want %d (response length)", len(t.RefLogprobs), n)
 		}
-		if err := checkLogprobs(id, "ref_logprobs", t.RefLogprobs, t.LossMask); err != nil {
+		if err := checkLogprobs(id, names.RefLogprobs, t.RefLogprobs, t.LossMask); err != nil {
 			return err
 		}
 	}
-	if err := checkSegments(id, t.Segments, t.LossMask); err != nil {
+	if err := checkSegments(id, t.Segments, t.LossMask, names.Mask); err != nil {
 		return err
 	}
 	if !t.FinishReason.Valid() {
 		return fieldErr(id, "finish_reason", "unknown value %q", t.FinishReason)
 	}
-	if err := t.Reward.validate(id, "reward"); err != nil {
+	if err := t.Reward.validate(id, names); err != nil {
 		return err
 	}
 	if t.StepRewards != nil {
@@ -107,12 +108,12 @@ func (t *Trajectory) Validate() error {
 	return nil
 }
 
-// checkSchemaV2Fields accepts the current schema (with or without a
+// checkSchemaFields accepts the current schema and v2 (with or without a
 // temperature, which must then be finite and ≥ 0; with an iteration ≥ 0) and
 // v1 (without temperature and with iteration 0: v1 has neither field).
-func checkSchemaV2Fields(id, schema, current, v1 string, temperature *float64, iteration int) error {
+func checkSchemaFields(id, schema, current, v2, v1 string, temperature *float64, iteration int) error {
 	switch schema {
-	case current:
+	case current, v2:
 		if temperature != nil {
 			if t := *temperature; math.IsNaN(t) || math.IsInf(t, 0) || t < 0 {
 				return fieldErr(id, "temperature", "is %g, want a finite value ≥ 0 (0 = greedy)", t)
@@ -129,21 +130,21 @@ func checkSchemaV2Fields(id, schema, current, v1 string, temperature *float64, i
 			return fieldErr(id, "iteration", "is %d in a %s record, which has no iteration (want %s)", iteration, v1, current)
 		}
 	default:
-		return fieldErr(id, "schema", "got %q, want %q or %q", schema, current, v1)
+		return fieldErr(id, "schema", "got %q, want %q (or, read only, %q or %q)", schema, current, v2, v1)
 	}
 	return nil
 }
 
-func (r Reward) validate(id, field string) error {
+func (r Reward) validate(id string, names *FieldNames) error {
 	if math.IsNaN(r.Total) || math.IsInf(r.Total, 0) {
-		return fieldErr(id, field+".total", "is not finite")
+		return fieldErr(id, names.Reward, "is not finite")
 	}
 	for name, v := range r.Parts {
 		if name == "" {
-			return fieldErr(id, field+".parts", "has an empty name")
+			return fieldErr(id, names.RewardParts, "has an empty name")
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fieldErr(id, field+".parts."+name, "is not finite")
+			return fieldErr(id, names.RewardParts+"."+name, "is not finite")
 		}
 	}
 	return nil
@@ -249,7 +250,7 @@ func finite32(v float32) bool {
 	return math.Float32bits(v)&0x7f800000 != 0x7f800000
 }
 
-func checkSegments(id string, segs []Segment, mask Mask) error {
+func checkSegments(id string, segs []Segment, mask Mask, maskName string) error {
 	n := len(mask)
 	if n > 0 && len(segs) == 0 {
 		return fieldErr(id, "segments", "is empty but the response has %d tokens", n)
@@ -275,7 +276,7 @@ func checkSegments(id string, segs []Segment, mask Mask) error {
 		}
 		if j := maskMismatch(mask[s.Start:s.End], want); j >= 0 {
 			j += s.Start
-			return fieldErr(id, fmt.Sprintf("loss_mask[%d]", j), "is %d inside %s segment %d, want %d", mask[j], s.Kind, i, want)
+			return fieldErr(id, fmt.Sprintf("%s[%d]", maskName, j), "is %d inside %s segment %d, want %d", mask[j], s.Kind, i, want)
 		}
 		if s.Kind == SegmentTool && s.Result == nil {
 			return fieldErr(id, f("result"), "is missing on a tool segment")
@@ -414,14 +415,11 @@ func maskMismatch(mask Mask, want uint8) int {
 
 // Validate checks every trajectory of the group and that they belong together:
 // same group_id and iteration, distinct sample indexes, and a group_size
-// that matches. The group's schema is v2 or v1; a v1 group holds only v1
-// trajectories (a v2 group may hold both: v1 data regrouped by a v2 writer)
-// and has iteration 0.
+// that matches. The group's schema is v3, v2 or v1, and its trajectories'
+// the same or older (older data regrouped by a newer writer): a v1 group
+// holds only v1 trajectories and has iteration 0.
 func (g *Group) Validate() error {
-	if g.Schema != TrajectorySchema && g.Schema != TrajectorySchemaV1 {
-		return fieldErr(g.GroupID, "schema", "got %q, want %q or %q", g.Schema, TrajectorySchema, TrajectorySchemaV1)
-	}
-	if err := checkSchemaV2Fields(g.GroupID, g.Schema, TrajectorySchema, TrajectorySchemaV1, nil, g.Iteration); err != nil {
+	if err := checkSchemaFields(g.GroupID, g.Schema, TrajectorySchema, TrajectorySchemaV2, TrajectorySchemaV1, nil, g.Iteration); err != nil {
 		return err
 	}
 	if g.GroupID == "" {
@@ -449,13 +447,27 @@ func (g *Group) Validate() error {
 	return nil
 }
 
+// trajectoryRank orders the trajectory schema versions (0: unknown, which
+// Validate refuses before).
+func trajectoryRank(schema string) int {
+	switch schema {
+	case TrajectorySchemaV1:
+		return 1
+	case TrajectorySchemaV2:
+		return 2
+	case TrajectorySchema:
+		return 3
+	}
+	return 0
+}
+
 // checkInGroup checks that t, the group's i-th trajectory, belongs to it;
 // seen marks the sample indexes met so far (t's is in [0, len(seen)) once
 // its group_size matches). The field name is built only on error.
 func (t *Trajectory) checkInGroup(g *Group, i int, seen []bool) error {
 	f := func() string { return fmt.Sprintf("trajectories[%d]", i) }
-	if g.Schema == TrajectorySchemaV1 && t.Schema != TrajectorySchemaV1 {
-		return fieldErr(g.GroupID, f()+".schema", "is %q in a %s group, want %q", t.Schema, TrajectorySchemaV1, TrajectorySchemaV1)
+	if trajectoryRank(t.Schema) > trajectoryRank(g.Schema) {
+		return fieldErr(g.GroupID, f()+".schema", "is %q in a %s group, want that version or an older one", t.Schema, g.Schema)
 	}
 	if t.GroupID != g.GroupID {
 		return fieldErr(g.GroupID, f()+".group_id", "is %q, want the group's %q", t.GroupID, g.GroupID)
@@ -479,9 +491,10 @@ func (t *Trajectory) checkInGroup(g *Group, i int, seen []bool) error {
 // and advantage 0 on injected tokens.
 func (r *AdvantageRecord) Validate() error {
 	id := r.TrajectoryID
-	if err := checkSchemaV2Fields(id, r.Schema, AdvantageSchema, AdvantageSchemaV1, r.Temperature, r.Iteration); err != nil {
+	if err := checkSchemaFields(id, r.Schema, AdvantageSchema, AdvantageSchemaV2, AdvantageSchemaV1, r.Temperature, r.Iteration); err != nil {
 		return err
 	}
+	names := AdvantageNames(r.Schema)
 	if r.TrajectoryID == "" {
 		return fieldErr(id, "trajectory_id", "is empty")
 	}
@@ -500,10 +513,10 @@ func (r *AdvantageRecord) Validate() error {
 		length   int
 		optional bool
 	}{
-		{"loss_mask", len(r.LossMask), false},
-		{"old_logprobs", len(r.OldLogprobs), false},
+		{names.Mask, len(r.LossMask), false},
+		{names.Logprobs, len(r.OldLogprobs), false},
 		{"advantages", len(r.Advantages), false},
-		{"ref_logprobs", len(r.RefLogprobs), true},
+		{names.RefLogprobs, len(r.RefLogprobs), true},
 		{"kl", len(r.KL), true},
 	}
 	for _, a := range arrays {
@@ -514,14 +527,14 @@ func (r *AdvantageRecord) Validate() error {
 			return fieldErr(id, a.name, "has %d entries, want %d (response length)", a.length, n)
 		}
 	}
-	if err := checkMask(id, "loss_mask", r.LossMask); err != nil {
+	if err := checkMask(id, names.Mask, r.LossMask); err != nil {
 		return err
 	}
-	if err := checkLogprobs(id, "old_logprobs", r.OldLogprobs, r.LossMask); err != nil {
+	if err := checkLogprobs(id, names.Logprobs, r.OldLogprobs, r.LossMask); err != nil {
 		return err
 	}
 	if len(r.RefLogprobs) > 0 {
-		if err := checkLogprobs(id, "ref_logprobs", r.RefLogprobs, r.LossMask); err != nil {
+		if err := checkLogprobs(id, names.RefLogprobs, r.RefLogprobs, r.LossMask); err != nil {
 			return err
 		}
 	}
@@ -530,7 +543,7 @@ func (r *AdvantageRecord) Validate() error {
 			return fieldErr(id, fmt.Sprintf("advantages[%d]", i), "is not finite")
 		}
 		if r.LossMask[i] == 0 && a != 0 {
-			return fieldErr(id, fmt.Sprintf("advantages[%d]", i), "is %g on an injected token (loss_mask 0), want 0", a)
+			return fieldErr(id, fmt.Sprintf("advantages[%d]", i), "is %g on an injected token (%s 0), want 0", a, names.Mask)
 		}
 	}
 	for i, k := range r.KL {
@@ -538,7 +551,7 @@ func (r *AdvantageRecord) Validate() error {
 			return fieldErr(id, fmt.Sprintf("kl[%d]", i), "is not finite")
 		}
 	}
-	return r.Reward.validate(id, "reward")
+	return r.Reward.validate(id, names)
 }
 
 // MaxRewardMagnitude bounds |reward.total| for ValidateRewardSums: no reward
@@ -561,8 +574,9 @@ const rewardSumTolerance = 1e-9
 // outcome would train on two different rewards. It returns a *FieldError.
 func (t *Trajectory) ValidateRewardSums() error {
 	total := t.Reward.Total
+	names := TrajectoryNames(t.Schema)
 	if math.IsNaN(total) || math.IsInf(total, 0) || math.Abs(total) > MaxRewardMagnitude {
-		return fieldErr(t.ID, "reward.total", "is %g, want a finite value with magnitude ≤ %g", total, MaxRewardMagnitude)
+		return fieldErr(t.ID, names.Reward, "is %g, want a finite value with magnitude ≤ %g", total, MaxRewardMagnitude)
 	}
 	// Plain loops, not iterators: the iterators' closures escaped to the
 	// heap, an allocation per trajectory the service decodes.
@@ -571,14 +585,14 @@ func (t *Trajectory) ValidateRewardSums() error {
 		parts.add(v)
 	}
 	if sum, ok := parts.sumsTo(total); !ok {
-		return fieldErr(t.ID, "reward.total", "is %g but reward.parts sum to %g", total, sum)
+		return fieldErr(t.ID, names.Reward, "is %g but %s sum to %g", total, names.RewardParts, sum)
 	}
 	var steps sumAcc
 	for _, v := range t.StepRewards {
 		steps.add(v)
 	}
 	if sum, ok := steps.sumsTo(total); !ok {
-		return fieldErr(t.ID, "reward.total", "is %g but step_rewards sum to %g", total, sum)
+		return fieldErr(t.ID, names.Reward, "is %g but step_rewards sum to %g", total, sum)
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func (d *dedupe) check(t *traj.Trajectory) (repeat bool, err error) {
 	return true, nil
 }
 
-// hash digests every field of t (ref_logprobs as read, before any scoring).
+// hash digests every field of t (ref_log_prob as read, before any scoring).
 func (d *dedupe) hash(t *traj.Trajectory) uint64 {
 	var h maphash.Hash
 	h.SetSeed(d.seed)

@@ -43,7 +43,7 @@ type Options struct {
 	// group_size at the end of the input over the members present; without
 	// it such a group is an error.
 	AllowIncomplete bool
-	// RefScorer, when set, scores trajectories that have no ref_logprobs.
+	// RefScorer, when set, scores trajectories that have no ref_log_prob.
 	RefScorer advantage.RefScorer
 	// RefBatch is the number of sequences per RefScorer call; 0 means 16.
 	RefBatch int
@@ -65,7 +65,7 @@ type Stats struct {
 	Spilled int64
 	// PeakPartialBytes is the largest estimate of partial-group bytes held.
 	PeakPartialBytes int64
-	// RefScored trajectories whose ref_logprobs came from the RefScorer.
+	// RefScored trajectories whose ref_log_prob came from the RefScorer.
 	RefScored int64
 	// PeakWaitingGroups is the most complete groups held at once waiting for
 	// reference scoring (at most RefBatch: groups that need no scoring are
@@ -241,7 +241,7 @@ func (o *pass) write(g *traj.Group) error {
 	return nil
 }
 
-// score fills ref_logprobs of the ready trajectories that lack them, in
+// score fills ref_log_prob of the ready trajectories that lack them, in
 // batches of RefBatch sequences.
 func (o *pass) score(ctx context.Context) error {
 	type ref struct{ g, t int }

@@ -172,7 +172,7 @@ func TestOfflineScoresMissingReferenceLogprobs(t *testing.T) {
 	}
 	// Without a scorer, folding KL needs every reference: an error.
 	_, err := Run(context.Background(), &sliceSource{ts: all}, &sliceSink{}, Options{Config: cfg})
-	if err == nil || !strings.Contains(err.Error(), "ref_logprobs") {
+	if err == nil || !strings.Contains(err.Error(), "ref_log_prob") {
 		t.Errorf("missing references without a scorer: %v", err)
 	}
 }

@@ -26,7 +26,7 @@ func TestServiceDeadLettersInconsistentReward(t *testing.T) {
 		}
 		if err != nil { // the encoder refuses +Inf: write the JSON by hand
 			good, _ := wire.EncodeGroup(streamGroup("job", 3))
-			payload = []byte(strings.Replace(string(good), `"reward":{"total":`, `"reward":{"total":1e999,"x":`, 1))
+			payload = []byte(strings.Replace(string(good), `"reward":`, `"reward":1e999,"reward_x":`, 1))
 		}
 		wg := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}})
 		if wg.err == nil {

@@ -65,7 +65,7 @@ type Options struct {
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// RefScorer, when set, scores the trajectories that arrive without
-	// ref_logprobs (actor.Policy is one; it must be safe for concurrent use,
+	// ref_log_prob (actor.Policy is one; it must be safe for concurrent use,
 	// as every worker calls it), batched over each read batch, before their
 	// advantages and KL are computed. nil leaves them without references.
 	RefScorer advantage.RefScorer
@@ -487,7 +487,7 @@ func fieldString(m stream.Message, name string) string {
 // is retried (redelivered), not dead-lettered.
 var errRefScoring = errors.New("reference scoring")
 
-// scoreReferences fills ref_logprobs (and their raw JSON) of every
+// scoreReferences fills ref_log_prob (and their raw JSON) of every
 // trajectory of groups that has none, in RefScorer calls of at most RefBatch
 // sequences over the whole batch. Groups that advantage.Compute will drop as stale are
 // not scored. A group with a trajectory that cannot be scored (a token

@@ -35,7 +35,7 @@ type advantageMathFlags struct {
 func (f *advantageMathFlags) register(fs *pflag.FlagSet, offline bool) {
 	fs.StringVar(&f.mode, "mode", "outcome", "outcome | process (DeepSeekMath per-step) | hybrid (outcome + process-weight × process)")
 	fs.StringVar(&f.estimator, "estimator", "grpo", "grpo (mean/std) | drgrpo (mean only) | rloo (leave-one-out mean)")
-	fs.StringVar(&f.kl, "kl", "", "per-token KL estimator written to records: k1 | k2 | k3 (needs ref_logprobs); empty for none")
+	fs.StringVar(&f.kl, "kl", "", "per-token KL estimator written to records: k1 | k2 | k3 (needs ref_log_prob); empty for none")
 	fs.Float64Var(&f.klCoef, "kl-coef", 0, "fold the KL into the rewards with this coefficient (0: report only)")
 	fs.Float64Var(&f.processWeight, "process-weight", 1, "weight of the process advantage in hybrid mode")
 	fs.Float64Var(&f.gamma, "gamma", 1, "per-step discount of later steps' process rewards, in (0, 1]")
@@ -80,7 +80,7 @@ Offline, it reads --in (.jsonl, .jsonl.gz or .parquet; trajectories, or JSONL
 groups) and writes --out (same formats). Members of a group need not be
 contiguous: partial groups are held in memory up to --memory-limit, then
 spilled to temporary files. With --ref-model DIR, trajectories without
-ref_logprobs are scored by that model (batched) so that --kl has a reference;
+ref_log_prob are scored by that model (batched) so that --kl has a reference;
 give --ref-temperature the temperature the trajectories were sampled at.
 
 "toolrl advantage serve" runs the same math as a Redis service. The formulas
@@ -126,7 +126,7 @@ and flags are documented in docs/advantage.md.`,
 	fs.StringVar(&memLimit, "memory-limit", "256MiB", "partial groups held in memory before spilling to disk (B, KiB, MiB, GiB)")
 	fs.StringVar(&spillDir, "spill-dir", "", "directory for spill files (default: the system temp dir)")
 	fs.BoolVar(&allowIncomplete, "allow-incomplete", false, "compute groups missing members at the end of the input over the members present")
-	fs.StringVar(&refModel, "ref-model", "", "model folder that scores trajectories lacking ref_logprobs (the actor's reference scorer)")
+	fs.StringVar(&refModel, "ref-model", "", "model folder that scores trajectories lacking ref_log_prob (the actor's reference scorer)")
 	fs.IntVar(&refBatch, "ref-batch", 16, "sequences per reference scoring batch")
 	fs.Float64Var(&refTemperature, "ref-temperature", 1, refTemperatureUsage)
 	fs.StringSliceVar(&rewardParts, "reward-parts", nil, "reward parts that get a Parquet column even if the first row group lacks them")
@@ -218,7 +218,7 @@ output exactly once even when it is delivered twice or the service is killed. En
 decode or compute go to toolrl:{JOB}:dead with the reason. Groups left pending
 by a dead consumer are claimed after --claim-idle.
 
-With --ref-model DIR, trajectories that arrive without ref_logprobs are
+With --ref-model DIR, trajectories that arrive without ref_log_prob are
 scored by that model (the actor's reference scorer, --ref-batch sequences per
 call over each read batch, at --ref-temperature, the sampling temperature)
 before the advantages, so that --kl has a reference; a trajectory the model cannot score (a token outside its
@@ -298,7 +298,7 @@ stops reading, commits the batches in flight and exits with status 130.`,
 	fs.DurationVar(&opts.ClaimIdle, "claim-idle", 30*time.Second, "claim groups pending this long with another consumer")
 	fs.Int64Var(&opts.MaxDeliveries, "max-deliveries", 5, "dead-letter a group delivered more often than this")
 	fs.StringVar(&opts.ConsumerName, "consumer", "", "consumer name prefix (default hostname-pid)")
-	fs.StringVar(&refModel, "ref-model", "", "model folder that scores trajectories lacking ref_logprobs (the actor's reference scorer)")
+	fs.StringVar(&refModel, "ref-model", "", "model folder that scores trajectories lacking ref_log_prob (the actor's reference scorer)")
 	fs.IntVar(&opts.RefBatch, "ref-batch", 16, "sequences per reference scoring call")
 	fs.Float64Var(&refTemperature, "ref-temperature", 1, refTemperatureUsage)
 	fs.Int64Var(&opts.MaxOutputBacklog, "max-output-backlog", 80000,

@@ -106,7 +106,7 @@ func TestExportConvertsFiles(t *testing.T) {
 	for _, want := range []string{
 		"records          9 trajectories in 3 groups",
 		"9 rows in 9 row groups",
-		"toolrl.schema = toolrl.trajectory/v2",
+		"toolrl.schema = toolrl.trajectory/v3",
 		"reward_late_part",
 		"tool calls       9 in 18 model turns: 1.000 per record",
 		"results 9, ok 0.667",

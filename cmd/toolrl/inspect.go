@@ -27,7 +27,7 @@ advantage records (validating every record) and prints its schema (for
 Parquet: row groups, key-value metadata and columns; for JSONL: the columns
 it would have as Parquet), counts of records, groups and tokens, a reward
 summary with its parts, tool-call rates and a text histogram of the rewards.
-Trajectories that carry ref_logprobs (rollout --ref-model) add the mismatch
+Trajectories that carry ref_log_prob (rollout --ref-model) add the mismatch
 between the recorded logprobs and the reference's over the policy tokens: mean
 and max |Δlogprob| and mean k3, the learner's rollout_mismatch statistics. A
 rollout by a quantized policy scored with the float32 folder as --ref-model
@@ -162,7 +162,7 @@ func writeInspectJSON(w io.Writer, info export.FileInfo, summary *export.Summary
 		Metadata  map[string]string    `json:"parquet_metadata,omitempty"`
 		Columns   []column             `json:"columns"`
 		Summary   export.SummaryReport `json:"summary"`
-		// RefMismatch is present when the trajectories carry ref_logprobs.
+		// RefMismatch is present when the trajectories carry ref_log_prob.
 		RefMismatch *learner.Mismatch `json:"ref_mismatch,omitempty"`
 	}{Path: info.Path, Format: info.Format.String(), Schema: info.Kind.Schema(), Bytes: info.Size,
 		Rows: info.Rows, RowGroups: info.RowGroups, CreatedBy: info.CreatedBy, Metadata: info.Metadata,

@@ -11,7 +11,7 @@ import (
 )
 
 // refMismatch accumulates, over the policy tokens (loss mask 1) of
-// trajectories that carry ref_logprobs, how far the recorded behaviour
+// trajectories that carry ref_log_prob, how far the recorded behaviour
 // logprobs are from the reference model's: the learner's rollout_mismatch
 // statistics (learner.Mismatch: mean and max |Δlogprob|, mean k3 of
 // KL(behaviour ‖ reference) as advantage.KLTerm computes it) with the
@@ -54,7 +54,7 @@ func (m *refMismatch) writeText(w io.Writer) error {
 	if r == nil {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "ref mismatch     logprobs vs ref_logprobs over %d policy tokens: mean |Δ| %.4g, max |Δ| %.4g, mean k3 %.4g\n",
+	_, err := fmt.Fprintf(w, "ref mismatch     rollout_log_probs vs ref_log_prob over %d policy tokens: mean |Δ| %.4g, max |Δ| %.4g, mean k3 %.4g\n",
 		m.tokens, r.MeanAbs, r.MaxAbs, r.K3)
 	return err
 }

@@ -37,7 +37,7 @@ func newLearnCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "learn --model DIR (--in FILE | --redis URL --job JOB) --store DIR",
 		Short: "Train the policy on advantage records (PPO-clip GRPO) and publish policy versions",
-		Long: `learn is toolrl's GRPO learner: it reads advantage records (toolrl.advantage/v2,
+		Long: `learn is toolrl's GRPO learner: it reads advantage records (toolrl.advantage/v3,
 or v1 with --temperature), recomputes the current policy's logprob of every
 trained token (teacher-forced, at the record's sampling temperature, over the
 full vocabulary, as the actor computes them), and takes PPO-clip steps:
@@ -89,7 +89,7 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 	fs.StringVar(&f.redisURL, "redis", "", "Redis URL: read the job's advantages stream (see docs/redis.md)")
 	fs.StringVar(&f.job, "job", "", "job name of the Redis keys toolrl:{JOB}:*")
 	fs.StringVar(&f.store, "store", "", "policy store folder the versions are published into")
-	fs.StringVar(&f.refModel, "ref-model", "", "reference policy of the KL term for records without ref_logprobs (default: the --model folder, version 0)")
+	fs.StringVar(&f.refModel, "ref-model", "", "reference policy of the KL term for records without ref_log_prob (default: the --model folder, version 0)")
 	fs.StringVar(&f.metricsPath, "metrics", "", "append one JSON line of metrics per update to this file")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:9465", "with --redis: address for /metrics and /healthz (empty: none)")
 	fs.StringVar(&f.group, "group", stream.LearnerGroup, "with --redis: the learner's consumer group")

@@ -218,7 +218,7 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 	f.StringVar(&jobFile, "job-file", "", "YAML job file (flags override its fields)")
 	f.StringVar(&flags.ID, "job", "", "job id: trajectory ids are JOB/prompt/sample, JOB/prompt@N/sample in --iteration N (default rollout)")
 	f.StringVar(&flags.Model, "model", "", "model folder (config.json, tokenizer.json, onnx/model.onnx)")
-	f.StringVar(&flags.RefModel, "ref-model", "", "reference model folder: its logprobs go into ref_logprobs")
+	f.StringVar(&flags.RefModel, "ref-model", "", "reference model folder: its logprobs go into ref_log_prob")
 	f.StringVar(&flags.Prompts, "prompts", "", "prompts JSONL: {id, prompt | messages, answer, meta}")
 	f.StringVar(&flags.Tools, "tools", "", "tools registry file (default: the model folder's tools.yaml)")
 	f.IntVar(&flags.GroupSize, "group-size", 8, "G, samples per prompt (≥ 1)")

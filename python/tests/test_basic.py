@@ -95,3 +95,14 @@ def test_v3_names_pass_through():
     for k in ("input_ids", "response_mask", "rollout_log_probs", "advantages"):
         assert a[k].tolist() == b[k].tolist()
     assert a["reward"] == b["reward"] and a["reward_parts"] == b["reward_parts"]
+
+
+def test_v3_with_old_names_is_refused():
+    # As the Go decoder does: a v3 record must use v3's names.
+    v3 = {k: v for k, v in V2.items() if k not in ("loss_mask", "reward")}
+    v3.update(schema="toolrl.advantage/v3", response_mask=V2["loss_mask"], reward=1.0)
+    with pytest.raises(toolrl.RecordError, match="j/p/0.*'old_logprobs'.*'rollout_log_probs'"):
+        toolrl.normalize_record(v3)
+    v3 = dict(v3, rollout_log_probs=v3.pop("old_logprobs"), reward={"total": 1.0})
+    with pytest.raises(toolrl.RecordError, match="j/p/0.*'reward' is an object"):
+        toolrl.normalize_record(v3)

@@ -12,7 +12,8 @@ class RecordError(ValueError):
     """A record that cannot be used; the message names the field and record id."""
 
 
-# v2 name -> v3 name (SCHEMA-v3.md). Trajectories: tokens, logprobs; records: old_logprobs.
+# v1/v2 name -> v3 name (docs/schema.md, generated from traj's Go types).
+# Trajectories: tokens, logprobs; records: old_logprobs.
 _RENAMES = {
     "tokens": "input_ids",
     "loss_mask": "response_mask",
@@ -41,6 +42,12 @@ def normalize_record(rec, entry_id=None):
     where = f"record {rid}" + (f" (entry {entry_id})" if entry_id else "")
     if schema not in SCHEMAS_ACCEPTED:
         raise RecordError(f"{where}: unknown schema {schema!r}, want one of {sorted(SCHEMAS_ACCEPTED)}")
+    if schema.endswith("/v3"):
+        for old, new in _RENAMES.items():
+            if old in out:
+                raise RecordError(f"{where}: field {old!r} is the v1/v2 name of {new!r}; a {schema} record spells it {new!r}")
+        if isinstance(out.get("reward"), dict):
+            raise RecordError(f"{where}: field 'reward' is an object (v1/v2's reward.total and reward.parts); a {schema} record has a number and reward_parts")
     for old, new in _RENAMES.items():
         if old in out:
             v = out.pop(old)

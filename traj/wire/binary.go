@@ -9,17 +9,30 @@ import (
 	"github.com/toolrl/toolrl/traj"
 )
 
-// The binary record format (schema v2, format "le32"): an advantage record
-// as its JSON without the per-token arrays (AppendRecordHeader) plus each
-// array as little-endian bytes (BinaryArraysOf): input_ids int32, loss_mask
-// uint8, old_logprobs, ref_logprobs, advantages and kl float32, so a trainer
+// The binary record format: an advantage record as its JSON without the
+// per-token arrays (AppendRecordHeader) plus each array as little-endian
+// bytes (BinaryArraysOf): input_ids int32, response_mask uint8,
+// rollout_log_probs, ref_log_prob, advantages and kl float32, so a trainer
 // reads them without parsing (numpy.frombuffer(b, "<f4")). The service
 // writes it with --record-format binary: formatting every KL and advantage
 // as JSON costs more than the math.
 
 // RecordArrayFields are the JSON names of the per-token arrays that the
-// binary format carries outside the record's JSON, in record order.
-var RecordArrayFields = []string{"input_ids", "loss_mask", "old_logprobs", "ref_logprobs", "advantages", "kl"}
+// binary format carries outside the record's JSON, in record order (schema
+// v3's names; OldRecordArrayFields are v1's and v2's).
+var RecordArrayFields = []string{"input_ids", "response_mask", "rollout_log_probs", "ref_log_prob", "advantages", "kl"}
+
+// OldRecordArrayFields are RecordArrayFields as v1 and v2 records name them.
+var OldRecordArrayFields = []string{"input_ids", "loss_mask", "old_logprobs", "ref_logprobs", "advantages", "kl"}
+
+// RecordArrayFieldsOf returns the array names of a record of the given
+// schema: OldRecordArrayFields for v1 and v2, RecordArrayFields otherwise.
+func RecordArrayFieldsOf(schema string) []string {
+	if schema == traj.AdvantageSchemaV2 || schema == traj.AdvantageSchemaV1 {
+		return OldRecordArrayFields
+	}
+	return RecordArrayFields
+}
 
 // BinaryArrays are an advantage record's per-token arrays as little-endian
 // bytes, one field per name of RecordArrayFields (RefLogprobs and KL empty
@@ -50,7 +63,7 @@ func BinaryArraysOf(r *traj.AdvantageRecord) (BinaryArrays, error) {
 	for _, f := range [...]struct {
 		name   string
 		values []float32
-	}{{"old_logprobs", r.OldLogprobs}, {"ref_logprobs", r.RefLogprobs}, {"advantages", r.Advantages}, {"kl", r.KL}} {
+	}{{"rollout_log_probs", r.OldLogprobs}, {"ref_log_prob", r.RefLogprobs}, {"advantages", r.Advantages}, {"kl", r.KL}} {
 		if i := traj.FirstNonFinite(f.values); i >= 0 {
 			return BinaryArrays{}, fmt.Errorf("encode advantage record %s %s[%d]: unsupported value %v", r.TrajectoryID, f.name, i, f.values[i])
 		}
@@ -96,20 +109,21 @@ func DecodeRecordBinary(header []byte, arrays BinaryArrays) (traj.AdvantageRecor
 		err = fmt.Errorf("a per-token array in the JSON of a binary record (they are fields of their own: %v)", RecordArrayFields)
 	}
 	if err == nil {
+		names := RecordArrayFieldsOf(r.Schema)
 		r.LossMask = make(traj.Mask, len(arrays.LossMask))
 		copy(r.LossMask, arrays.LossMask)
 		for _, f := range []struct {
 			name string
 			in   []byte
 			out  *[]float32
-		}{{"old_logprobs", arrays.OldLogprobs, &r.OldLogprobs}, {"ref_logprobs", arrays.RefLogprobs, &r.RefLogprobs},
-			{"advantages", arrays.Advantages, &r.Advantages}, {"kl", arrays.KL, &r.KL}} {
+		}{{names[2], arrays.OldLogprobs, &r.OldLogprobs}, {names[3], arrays.RefLogprobs, &r.RefLogprobs},
+			{names[4], arrays.Advantages, &r.Advantages}, {names[5], arrays.KL, &r.KL}} {
 			if *f.out, err = fromLE[float32](f.name, f.in); err != nil {
 				break
 			}
 		}
 		if err == nil {
-			r.InputIDs, err = fromLE[int32]("input_ids", arrays.InputIDs)
+			r.InputIDs, err = fromLE[int32](names[0], arrays.InputIDs)
 		}
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 
 	json "github.com/goccy/go-json"
 
@@ -16,13 +17,61 @@ var (
 	segmentFields = []string{"kind", "turn", "start", "end", "text", "call", "result"}
 	callFields    = []string{"name", "arguments", "raw", "parse_error"}
 	resultFields  = []string{"ok", "error_class", "error", "content", "latency_ms", "truncated"}
-	rewardFields  = []string{"total", "parts"}
+	rewardFields  = []string{"reward", "reward_parts"}
 
 	groupFields      = []string{"schema", "group_id", "job_id", "prompt_id", "iteration", "policy_version", "trajectories"}
 	trajectoryFields = []string{"schema", "id", "job_id", "prompt_id", "iteration", "group_id", "group_size", "sample_index",
-		"policy_version", "seed", "temperature", "model", "tokens", "prompt_len", "loss_mask", "logprobs", "ref_logprobs",
-		"segments", "finish_reason", "reward", "step_rewards", "answer", "meta"}
+		"policy_version", "seed", "temperature", "model", "input_ids", "prompt_len", "response_mask", "rollout_log_probs", "ref_log_prob",
+		"segments", "finish_reason", "reward", "reward_parts", "step_rewards", "answer", "meta"}
+	// trajectoryKeys are the keys a trajectory may have: trajectoryFields
+	// and the v1/v2 names of the fields v3 renamed ("reward" is both: a
+	// number in v3, an object {"total", "parts"} before).
+	trajectoryKeys = append(slices.Clip(trajectoryFields), "tokens", "loss_mask", "logprobs", "ref_logprobs")
+	// oldRewardFields are the members of the v1/v2 reward object.
+	oldRewardFields = []string{"total", "parts"}
 )
+
+// The renamed fields, as bits of spelling's masks.
+const (
+	renamedTokens = 1 << iota
+	renamedMask
+	renamedLogprobs
+	renamedRef
+	renamedReward
+	renamedParts
+)
+
+// spelling tracks which renamed fields (renamed* bits) a record spelled the
+// v1/v2 way and which the v3 way, to check them against its schema once the
+// whole record was read: a v3 record must not use an old name, and no
+// record may spell one field both ways. v1 and v2 records may use either
+// spelling: toolrl writes records it read in v1 or v2 with v3's names, and
+// keeps their schema (its meaning: v1 has no temperature).
+type spelling struct{ old, v3 uint8 }
+
+// check returns the error for a record of the given schema (current: the
+// v3 string) whose old and v3 names are names.
+func (sp spelling) check(schema, current string, old, v3 *traj.FieldNames) error {
+	field := func(mask uint8, n *traj.FieldNames) string {
+		for _, f := range []struct {
+			bit  uint8
+			name string
+		}{{renamedTokens, n.Tokens}, {renamedMask, n.Mask}, {renamedLogprobs, n.Logprobs}, {renamedRef, n.RefLogprobs},
+			{renamedReward, n.Reward}, {renamedParts, n.RewardParts}} {
+			if mask&f.bit != 0 {
+				return f.name
+			}
+		}
+		return ""
+	}
+	if both := sp.old & sp.v3; both != 0 {
+		return fmt.Errorf("%s: both %q and %q, the v1/v2 and the v3 name of one field", field(both, v3), field(both, old), field(both, v3))
+	}
+	if schema == current && sp.old != 0 {
+		return fmt.Errorf("%s: a %s record spells it %q (%q is its name before v3)", field(sp.old, old), current, field(sp.old, v3), field(sp.old, old))
+	}
+	return nil
+}
 
 // Arrays are the raw JSON of one trajectory's per-token arrays, as
 // DecodeGroupArrays found them (views into its input), for AppendRecord to
@@ -158,9 +207,11 @@ func DecodeTrajectory(data []byte) (traj.Trajectory, error) {
 	return t, nil
 }
 
-// trajectory decodes one trajectory object into t and raw.
+// trajectory decodes one trajectory object into t and raw, in either
+// spelling (see spelling).
 func (s *scanner) trajectory(t *traj.Trajectory, raw *Arrays) error {
-	return s.object(trajectoryFields, func(key string) error {
+	var sp spelling
+	err := s.object(trajectoryKeys, func(key string) error {
 		var err error
 		switch key {
 		case "schema":
@@ -187,17 +238,21 @@ func (s *scanner) trajectory(t *traj.Trajectory, raw *Arrays) error {
 			t.Temperature, err = s.float64Ptr()
 		case "model":
 			err = s.model(&t.Model)
-		case "tokens":
+		case "input_ids", "tokens":
+			sp.saw(key == "tokens", renamedTokens)
 			t.Tokens, raw.Tokens, err = s.int32s()
 		case "prompt_len":
 			t.PromptLen, err = s.int()
-		case "loss_mask":
+		case "response_mask", "loss_mask":
+			sp.saw(key == "loss_mask", renamedMask)
 			var m []uint8
 			m, raw.LossMask, err = s.uint8s()
 			t.LossMask = m
-		case "logprobs":
+		case "rollout_log_probs", "logprobs":
+			sp.saw(key == "logprobs", renamedLogprobs)
 			t.Logprobs, raw.Logprobs, err = s.float32s()
-		case "ref_logprobs":
+		case "ref_log_prob", "ref_logprobs":
+			sp.saw(key == "ref_logprobs", renamedRef)
 			t.RefLogprobs, raw.RefLogprobs, err = s.float32s()
 		case "segments":
 			t.Segments, err = s.segments()
@@ -206,7 +261,10 @@ func (s *scanner) trajectory(t *traj.Trajectory, raw *Arrays) error {
 			r, err = s.str()
 			t.FinishReason = traj.FinishReason(r)
 		case "reward":
-			err = s.reward(&t.Reward)
+			err = s.reward(&t.Reward, &sp)
+		case "reward_parts":
+			sp.saw(false, renamedParts)
+			err = s.rewardParts(&t.Reward)
 		case "step_rewards":
 			t.StepRewards, err = s.float64s()
 		case "answer":
@@ -219,6 +277,19 @@ func (s *scanner) trajectory(t *traj.Trajectory, raw *Arrays) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return sp.check(t.Schema, traj.TrajectorySchema, traj.TrajectoryNames(traj.TrajectorySchemaV2), traj.TrajectoryNames(traj.TrajectorySchema))
+}
+
+// saw notes a renamed field (bit), spelled the old way or the v3 way.
+func (sp *spelling) saw(old bool, bit uint8) {
+	if old {
+		sp.old |= bit
+	} else {
+		sp.v3 |= bit
+	}
 }
 
 func (s *scanner) model(m *traj.ModelRef) error {
@@ -235,25 +306,43 @@ func (s *scanner) model(m *traj.ModelRef) error {
 	})
 }
 
-func (s *scanner) reward(r *traj.Reward) error {
-	return s.nested(rewardFields, func(key string) (err error) {
+// reward reads the "reward" field: a number (v3) or the v1/v2 object
+// {"total": ..., "parts": {...}}, noting which in sp.
+func (s *scanner) reward(r *traj.Reward, sp *spelling) error {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		if s.i < len(s.b) && s.b[s.i] != 'n' { // null says neither
+			sp.saw(false, renamedReward)
+		}
+		var err error
+		r.Total, err = s.float64()
+		return err
+	}
+	sp.saw(true, renamedReward)
+	return s.nested(oldRewardFields, func(key string) (err error) {
 		switch key {
 		case "total":
 			r.Total, err = s.float64()
 		case "parts":
-			if s.null() {
-				r.Parts = nil
-				return nil
-			}
-			if r.Parts == nil {
-				r.Parts = map[string]float64{}
-			}
-			return s.mapObject(func(name string) error {
-				v, err := s.float64()
-				r.Parts[name] = v
-				return err
-			})
+			sp.saw(true, renamedParts)
+			return s.rewardParts(r)
 		}
+		return err
+	})
+}
+
+// rewardParts reads the reward's parts: an object of numbers, or null.
+func (s *scanner) rewardParts(r *traj.Reward) error {
+	if s.null() {
+		r.Parts = nil
+		return nil
+	}
+	if r.Parts == nil {
+		r.Parts = map[string]float64{}
+	}
+	return s.mapObject(func(name string) error {
+		v, err := s.float64()
+		r.Parts[name] = v
 		return err
 	})
 }

@@ -19,14 +19,18 @@ import (
 //	header_len       uint32   bytes of the header
 //	trajectories     uint32   count, = len(header's trajectories)
 //	header           the JSON of the group (EncodeGroup) with every
-//	                 trajectory's tokens, loss_mask and logprobs null and
-//	                 ref_logprobs absent; zero-padded to a multiple of 4
+//	                 trajectory's input_ids, response_mask and
+//	                 rollout_log_probs null and ref_log_prob absent;
+//	                 zero-padded to a multiple of 4
 //	then per trajectory, in the header's order:
 //	  tokens_len, mask_len, logprobs_len, ref_len   4 × uint32 (values)
-//	  tokens         int32 × tokens_len
-//	  loss_mask      uint8 × mask_len, zero-padded to a multiple of 4
-//	  logprobs       float32 × logprobs_len
-//	  ref_logprobs   float32 × ref_len (0: the trajectory has none)
+//	  input_ids          int32 × tokens_len
+//	  response_mask      uint8 × mask_len, zero-padded to a multiple of 4
+//	  rollout_log_probs  float32 × logprobs_len
+//	  ref_log_prob       float32 × ref_len (0: the trajectory has none)
+//
+// The header's schema may be v3 or older (its JSON is read as DecodeGroup
+// reads it); the layout is the same for every schema.
 //
 // The payload ends with the last array: trailing bytes are refused.
 
@@ -158,7 +162,7 @@ func decodeGroupBinary(data []byte) (*traj.Group, error) {
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
 		if raws[i].Tokens != nil || raws[i].LossMask != nil || raws[i].Logprobs != nil || raws[i].RefLogprobs != nil {
-			return g, fmt.Errorf("header: trajectories[%d] (%s): a per-token array in the header (tokens, loss_mask, logprobs and ref_logprobs follow it)", i, t.ID)
+			return g, fmt.Errorf("header: trajectories[%d] (%s): a per-token array in the header (input_ids, response_mask, rollout_log_probs and ref_log_prob follow it)", i, t.ID)
 		}
 		if err := r.trajectory(t); err != nil {
 			return g, fmt.Errorf("trajectories[%d] (%s): %w", i, t.ID, err)
@@ -221,21 +225,21 @@ func (r *binReader) trajectory(t *traj.Trajectory) error {
 		}
 	}
 	var err error
-	if t.Tokens, err = binArray[int32](r, "tokens", lens[0]); err != nil {
+	if t.Tokens, err = binArray[int32](r, "input_ids", lens[0]); err != nil {
 		return err
 	}
-	mask, err := r.take("loss_mask", uint64(lens[1]))
+	mask, err := r.take("response_mask", uint64(lens[1]))
 	if err != nil {
 		return err
 	}
 	t.LossMask = traj.Mask(mask[:len(mask):len(mask)])
-	if err := r.padding("loss_mask"); err != nil {
+	if err := r.padding("response_mask"); err != nil {
 		return err
 	}
-	if t.Logprobs, err = binArray[float32](r, "logprobs", lens[2]); err != nil {
+	if t.Logprobs, err = binArray[float32](r, "rollout_log_probs", lens[2]); err != nil {
 		return err
 	}
-	if t.RefLogprobs, err = binArray[float32](r, "ref_logprobs", lens[3]); err != nil {
+	if t.RefLogprobs, err = binArray[float32](r, "ref_log_prob", lens[3]); err != nil {
 		return err
 	}
 	if len(t.RefLogprobs) == 0 {

@@ -114,7 +114,7 @@ func TestGroupBinaryRejects(t *testing.T) {
 		return b
 	}
 	firstLogprob := body + 16 + 4*len(g.Trajectories[0].Tokens) + (len(g.Trajectories[0].LossMask)+3)/4*4
-	withJSONArray := strings.Replace(string(good[16:16+hlen]), `"tokens":null`, `"tokens":[1]`, 1)
+	withJSONArray := strings.Replace(string(good[16:16+hlen]), `"input_ids":null`, `"input_ids":[1]`, 1)
 	arrayInHeader := append(append([]byte(nil), good[:8]...), binary.LittleEndian.AppendUint32(nil, uint32(len(withJSONArray)))...)
 	arrayInHeader = append(arrayInHeader, good[12:16]...)
 	arrayInHeader = pad4(append(arrayInHeader, withJSONArray...))
@@ -129,10 +129,10 @@ func TestGroupBinaryRejects(t *testing.T) {
 		{"version", put(good, 4, 2), "version: 2"},
 		{"header past the end", put(good, 8, uint32(len(good))), "header: needs"},
 		{"trajectory count", put(good, 12, 3), "job/p0000001: binary: trajectories: 3 in the prefix but 2"},
-		{"tokens past the end", put(good, body, 1<<30), "job/p0000001: binary: trajectories[0] (job/p0000001/0): tokens: needs"},
-		{"truncated", good[:len(good)-4], "trajectories[1] (job/p0000001/1): ref_logprobs: needs"},
+		{"tokens past the end", put(good, body, 1<<30), "job/p0000001: binary: trajectories[0] (job/p0000001/0): input_ids: needs"},
+		{"truncated", good[:len(good)-4], "trajectories[1] (job/p0000001/1): ref_log_prob: needs"},
 		{"trailing", append(append([]byte(nil), good...), 0, 0, 0, 0), "4 trailing bytes"},
-		{"NaN logprob", put(good, firstLogprob, math.Float32bits(float32(math.NaN()))), "logprobs[0]"},
+		{"NaN logprob", put(good, firstLogprob, math.Float32bits(float32(math.NaN()))), "rollout_log_probs[0]"},
 		{"array in the header", arrayInHeader, "a per-token array in the header"},
 		{"bad header", put(good, 16, 0x20202020), "binary: header: "},
 	} {

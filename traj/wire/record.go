@@ -41,7 +41,7 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays, arrays bool) (
 		name   string
 		values []float32
 		raw    []byte
-	}{{"old_logprobs", r.OldLogprobs, raw.Logprobs}, {"ref_logprobs", r.RefLogprobs, raw.RefLogprobs},
+	}{{"rollout_log_probs", r.OldLogprobs, raw.Logprobs}, {"ref_log_prob", r.RefLogprobs, raw.RefLogprobs},
 		{"advantages", r.Advantages, nil}, {"kl", r.KL, nil}} {
 		if a.raw != nil || !arrays {
 			continue
@@ -82,17 +82,17 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays, arrays bool) (
 	if raw.LossMask == nil {
 		for _, v := range r.LossMask {
 			if v > 9 {
-				return nil, fmt.Errorf("encode advantage record %s: loss_mask value %d is not 0 or 1", r.TrajectoryID, v)
+				return nil, fmt.Errorf("encode advantage record %s: response_mask value %d is not 0 or 1", r.TrajectoryID, v)
 			}
 		}
 	}
 	if arrays {
-		b = append(b, `,"loss_mask":`...)
+		b = append(b, `,"response_mask":`...)
 		b = appendRaw(b, raw.LossMask, r.LossMask, appendInts[uint8])
-		b = append(b, `,"old_logprobs":`...)
+		b = append(b, `,"rollout_log_probs":`...)
 		b = appendRaw(b, raw.Logprobs, r.OldLogprobs, appendFloat32s)
 		if len(r.RefLogprobs) > 0 {
-			b = append(b, `,"ref_logprobs":`...)
+			b = append(b, `,"ref_log_prob":`...)
 			b = appendRaw(b, raw.RefLogprobs, r.RefLogprobs, appendFloat32s)
 		}
 		b = append(b, `,"advantages":`...)
@@ -106,10 +106,10 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays, arrays bool) (
 		b = append(b, `,"kl_estimator":`...)
 		b = appendString(b, r.KLEstimator)
 	}
-	b = append(b, `,"reward":{"total":`...)
+	b = append(b, `,"reward":`...)
 	b, err := appendFloat(b, r.Reward.Total, 64)
 	if err != nil {
-		return nil, fmt.Errorf("encode advantage record %s reward.total: %w", r.TrajectoryID, err)
+		return nil, fmt.Errorf("encode advantage record %s reward: %w", r.TrajectoryID, err)
 	}
 	if len(r.Reward.Parts) > 0 {
 		// encoding/json writes map keys sorted.
@@ -118,7 +118,7 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays, arrays bool) (
 			names = append(names, name)
 		}
 		slices.Sort(names)
-		b = append(b, `,"parts":{`...)
+		b = append(b, `,"reward_parts":{`...)
 		for i, name := range names {
 			if i > 0 {
 				b = append(b, ',')
@@ -126,12 +126,11 @@ func appendRecord(b []byte, r *traj.AdvantageRecord, raw *Arrays, arrays bool) (
 			b = appendString(b, name)
 			b = append(b, ':')
 			if b, err = appendFloat(b, r.Reward.Parts[name], 64); err != nil {
-				return nil, fmt.Errorf("encode advantage record %s reward.parts.%s: %w", r.TrajectoryID, name, err)
+				return nil, fmt.Errorf("encode advantage record %s reward_parts.%s: %w", r.TrajectoryID, name, err)
 			}
 		}
 		b = append(b, '}')
 	}
-	b = append(b, '}')
 	if len(r.StepRewards) > 0 {
 		b = append(b, `,"step_rewards":[`...)
 		for i, v := range r.StepRewards {
@@ -296,8 +295,12 @@ var plainJSON = func() (t [256]bool) {
 // recordFields are the JSON names of traj.AdvantageRecord, in its order (a
 // test checks them against the type).
 var recordFields = []string{"schema", "trajectory_id", "group_id", "iteration", "sample_index", "policy_version",
-	"temperature", "input_ids", "prompt_len", "loss_mask", "old_logprobs", "ref_logprobs", "advantages", "kl",
-	"kl_estimator", "reward", "step_rewards", "segments", "mode", "estimator", "zero_variance", "stale"}
+	"temperature", "input_ids", "prompt_len", "response_mask", "rollout_log_probs", "ref_log_prob", "advantages", "kl",
+	"kl_estimator", "reward", "reward_parts", "step_rewards", "segments", "mode", "estimator", "zero_variance", "stale"}
+
+// recordKeys are the keys a record may have: recordFields and the v1/v2
+// names of the fields v3 renamed (see trajectoryKeys).
+var recordKeys = append(slices.Clip(recordFields), "loss_mask", "old_logprobs", "ref_logprobs")
 
 // DecodeRecord decodes one JSON advantage record strictly and validates it
 // (traj.AdvantageRecord.Validate: schema v2 and v1 are accepted). An error
@@ -323,7 +326,8 @@ func DecodeRecord(data []byte) (traj.AdvantageRecord, error) {
 
 // record decodes one advantage record object into r.
 func (s *scanner) record(r *traj.AdvantageRecord) error {
-	return s.object(recordFields, func(key string) error {
+	var sp spelling
+	err := s.object(recordKeys, func(key string) error {
 		var err error
 		switch key {
 		case "schema":
@@ -344,11 +348,14 @@ func (s *scanner) record(r *traj.AdvantageRecord) error {
 			r.InputIDs, _, err = s.int32s()
 		case "prompt_len":
 			r.PromptLen, err = s.int()
-		case "loss_mask":
+		case "response_mask", "loss_mask":
+			sp.saw(key == "loss_mask", renamedMask)
 			r.LossMask, _, err = s.uint8s()
-		case "old_logprobs":
+		case "rollout_log_probs", "old_logprobs":
+			sp.saw(key == "old_logprobs", renamedLogprobs)
 			r.OldLogprobs, _, err = s.float32s()
-		case "ref_logprobs":
+		case "ref_log_prob", "ref_logprobs":
+			sp.saw(key == "ref_logprobs", renamedRef)
 			r.RefLogprobs, _, err = s.float32s()
 		case "advantages":
 			r.Advantages, _, err = s.float32s()
@@ -357,7 +364,10 @@ func (s *scanner) record(r *traj.AdvantageRecord) error {
 		case "kl_estimator":
 			r.KLEstimator, err = s.str()
 		case "reward":
-			err = s.reward(&r.Reward)
+			err = s.reward(&r.Reward, &sp)
+		case "reward_parts":
+			sp.saw(false, renamedParts)
+			err = s.rewardParts(&r.Reward)
 		case "step_rewards":
 			r.StepRewards, err = s.float64s()
 		case "segments":
@@ -376,4 +386,8 @@ func (s *scanner) record(r *traj.AdvantageRecord) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return sp.check(r.Schema, traj.AdvantageSchema, traj.AdvantageNames(traj.AdvantageSchemaV2), traj.AdvantageNames(traj.AdvantageSchema))
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,14 +35,21 @@ func decodeStd[T any, P interface {
 	return v, P(&v).Validate()
 }
 
-// jsonNames lists a struct type's JSON field names (without options) in order.
+// jsonNames lists a struct type's JSON field names (without options) in
+// order, an embedded struct's in its place (as encoding/json writes them).
 func jsonNames(v any) []string {
-	t := reflect.TypeOf(v)
+	return jsonNamesOf(reflect.TypeOf(v))
+}
+
+func jsonNamesOf(t reflect.Type) []string {
 	var names []string
 	for i := 0; i < t.NumField(); i++ {
-		if tag := t.Field(i).Tag.Get("json"); tag != "" {
+		f := t.Field(i)
+		if tag := f.Tag.Get("json"); tag != "" {
 			name, _, _ := strings.Cut(tag, ",")
 			names = append(names, name)
+		} else if f.Anonymous {
+			names = append(names, jsonNamesOf(f.Type)...)
 		}
 	}
 	return names
@@ -64,12 +72,19 @@ func TestFieldsMirrorTraj(t *testing.T) {
 		}
 	}
 	var tags []string
-	rt := reflect.TypeOf(traj.AdvantageRecord{})
-	for i := 0; i < rt.NumField(); i++ {
-		tags = append(tags, rt.Field(i).Tag.Get("json"))
+	var walk func(rt reflect.Type)
+	walk = func(rt reflect.Type) {
+		for i := 0; i < rt.NumField(); i++ {
+			if f := rt.Field(i); f.Anonymous && f.Tag.Get("json") == "" {
+				walk(f.Type)
+			} else {
+				tags = append(tags, f.Tag.Get("json"))
+			}
+		}
 	}
+	walk(reflect.TypeOf(traj.AdvantageRecord{}))
 	if strings.Join(tags, " ") != "schema trajectory_id group_id iteration,omitempty sample_index policy_version temperature,omitempty input_ids prompt_len "+
-		"loss_mask old_logprobs ref_logprobs,omitempty advantages kl,omitempty kl_estimator,omitempty reward step_rewards,omitempty "+
+		"response_mask rollout_log_probs ref_log_prob,omitempty advantages kl,omitempty kl_estimator,omitempty reward reward_parts,omitempty step_rewards,omitempty "+
 		"segments,omitempty mode estimator zero_variance,omitempty stale,omitempty" {
 		t.Errorf("traj.AdvantageRecord changed; update AppendRecord: %v", tags)
 	}
@@ -83,10 +98,10 @@ func TestDecodeGroupRejects(t *testing.T) {
 		"unknown field":  strings.Replace(s, `"prompt_len"`, `"surprise":1,"prompt_len"`, 1),
 		"unknown nested": strings.Replace(s, `"kind":"model"`, `"kind":"model","surprise":1`, 1),
 		"unknown top":    strings.Replace(s, `"group_id"`, `"surprise":1,"group_id"`, 1),
-		"float token":    strings.Replace(s, `"tokens":[1,`, `"tokens":[1.5,`, 1),
-		"string logprob": strings.Replace(s, `"logprobs":[`, `"logprobs":["x",`, 1),
-		"mask 300":       strings.Replace(s, `"loss_mask":[1`, `"loss_mask":[300`, 1),
-		"mask 2":         strings.Replace(s, `"loss_mask":[1`, `"loss_mask":[2`, 1),
+		"float token":    strings.Replace(s, `"input_ids":[1,`, `"input_ids":[1.5,`, 1),
+		"string logprob": strings.Replace(s, `"rollout_log_probs":[`, `"rollout_log_probs":["x",`, 1),
+		"mask 300":       strings.Replace(s, `"response_mask":[1`, `"response_mask":[300`, 1),
+		"mask 2":         strings.Replace(s, `"response_mask":[1`, `"response_mask":[2`, 1),
 		"truncated":      s[:len(s)/2],
 		"trailing":       s + "{}",
 	} {
@@ -98,22 +113,22 @@ func TestDecodeGroupRejects(t *testing.T) {
 		}
 	}
 	for name, bad := range map[string]string{
-		"leading zero":   strings.Replace(s, `"tokens":[1,`, `"tokens":[01,`, 1),
-		"bare fraction":  strings.Replace(s, `"logprobs":[`, `"logprobs":[-.5,`, 1),
-		"open fraction":  strings.Replace(s, `"logprobs":[`, `"logprobs":[-1.,`, 1),
+		"leading zero":   strings.Replace(s, `"input_ids":[1,`, `"input_ids":[01,`, 1),
+		"bare fraction":  strings.Replace(s, `"rollout_log_probs":[`, `"rollout_log_probs":[-.5,`, 1),
+		"open fraction":  strings.Replace(s, `"rollout_log_probs":[`, `"rollout_log_probs":[-1.,`, 1),
 		"float size":     strings.Replace(s, `"group_size":2`, `"group_size":2.0`, 1),
-		"missing comma":  strings.Replace(s, `"tokens":[1,`, `"tokens":[1 `, 1),
+		"missing comma":  strings.Replace(s, `"input_ids":[1,`, `"input_ids":[1 `, 1),
 		"bad key":        strings.Replace(s, `"prompt_len"`, `prompt_len`, 1),
-		"overflow":       strings.Replace(s, `"logprobs":[`, `"logprobs":[-1e39,`, 1),
+		"overflow":       strings.Replace(s, `"rollout_log_probs":[`, `"rollout_log_probs":[-1e39,`, 1),
 		"unknown model":  strings.Replace(s, `"model":{`, `"model":{"surprise":1,`, 1),
 		"unknown result": strings.Replace(s, `"result":{`, `"result":{"surprise":1,`, 1),
 		"bad meta":       strings.Replace(s, `"finish_reason"`, `"meta":{"a":},"finish_reason"`, 1),
-		"string reward":  strings.Replace(s, `"total":`, `"total":"1",`, 1),
+		"string reward":  strings.Replace(s, `"reward":`, `"reward":"1",`, 1),
 		"bool ok":        strings.Replace(s, `"ok":true`, `"ok":1`, 1),
 		"string temp":    strings.Replace(s, `"temperature":0.7`, `"temperature":"0.7"`, 1),
 		"negative temp":  strings.Replace(s, `"temperature":0.7`, `"temperature":-0.7`, 1),
-		"temp in v1":     strings.Replace(s, `"schema":"toolrl.trajectory/v2","id"`, `"schema":"toolrl.trajectory/v1","id"`, 1),
-		"v1 group of v2": strings.Replace(s, `{"schema":"toolrl.trajectory/v2"`, `{"schema":"toolrl.trajectory/v1"`, 1),
+		"temp in v1":     strings.Replace(s, `"schema":"toolrl.trajectory/v3","id"`, `"schema":"toolrl.trajectory/v1","id"`, 1),
+		"v1 group of v2": strings.Replace(s, `{"schema":"toolrl.trajectory/v3"`, `{"schema":"toolrl.trajectory/v1"`, 1),
 		"string iter":    strings.Replace(s, `"policy_version"`, `"iteration":"1","policy_version"`, 1),
 		"float iter":     strings.Replace(s, `"policy_version"`, `"iteration":1.5,"policy_version"`, 1),
 		"negative iter":  strings.ReplaceAll(s, `"group_size"`, `"iteration":-1,"group_size"`),
@@ -134,18 +149,18 @@ func TestDecodeGroupRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, good := range map[string]string{
-		"spaced array": strings.Replace(s, `"tokens":[1,2`, `"tokens":[ 1 , 2`, 1),
+		"spaced array": strings.Replace(s, `"input_ids":[1,2`, `"input_ids":[ 1 , 2`, 1),
 		"indented":     indented.String(),
 		"key case":     strings.Replace(s, `"prompt_len"`, `"Prompt_Len"`, 1),
 		"escaped key":  strings.Replace(s, `"prompt_len"`, `"prompt\u005flen"`, 1),
 		"nulls": strings.Replace(strings.Replace(s, `"finish_reason"`, `"meta":null,"answer":null,"finish_reason"`, 1),
 			`"model":{`, `"model":{"hash":null,`, 1),
 		"meta":       strings.Replace(s, `"finish_reason"`, `"meta":{"a": [1, {"b":"}"}]},"finish_reason"`, 1),
-		"parts case": strings.Replace(s, `"total":`, `"Parts":{"Odd \"key\"":-0.25,"b":1e-7},"TOTAL":`, 1),
+		"parts case": strings.Replace(s, `"reward":`, `"Reward_Parts":{"Odd \"key\"":-0.25,"b":1e-7},"REWARD":`, 1),
 		"null temp":  strings.Replace(s, `"temperature":0.7`, `"temperature":null`, 1),
 		"temp case":  strings.Replace(s, `"temperature":0.7`, `"Temperature":1e0`, 1),
 		"v1": strings.ReplaceAll(strings.ReplaceAll(s, `"temperature":0.7,`, ""),
-			`"schema":"toolrl.trajectory/v2"`, `"schema":"toolrl.trajectory/v1"`),
+			`"schema":"toolrl.trajectory/v3"`, `"schema":"toolrl.trajectory/v1"`),
 		"iteration": strings.Replace(strings.ReplaceAll(s, `"group_size"`, `"iteration":2,"group_size"`),
 			`"policy_version"`, `"Iteration":2,"policy_version"`, 1),
 		"null iteration": strings.Replace(s, `"policy_version"`, `"iteration":null,"policy_version"`, 1),
@@ -320,25 +335,25 @@ func TestDecodeErrorsNameFieldAndID(t *testing.T) {
 		want []string
 	}{
 		{"group wrong type", func() error {
-			_, err := DecodeGroup([]byte(strings.Replace(s, `"logprobs":[`, `"logprobs":["x",`, 1)))
+			_, err := DecodeGroup([]byte(strings.Replace(s, `"rollout_log_probs":[`, `"rollout_log_probs":["x",`, 1)))
 			return err
-		}, []string{"group job/p", "trajectories[0] (job/p/0)", "logprobs", "[0]"}},
+		}, []string{"group job/p", "trajectories[0] (job/p/0)", "rollout_log_probs", "[0]"}},
 		{"group unknown field", func() error {
 			_, err := DecodeGroup([]byte(strings.Replace(s, `"prompt_len"`, `"surprise":1,"prompt_len"`, 1)))
 			return err
 		}, []string{"group job/p", `unknown field "surprise"`}},
 		{"group overflow", func() error {
-			_, err := DecodeGroup([]byte(strings.Replace(s, `"total":1`, `"total":1e999`, 1)))
+			_, err := DecodeGroup([]byte(strings.Replace(s, `"reward":1`, `"reward":1e999`, 1)))
 			return err
-		}, []string{"group job/p", "reward", "total", "out of range"}},
+		}, []string{"group job/p", "reward", "out of range"}},
 		{"record wrong type", func() error {
 			_, err := DecodeRecord([]byte(strings.Replace(rs, `"advantages":[`, `"advantages":[true,`, 1)))
 			return err
 		}, []string{"record job/p/1", "advantages"}},
 		{"record non-finite", func() error {
-			_, err := DecodeRecord([]byte(strings.Replace(rs, `"old_logprobs":[`, `"old_logprobs":[-1e39,`, 1)))
+			_, err := DecodeRecord([]byte(strings.Replace(rs, `"rollout_log_probs":[`, `"rollout_log_probs":[-1e39,`, 1)))
 			return err
-		}, []string{"record job/p/1", "old_logprobs", "[0]"}},
+		}, []string{"record job/p/1", "rollout_log_probs", "[0]"}},
 		{"trajectory unknown field", func() error {
 			line, _ := EncodeTrajectory(&g.Trajectories[0])
 			_, err := DecodeTrajectory([]byte(strings.Replace(string(line), `"answer"`, `"surprise":1,"answer"`, 1)))
@@ -385,7 +400,7 @@ func TestDecodeRecordBinaryRejects(t *testing.T) {
 		{"NaN", header, func(a *BinaryArrays) {
 			a.KL = binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(math.NaN())))
 		}, "kl[0]"},
-		{"short mask", header, func(a *BinaryArrays) { a.LossMask = a.LossMask[1:] }, "loss_mask"},
+		{"short mask", header, func(a *BinaryArrays) { a.LossMask = a.LossMask[1:] }, "response_mask"},
 		{"unknown field", []byte(strings.Replace(string(header), `"mode"`, `"surprise":1,"mode"`, 1)), func(*BinaryArrays) {}, "surprise"},
 	} {
 		a := good
@@ -411,9 +426,17 @@ func FuzzDecodeGroupMatchesEncodingJSON(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte(`{"schema":"toolrl.trajectory/v1","trajectories":null}`))
 	f.Add([]byte(`{"group_id":"a","trajectories":[{"tokens":[1,2],"loss_mask":[1],"logprobs":[-0.5]}]}`))
+	f.Add([]byte(toV2(string(seed))))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := DecodeGroup(data)
 		want, stdErr := decodeStd[traj.Group](data)
+		if err == nil && stdErr != nil && oldSpelling(data) {
+			// The decoder also reads v1/v2 names, which encoding/json (v3's
+			// names) does not: what it read must be what the v3 spelling
+			// of it decodes to.
+			again, _ := EncodeGroup(&got)
+			want, stdErr = decodeStd[traj.Group](again)
+		}
 		if (err == nil) != (stdErr == nil) {
 			t.Fatalf("wire: %v\nencoding/json: %v", err, stdErr)
 		}
@@ -421,4 +444,126 @@ func FuzzDecodeGroupMatchesEncodingJSON(f *testing.F) {
 			t.Fatalf("decoded groups differ")
 		}
 	})
+}
+
+// toV2 respells v3 JSON of a group or record the v2 way: the renamed keys,
+// the reward object, and the schema strings.
+func toV2(s string) string {
+	for _, r := range [][2]string{
+		{`"toolrl.trajectory/v3"`, `"toolrl.trajectory/v2"`}, {`"toolrl.advantage/v3"`, `"toolrl.advantage/v2"`},
+		{`"input_ids":`, `"tokens":`}, {`"response_mask":`, `"loss_mask":`}, {`"rollout_log_probs":`, `"logprobs":`},
+		{`"ref_log_prob":`, `"ref_logprobs":`},
+	} {
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	// "reward":X,"reward_parts":{...} -> "reward":{"total":X,"parts":{...}}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, `"reward":`)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := i + len(`"reward":`)
+		k := j + strings.IndexAny(s[j:], ",}")
+		b.WriteString(s[:j] + `{"total":` + s[j:k])
+		s = s[k:]
+		if strings.HasPrefix(s, `,"reward_parts":`) {
+			end := strings.Index(s, "}") + 1
+			b.WriteString(`,"parts":` + s[len(`,"reward_parts":`):end])
+			s = s[end:]
+		}
+		b.WriteString("}")
+	}
+}
+
+// Schema v2 data, with its names, decodes to what the same v3 data does;
+// a v3 record that uses a v2 name, or a record that spells one field both
+// ways, is refused with the field and the record named.
+func TestSchemaV2NamesStillRead(t *testing.T) {
+	g := trajtest.Group(trajtest.Options{Size: 2, Temperature: trajtest.Temperature(0.7), Rewards: []float64{1, 0},
+		Sample: func(i int, t *traj.Trajectory) {
+			t.RefLogprobs = slices.Clone(t.Logprobs)
+			t.Reward.Parts = map[string]float64{"outcome": t.Reward.Total}
+		}})
+	data, _ := EncodeGroup(g)
+	v3 := string(data)
+	v2 := toV2(v3)
+	for _, name := range []string{`"tokens":`, `"loss_mask":`, `"logprobs":`, `"ref_logprobs":`, `"reward":{"total":`, `"parts":{`} {
+		if !strings.Contains(v2, name) {
+			t.Fatalf("v2 group has no %s: %s", name, v2)
+		}
+	}
+	got, err := DecodeGroup([]byte(v2))
+	if err != nil {
+		t.Fatalf("v2 group: %v", err)
+	}
+	want := *g
+	want.Schema = traj.TrajectorySchemaV2
+	want.Trajectories = slices.Clone(g.Trajectories)
+	for i := range want.Trajectories {
+		want.Trajectories[i].Schema = traj.TrajectorySchemaV2
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("v2 group decodes to\n%+v\nwant\n%+v", got, want)
+	}
+	rec := trajtest.Record(g.Trajectories[1], 0.5)
+	rdata, _ := EncodeRecord(&rec)
+	rv3 := string(rdata)
+	rv2 := strings.NewReplacer(`"tokens":`, `"input_ids":`, `"logprobs":`, `"old_logprobs":`).Replace(toV2(rv3))
+	back, err := DecodeRecord([]byte(rv2))
+	wantRec := rec
+	wantRec.Schema = traj.AdvantageSchemaV2
+	if err != nil || !reflect.DeepEqual(back, wantRec) {
+		t.Errorf("v2 record: %v\n%s", err, rv2)
+	}
+	// Older schemas may take v3's spelling (toolrl writes old records so).
+	if _, err := DecodeRecord([]byte(strings.Replace(rv3, `"toolrl.advantage/v3"`, `"toolrl.advantage/v2"`, 1))); err != nil {
+		t.Errorf("v2 record spelled as v3: %v", err)
+	}
+
+	for _, c := range []struct {
+		name, data string
+		decode     func([]byte) error
+		want       []string
+	}{
+		{"v3 group with tokens", strings.Replace(v3, `"input_ids":`, `"tokens":`, 1),
+			func(b []byte) error { _, err := DecodeGroup(b); return err },
+			[]string{"job/p/0", `"input_ids"`, `"tokens"`, "toolrl.trajectory/v3"}},
+		{"v3 group with the reward object", strings.Replace(v3, `"reward":1`, `"reward":{"total":1}`, 1),
+			func(b []byte) error { _, err := DecodeGroup(b); return err },
+			[]string{"job/p/0", `"reward.total"`}},
+		{"v3 record with old_logprobs", strings.Replace(rv3, `"rollout_log_probs":`, `"old_logprobs":`, 1),
+			func(b []byte) error { _, err := DecodeRecord(b); return err },
+			[]string{"record job/p/1", `"rollout_log_probs"`, `"old_logprobs"`}},
+		{"both spellings", strings.Replace(rv2, `"loss_mask":`, `"response_mask":[1],"loss_mask":`, 1),
+			func(b []byte) error { _, err := DecodeRecord(b); return err },
+			[]string{"record job/p/1", `both "loss_mask" and "response_mask"`}},
+	} {
+		if c.data == v3 || c.data == rv3 || c.data == rv2 {
+			t.Fatalf("%s: replacement did not apply", c.name)
+		}
+		err := c.decode([]byte(c.data))
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not say %s", c.name, err, w)
+			}
+		}
+	}
+}
+
+// oldSpelling reports whether data may hold a v1/v2 name (keys match
+// case-insensitively).
+func oldSpelling(data []byte) bool {
+	lower := bytes.ToLower(data)
+	for _, k := range []string{`"tokens"`, `"loss_mask"`, `"logprobs"`, `"ref_logprobs"`, `"total"`, `"parts"`} {
+		if bytes.Contains(lower, []byte(k)) {
+			return true
+		}
+	}
+	return false
 }
