@@ -106,3 +106,11 @@ def test_v3_with_old_names_is_refused():
     v3 = dict(v3, rollout_log_probs=v3.pop("old_logprobs"), reward={"total": 1.0})
     with pytest.raises(toolrl.RecordError, match="j/p/0.*'reward' is an object"):
         toolrl.normalize_record(v3)
+
+
+def test_verl_batch_of_a_trajectory_names_it():
+    # A trajectory has no advantages: a clear error, not a KeyError.
+    t = {"schema": "toolrl.trajectory/v3", "id": "j/p/0", "group_id": "j/p", "input_ids": [1, 2, 3],
+         "prompt_len": 2, "response_mask": [1], "rollout_log_probs": [-0.5], "reward": 1.0}
+    with pytest.raises(ValueError, match="record j/p/0: no advantages.*run toolrl advantage first"):
+        toolrl.to_verl_batch([toolrl.normalize_record(t)], require_ref=False)

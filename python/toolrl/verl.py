@@ -31,6 +31,12 @@ def to_verl_batch(records, pad_token_id=0, require_ref=True, return_tensors="np"
     recs = list(records)
     if not recs:
         raise ValueError("to_verl_batch: no records")
+    for r in recs:
+        missing = [k for k in ("input_ids", "prompt_len", "response_mask", "rollout_log_probs", "advantages") if k not in r]
+        if missing:
+            what = " (a trajectory, not an advantage record: run toolrl advantage first)" if "advantages" in missing and "id" in r else ""
+            raise ValueError(f"record {record_id(r)}: no {', '.join(missing)}{what}; "
+                             f"to_verl_batch takes advantage records normalised by normalize_record")
     B = len(recs)
     P = max(int(r["prompt_len"]) for r in recs)
     R = max(len(r["input_ids"]) - int(r["prompt_len"]) for r in recs)
