@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/chat"
+	"github.com/toolrl/toolrl/reward"
 )
 
 // Job is a rollout job, as read from a YAML job file. Zero values mean the
@@ -92,8 +93,8 @@ type Job struct {
 	// and costs nothing with fast tools like the calculator.
 	AsyncTools bool `yaml:"async_tools"`
 
-	Rewards RewardConfig `yaml:"rewards"`
-	Limits  Limits       `yaml:"limits"`
+	Rewards reward.Config `yaml:"rewards"`
+	Limits  Limits        `yaml:"limits"`
 
 	// Batch is the most sequences decoded together in one ORT Run. Default 64.
 	Batch int `yaml:"batch"`
@@ -346,5 +347,5 @@ func (j *Job) Normalize() error {
 		yes := true
 		j.Resume = &yes
 	}
-	return j.Rewards.normalize()
+	return j.Rewards.Normalize()
 }

@@ -16,8 +16,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/reward"
 	"github.com/toolrl/toolrl/stream"
-	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -214,7 +214,7 @@ func (s *parquetSink) Completed(ctx context.Context) (map[string]bool, error) {
 
 func (s *parquetSink) open() error {
 	s.tmp = s.path + ".partial"
-	w, err := export.CreateTrajectories(s.tmp+".parquet", export.WriterOptions{RewardParts: rewardParts()})
+	w, err := export.CreateTrajectories(s.tmp+".parquet", export.WriterOptions{RewardParts: reward.PartNames()})
 	if err != nil {
 		return err
 	}
@@ -253,13 +253,6 @@ func (s *parquetSink) Close() error {
 	}
 	s.w = nil
 	return os.Rename(s.tmp+".parquet", s.path)
-}
-
-// rewardParts lists every part the rollout's rewards can emit, so a Parquet
-// file has a column for each whatever its first row group holds.
-func rewardParts() []string {
-	return []string{PartOutcome, PartFormat, tools.PartToolSuccess, tools.PartToolUse, tools.PartCallCost,
-		tools.PartInvalidCall, tools.PartOverCap}
 }
 
 // redisSink adds each group as one entry of the job's groups stream, with

@@ -8,5 +8,5 @@ func NewSummary(job string) *Summary { return newSummary(job) }
 
 // AddGroup folds a written group into the summary exactly as a run does;
 // correct[i] says whether trajectory i's final answer is right
-// (RewardConfig.Score).
+// (reward.Config.Score).
 func (s *Summary) AddGroup(g *traj.Group, correct []bool) { s.addGroup(g, correct) }

@@ -15,6 +15,7 @@ import (
 	"github.com/toolrl/toolrl/chat"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/reward"
 	"github.com/toolrl/toolrl/tokenizer"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
@@ -299,7 +300,7 @@ func TestPerTurnCallCap(t *testing.T) {
 	if got := strings.Join(classes, ","); got != ",,over_cap" || tr.FinishReason != traj.FinishStop {
 		t.Errorf("tool results' classes %q, finish %s; want \",,over_cap\" and stop", got, tr.FinishReason)
 	}
-	if tr.Reward.Parts[tools.PartOverCap] >= 0 {
+	if tr.Reward.Parts[reward.PartOverCap] >= 0 {
 		t.Errorf("no over_cap penalty: %+v", tr.Reward.Parts)
 	}
 }

@@ -2,8 +2,8 @@
 // the registry read from a YAML or JSON file, streaming call parsers for the
 // bracket form ([CALC: 12 * 34]) and the Hermes/Qwen form
 // (<tool_call>{...}</tool_call>), an executor that runs calls under a global
-// and a per-tool concurrency limit with per-call timeouts, and the reward parts
-// computed from what the calls did.
+// and a per-tool concurrency limit with per-call timeouts. The reward parts
+// computed from what the calls did are package reward's.
 //
 // A rollout uses it like this: an actor feeds every decoded text delta of a
 // sequence to a Parser and pauses the sequence as soon as a call completes; the

@@ -568,7 +568,7 @@ const rewardSumTolerance = 1e-9
 // with |total| ≤ MaxRewardMagnitude and equals, within a relative 1e-9 (of
 // the largest magnitude involved, at least 1), the sum of reward.parts when
 // the reward has parts, and the sum of step_rewards when there are step
-// rewards. toolrl's rollout writes rewards so (orchestrator.RewardConfig.Score:
+// rewards. toolrl's rollout writes rewards so (orchestrator.reward.Config.Score:
 // each part is paid to a step, and the total is the sum of the steps); a
 // process-mode advantage computed from step rewards that do not add up to the
 // outcome would train on two different rewards. It returns a *FieldError.

@@ -33,11 +33,11 @@ var layers = []struct {
 	}},
 	{"the network and the tool registry", []string{"traj/wire", "model/llama", "tools", "internal/trajtest"}},
 	{"actor, differentiable model, GRPO math, streams, files", []string{
-		"actor", "model/train", "advantage", "stream", "export", "internal/testsupport", "internal/recipe/bpetrain",
+		"actor", "model/train", "advantage", "stream", "export", "reward", "internal/testsupport", "internal/recipe/bpetrain",
 	}},
 	{"pipeline stages: rollout, advantage service and offline pass, learner", []string{
 		"orchestrator", "advantage/serve", "advantage/offline", "learner",
-		"internal/tinymodel", "internal/recipe/calcdata",
+		"internal/tinymodel", "internal/recipe/calcdata", "internal/schemadoc",
 	}},
 	{"the closed loop", []string{"trainer"}},
 	{"its charts", []string{"internal/curves"}},

@@ -1,10 +1,11 @@
-package tools_test
+package reward_test
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/toolrl/toolrl/reward"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -12,9 +13,9 @@ import (
 // A rollout in miniature: model text arrives in deltas, the parser finds the
 // bracket call, the episode executes it, the result is injected, and the
 // reward parts are computed from the segments.
-func Example() {
+func ExampleComputeToolRewards() {
 	ctx := context.Background()
-	reg, err := tools.LoadRegistry(ctx, "testdata/calc.yaml")
+	reg, err := tools.LoadRegistry(ctx, "../tools/testdata/calc.yaml")
 	if err != nil {
 		panic(err)
 	}
@@ -43,9 +44,9 @@ func Example() {
 		turn++
 	}
 	segs = append(segs, traj.Segment{Kind: traj.SegmentModel, Turn: turn, Text: text.String()})
-	rw := tools.ComputeRewards(segs, tools.DefaultRewardWeights())
+	rw := reward.ComputeToolRewards(segs, reward.DefaultToolWeights())
 	fmt.Printf("calls %d, ok %d, result used %d; call_cost %.1f steps %.1f\n",
-		rw.Calls, rw.Succeeded, rw.Used, rw.Parts[tools.PartCallCost], rw.Steps)
+		rw.Calls, rw.Succeeded, rw.Used, rw.Parts[reward.PartCallCost], rw.Steps)
 	// Output:
 	// call calculator {"expression":"12 * 34"} -> inject " = 408"
 	// calls 1, ok 1, result used 1; call_cost -0.1 steps [-0.1 0.0]

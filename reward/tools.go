@@ -1,8 +1,9 @@
-package tools
+package reward
 
 import (
 	"strings"
 
+	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -20,9 +21,9 @@ const (
 // the sum does not depend on map iteration.
 var partOrder = []string{PartToolSuccess, PartToolUse, PartCallCost, PartToolFailure, PartInvalidCall, PartOverCap}
 
-// RewardWeights weight the tool reward parts; each part is weight × count.
-// The zero value turns every part off; DefaultRewardWeights gives the defaults.
-type RewardWeights struct {
+// ToolWeights weight the tool reward parts; each part is weight × count.
+// The zero value turns every part off; DefaultToolWeights gives the defaults.
+type ToolWeights struct {
 	// ToolSuccess per call that parsed and executed ok.
 	ToolSuccess float64 `yaml:"tool_success" json:"tool_success"`
 	// ToolUse per successful call whose result the model's later text uses
@@ -40,13 +41,13 @@ type RewardWeights struct {
 	OverCap float64 `yaml:"over_cap" json:"over_cap"`
 }
 
-// DefaultRewardWeights are tool_success 0, tool_use 0, call_cost -0.1,
+// DefaultToolWeights are tool_success 0, tool_use 0, call_cost -0.1,
 // tool_failure -0.2, invalid_call -0.2, over_cap -0.3: a call never pays for
 // itself, a call that succeeds costs 0.1, one that fails or is invalid 0.3,
 // one past a cap 0.4. A call earns reward only through the final answer it
-// helps to get right (the outcome part of the orchestrator's RewardConfig).
-func DefaultRewardWeights() RewardWeights {
-	return RewardWeights{ToolSuccess: 0, ToolUse: 0, CallCost: -0.1, ToolFailure: -0.2, InvalidCall: -0.2, OverCap: -0.3}
+// helps to get right (the outcome part of the orchestrator's Config).
+func DefaultToolWeights() ToolWeights {
+	return ToolWeights{ToolSuccess: 0, ToolUse: 0, CallCost: -0.1, ToolFailure: -0.2, InvalidCall: -0.2, OverCap: -0.3}
 }
 
 // ToolRewards are the tool reward parts of one trajectory.
@@ -73,7 +74,7 @@ func (r ToolRewards) Total() float64 {
 	return t
 }
 
-// ComputeRewards scores the calls of a trajectory's segments, laid out as
+// ComputeToolRewards scores the calls of a trajectory's segments, laid out as
 // traj.Segment describes: a turn's calls are read from its model segments
 // (Segment.Call, one per segment, in order) and call i's result from the
 // turn's i-th tool segment (Segment.Result); a call with no tool segment
@@ -98,7 +99,7 @@ func (r ToolRewards) Total() float64 {
 // that wrote it, summed in call order. With one call per turn this is the
 // per-model-segment scoring toolrl did before, value for value. It is a
 // pure function of its inputs.
-func ComputeRewards(segs []traj.Segment, w RewardWeights) ToolRewards {
+func ComputeToolRewards(segs []traj.Segment, w ToolWeights) ToolRewards {
 	out := ToolRewards{Parts: make(map[string]float64, len(partOrder))}
 	for _, k := range partOrder {
 		out.Parts[k] = 0
@@ -114,10 +115,10 @@ func ComputeRewards(segs []traj.Segment, w RewardWeights) ToolRewards {
 		out.Calls++
 		add(PartCallCost, w.CallCost)
 		switch class := callClass(call, result); {
-		case class == ClassOverCap:
+		case class == tools.ClassOverCap:
 			out.OverCap++
 			add(PartOverCap, w.OverCap)
-		case IsParseClass(class) || class == ClassInvalidArgs:
+		case tools.IsParseClass(class) || class == tools.ClassInvalidArgs:
 			out.Invalid++
 			add(PartInvalidCall, w.InvalidCall)
 		case result == nil:

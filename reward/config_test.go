@@ -1,18 +1,17 @@
-package orchestrator
+package reward
 
 import (
 	"encoding/json"
 	"math"
 	"testing"
 
-	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
 
-func defaultRewards(t *testing.T) RewardConfig {
+func defaultRewards(t *testing.T) Config {
 	t.Helper()
-	var c RewardConfig
-	if err := c.normalize(); err != nil {
+	var c Config
+	if err := c.Normalize(); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -37,18 +36,18 @@ func TestExtractAnswer(t *testing.T) {
 	}
 	c.Regex = `#### (\S+)`
 	c.Extract = nil
-	if err := c.normalize(); err != nil {
+	if err := c.Normalize(); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.ExtractAnswer("work... #### 17 then 99"); got.Answer != "17" || got.By != "regex" {
 		t.Errorf("regex extractor: %+v", got)
 	}
-	bad := RewardConfig{Extract: []string{"regex"}}
-	if err := bad.normalize(); err == nil {
+	bad := Config{Extract: []string{"regex"}}
+	if err := bad.Normalize(); err == nil {
 		t.Error("extract [regex] without a regex accepted")
 	}
-	bad = RewardConfig{Extract: []string{"vibes"}}
-	if err := bad.normalize(); err == nil {
+	bad = Config{Extract: []string{"vibes"}}
+	if err := bad.Normalize(); err == nil {
 		t.Error("unknown extractor accepted")
 	}
 }
@@ -90,10 +89,10 @@ func TestScoreSplitsRewardIntoSteps(t *testing.T) {
 	if !c.Score(&tr, "408") {
 		t.Fatal("correct answer not recognised")
 	}
-	w := tools.DefaultRewardWeights()
+	w := DefaultToolWeights()
 	want := map[string]float64{
-		PartOutcome: 1, PartFormat: 0.1, tools.PartToolSuccess: w.ToolSuccess, tools.PartToolUse: w.ToolUse,
-		tools.PartCallCost: w.CallCost, tools.PartToolFailure: 0, tools.PartInvalidCall: 0, tools.PartOverCap: 0,
+		PartOutcome: 1, PartFormat: 0.1, PartToolSuccess: w.ToolSuccess, PartToolUse: w.ToolUse,
+		PartCallCost: w.CallCost, PartToolFailure: 0, PartInvalidCall: 0, PartOverCap: 0,
 		PartPenaltyClip: 0,
 	}
 	if len(tr.Reward.Parts) != len(want) {

@@ -1,4 +1,4 @@
-package orchestrator
+package reward
 
 import (
 	"fmt"
@@ -7,11 +7,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
 
-// Reward part names the orchestrator adds to the tool parts of tools.ComputeRewards.
+// Reward part names Config.Score adds to the tool parts of ComputeToolRewards.
 const (
 	PartOutcome = "outcome"
 	PartFormat  = "format"
@@ -20,21 +19,28 @@ const (
 	PartPenaltyClip = "penalty_clip"
 )
 
-// RewardConfig weights the reward parts and says how answers are extracted.
+// PartNames lists every part Config.Score can write, in a fixed order: a
+// Parquet file of rollouts gets a column for each (export's reward_<part>
+// columns), whatever its first rows hold.
+func PartNames() []string {
+	return append(append([]string{PartOutcome, PartFormat}, partOrder...), PartPenaltyClip)
+}
+
+// Config weights the reward parts and says how answers are extracted.
 // An unset weight takes its default; write 0 to turn a part off.
 //
 // The defaults make a call pay only through a right answer: no part rewards
 // calling as such, every call costs 0.1, a call that fails or is invalid
 // 0.3, and a right answer always scores above a wrong one (AdaTIR's "sign
 // reversal", where tool penalties outweigh correctness, cannot happen).
-type RewardConfig struct {
+type Config struct {
 	// Outcome is paid when the extracted answer equals the reference. Default 1.
 	Outcome *float64 `yaml:"outcome"`
 	// Format is paid when the response ends cleanly (EOS) with an explicitly
 	// marked answer ("The answer is N", \boxed{N} or the regex) and has no
 	// invalid call. Default 0.1.
 	Format *float64 `yaml:"format"`
-	// The tool parts, per call (defaults from tools.DefaultRewardWeights:
+	// The tool parts, per call (defaults from DefaultToolWeights:
 	// tool_success 0, tool_use 0, call_cost -0.1, tool_failure -0.2,
 	// invalid_call -0.2, over_cap -0.3).
 	ToolSuccess *float64 `yaml:"tool_success"`
@@ -63,7 +69,7 @@ type RewardConfig struct {
 	regex *regexp.Regexp
 }
 
-// DefaultMaxToolPenalty is RewardConfig.MaxToolPenalty's default: above the
+// DefaultMaxToolPenalty is Config.MaxToolPenalty's default: above the
 // 0.7 that three calls (the default max_tool_calls) take at worst while one
 // of them succeeds, so that within that cap a failed call still scores below
 // a successful one; below outcome − format (0.9), so that a right answer
@@ -72,8 +78,8 @@ const DefaultMaxToolPenalty = 0.8
 
 func ptr(v float64) *float64 { return &v }
 
-func (c *RewardConfig) normalize() error {
-	d := tools.DefaultRewardWeights()
+func (c *Config) Normalize() error {
+	d := DefaultToolWeights()
 	for _, f := range []struct {
 		p   **float64
 		def float64
@@ -122,8 +128,8 @@ func (c *RewardConfig) normalize() error {
 	return nil
 }
 
-func (c *RewardConfig) toolWeights() tools.RewardWeights {
-	return tools.RewardWeights{ToolSuccess: *c.ToolSuccess, ToolUse: *c.ToolUse, CallCost: *c.CallCost,
+func (c *Config) toolWeights() ToolWeights {
+	return ToolWeights{ToolSuccess: *c.ToolSuccess, ToolUse: *c.ToolUse, CallCost: *c.CallCost,
 		ToolFailure: *c.ToolFailure, InvalidCall: *c.InvalidCall, OverCap: *c.OverCap}
 }
 
@@ -145,7 +151,7 @@ func (e Extraction) Marked() bool { return e.By != "" && e.By != "last_number" }
 // ExtractAnswer applies the configured extractors in order to the model's own
 // text (tool results are not part of it, so a call's result alone never counts
 // as an answer).
-func (c *RewardConfig) ExtractAnswer(text string) Extraction {
+func (c *Config) ExtractAnswer(text string) Extraction {
 	for _, e := range c.Extract {
 		var m string
 		switch e {
@@ -184,7 +190,7 @@ func lastGroup(re *regexp.Regexp, text string) string {
 // AnswerMatches compares an extracted answer with the reference: numerically
 // (exact rationals, thousands separators ignored, within Tolerance) when both
 // parse as numbers, else as trimmed case-insensitive strings.
-func (c *RewardConfig) AnswerMatches(got, want string) bool {
+func (c *Config) AnswerMatches(got, want string) bool {
 	got, want = strings.TrimSpace(got), strings.TrimSpace(want)
 	if got == "" || want == "" {
 		return false
@@ -212,13 +218,13 @@ func parseNumber(s string) (*big.Rat, bool) {
 // Score fills t.Reward and t.StepRewards from the trajectory's segments and
 // the reference answer. StepRewards has one entry per step, an assistant
 // turn (traj.Trajectory.Steps): the sum of the tool parts of the calls that
-// turn made (tools.ComputeRewards, every call scored on its own); outcome,
+// turn made (ComputeToolRewards, every call scored on its own); outcome,
 // format and penalty_clip are paid to the last step, whose turn ends the
 // answer. With one call per turn a step is a model segment, as before
 // parallel calls. The total is the sum of the step rewards. It returns
 // whether the outcome was correct.
-func (c *RewardConfig) Score(t *traj.Trajectory, answer string) bool {
-	tr := tools.ComputeRewards(t.Segments, c.toolWeights())
+func (c *Config) Score(t *traj.Trajectory, answer string) bool {
+	tr := ComputeToolRewards(t.Segments, c.toolWeights())
 	parts := make(map[string]float64, len(tr.Parts)+3)
 	for k, v := range tr.Parts {
 		parts[k] = v

@@ -1,4 +1,4 @@
-package orchestrator
+package reward
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/toolrl/toolrl/traj"
@@ -47,7 +46,7 @@ func TestRewardOneCallPerTurnUnchanged(t *testing.T) {
 	visible.ToolSuccess, visible.ToolUse = ptr(0.05), ptr(0.07)
 	for _, cfg := range []struct {
 		name string
-		c    RewardConfig
+		c    Config
 	}{{"default", defaultRewards(t)}, {"visible", visible}} {
 		for _, s := range rewardSpace(t, cfg.c) {
 			line(cfg.name+" "+s.String(), &s.t)
@@ -176,35 +175,5 @@ func TestRewardParallelCallsKeepTheirParts(t *testing.T) {
 		if got := par.StepRewards[want-1]; math.Abs(got-last) > 1e-9 {
 			t.Errorf("%v: last step %v, want outcome + format + penalty_clip = %v", s, got, last)
 		}
-	}
-}
-
-// TestSummaryPairsParallelCalls: the rollout summary classifies each call
-// of a turn by the tool segment of the same rank (not the one that starts
-// where its model segment ends), counts calling turns and the most calls in
-// one, and says so in its text only when a turn made several.
-func TestSummaryPairsParallelCalls(t *testing.T) {
-	data, err := os.ReadFile("../traj/testdata/parallel-calls-group.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := wire.DecodeGroup(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Call 1 of turn 0 failed, call 2 succeeded: the old pairing (the tool
-	// segment starting where the model segment ends) gave call 2 call 1's
-	// result and call 1 none.
-	g.Trajectories[0].Segments[2].Result = &traj.ToolResult{ErrorClass: "timeout", Content: "error: timeout"}
-	s := &Summary{Calls: map[string]int{}, ToolCalls: map[string]map[string]int{}, Finish: map[traj.FinishReason]int{}}
-	s.addGroup(&g, []bool{true, false})
-	want := map[string]int{"ok": 2, "timeout": 1, "not_executed": 2}
-	if fmt.Sprint(s.Calls) != fmt.Sprint(want) || s.TurnsWithCall != 3 || s.MaxCallsPerTurn != 2 || s.TrajectoriesWithCall != 2 {
-		t.Errorf("calls %v turns with call %d max per turn %d trajectories with call %d; want %v 3 2 2", s.Calls, s.TurnsWithCall, s.MaxCallsPerTurn, s.TrajectoriesWithCall, want)
-	}
-	var b bytes.Buffer
-	s.Write(&b)
-	if !strings.Contains(b.String(), "; 3 calling turns, up to 2 calls per turn\n") {
-		t.Errorf("summary text lacks the per-turn line:\n%s", b.String())
 	}
 }

@@ -1,4 +1,4 @@
-package tools
+package reward
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"math"
 	"testing"
 
-	"github.com/toolrl/toolrl/tools/calculator"
+	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
 
 // Every class of call with weights that make each part visible: the parts,
 // the counts and the step each call's parts land on.
-func TestComputeRewards(t *testing.T) {
+func TestComputeToolRewards(t *testing.T) {
 	ok := &traj.ToolCall{Name: "calculator", Raw: "[CALC: 12 * 34]"}
 	bad := &traj.ToolCall{Name: "calculator", Raw: "[CALC: 1", ParseError: "unterminated: ended"}
 	capped := &traj.ToolCall{Name: "calculator", Raw: "[CALC: 2]", ParseError: "over_cap: past"}
@@ -28,8 +28,8 @@ func TestComputeRewards(t *testing.T) {
 		{Kind: traj.SegmentTool, Turn: 3, Call: five, Result: &traj.ToolResult{ErrorClass: "invalid_args", Content: "error: invalid_args: syntax error"}},
 		{Kind: traj.SegmentModel, Turn: 4, Text: "The answer is 408. [CALC: 1", Call: bad},
 	}
-	w := RewardWeights{ToolSuccess: 0.1, ToolUse: 0.2, CallCost: -0.1, ToolFailure: -0.25, InvalidCall: -0.2, OverCap: -0.3}
-	r := ComputeRewards(segs, w)
+	w := ToolWeights{ToolSuccess: 0.1, ToolUse: 0.2, CallCost: -0.1, ToolFailure: -0.25, InvalidCall: -0.2, OverCap: -0.3}
+	r := ComputeToolRewards(segs, w)
 	if r.Calls != 5 || r.Succeeded != 1 || r.Used != 1 || r.Failed != 1 || r.Invalid != 2 || r.OverCap != 1 {
 		t.Fatalf("counts = %+v", r)
 	}
@@ -58,17 +58,17 @@ func TestComputeRewards(t *testing.T) {
 	if math.Abs(r.Total()-(-1.15)) > 1e-9 || math.Abs(sum-r.Total()) > 1e-9 {
 		t.Errorf("total = %v, steps sum to %v", r.Total(), sum)
 	}
-	if z := ComputeRewards(segs, RewardWeights{}); z.Total() != 0 {
+	if z := ComputeToolRewards(segs, ToolWeights{}); z.Total() != 0 {
 		t.Errorf("zero weights total %v", z.Total())
 	}
 
 	// A call recorded but not run (the last allowed turn) costs only the call.
-	notRun := ComputeRewards([]traj.Segment{{Kind: traj.SegmentModel, Text: "[CALC: 1+1]", Call: &traj.ToolCall{Name: "calculator"}}}, w)
+	notRun := ComputeToolRewards([]traj.Segment{{Kind: traj.SegmentModel, Text: "[CALC: 1+1]", Call: &traj.ToolCall{Name: "calculator"}}}, w)
 	if notRun.Calls != 1 || notRun.Failed+notRun.Invalid+notRun.Succeeded != 0 || math.Abs(notRun.Total()+0.1) > 1e-12 {
 		t.Errorf("call without result: %+v", notRun)
 	}
 	// A tool segment before any model segment: its parts go to the first step.
-	orphan := ComputeRewards([]traj.Segment{
+	orphan := ComputeToolRewards([]traj.Segment{
 		{Kind: traj.SegmentTool, Result: &traj.ToolResult{ErrorClass: "timeout"}},
 		{Kind: traj.SegmentModel, Text: "so 3"},
 	}, w)
@@ -79,9 +79,9 @@ func TestComputeRewards(t *testing.T) {
 
 // The default weights: nothing is paid for calling; a call costs 0.1, and
 // 0.2 more when it fails, times out, is invalid (parse or invalid_args).
-func TestDefaultRewardWeights(t *testing.T) {
-	w := DefaultRewardWeights()
-	if w != (RewardWeights{ToolSuccess: 0, ToolUse: 0, CallCost: -0.1, ToolFailure: -0.2, InvalidCall: -0.2, OverCap: -0.3}) {
+func TestDefaultToolWeights(t *testing.T) {
+	w := DefaultToolWeights()
+	if w != (ToolWeights{ToolSuccess: 0, ToolUse: 0, CallCost: -0.1, ToolFailure: -0.2, InvalidCall: -0.2, OverCap: -0.3}) {
 		t.Fatalf("defaults %+v", w)
 	}
 	one := func(res *traj.ToolResult, parseErr string) float64 {
@@ -91,7 +91,7 @@ func TestDefaultRewardWeights(t *testing.T) {
 			segs = append(segs, traj.Segment{Kind: traj.SegmentTool, Call: call, Result: res})
 		}
 		segs = append(segs, traj.Segment{Kind: traj.SegmentModel, Text: " so the answer is 408."})
-		return ComputeRewards(segs, w).Total()
+		return ComputeToolRewards(segs, w).Total()
 	}
 	okUsed := one(&traj.ToolResult{OK: true, Content: "408"}, "")
 	okUnused := one(&traj.ToolResult{OK: true, Content: "407"}, "")
@@ -104,13 +104,13 @@ func TestDefaultRewardWeights(t *testing.T) {
 		parseErr string
 		want     float64
 	}{
-		{"timeout", &traj.ToolResult{ErrorClass: ClassTimeout}, "", -0.3},
-		{"tool_error", &traj.ToolResult{ErrorClass: ClassToolError}, "", -0.3},
-		{"panic", &traj.ToolResult{ErrorClass: ClassPanic}, "", -0.3},
-		{"invalid_args", &traj.ToolResult{ErrorClass: ClassInvalidArgs}, "", -0.3},
-		{"schema", &traj.ToolResult{ErrorClass: ClassSchema}, "schema: x", -0.3},
+		{"timeout", &traj.ToolResult{ErrorClass: tools.ClassTimeout}, "", -0.3},
+		{"tool_error", &traj.ToolResult{ErrorClass: tools.ClassToolError}, "", -0.3},
+		{"panic", &traj.ToolResult{ErrorClass: tools.ClassPanic}, "", -0.3},
+		{"invalid_args", &traj.ToolResult{ErrorClass: tools.ClassInvalidArgs}, "", -0.3},
+		{"schema", &traj.ToolResult{ErrorClass: tools.ClassSchema}, "schema: x", -0.3},
 		{"unterminated", nil, "unterminated: x", -0.3},
-		{"over_cap", &traj.ToolResult{ErrorClass: ClassOverCap}, "over_cap: x", -0.4},
+		{"over_cap", &traj.ToolResult{ErrorClass: tools.ClassOverCap}, "over_cap: x", -0.4},
 	} {
 		got := one(c.res, c.parseErr)
 		if math.Abs(got-c.want) > 1e-12 {
@@ -123,24 +123,28 @@ func TestDefaultRewardWeights(t *testing.T) {
 }
 
 // A calculator argument that is not an arithmetic expression is rejected as
-// invalid_args, and ComputeRewards counts it as an invalid call; arithmetic
+// invalid_args, and ComputeToolRewards counts it as an invalid call; arithmetic
 // without a result is a tool_error, a failed call.
 func TestCalculatorRejectionIsInvalidCall(t *testing.T) {
-	reg := loadCalc(t)
-	ex := NewExecutor(reg, ExecutorOptions{})
+	reg, err := tools.LoadRegistry(context.Background(), "../models/calc/tools.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	ex := tools.NewExecutor(reg, tools.ExecutorOptions{})
 	for _, c := range []struct {
 		expr, class string
 		invalid     bool
 	}{
-		{"five", ClassInvalidArgs, true},
-		{"12 apples * 3", ClassInvalidArgs, true},
-		{"", ClassInvalidArgs, true},
-		{"2 ^ 100000", ClassInvalidArgs, true}, // past a limit: the argument is still the model's
-		{"1 / 0", ClassToolError, false},
-		{"2 ^ 0.5", ClassToolError, false},
+		{"five", tools.ClassInvalidArgs, true},
+		{"12 apples * 3", tools.ClassInvalidArgs, true},
+		{"", tools.ClassInvalidArgs, true},
+		{"2 ^ 100000", tools.ClassInvalidArgs, true}, // past a limit: the argument is still the model's
+		{"1 / 0", tools.ClassToolError, false},
+		{"2 ^ 0.5", tools.ClassToolError, false},
 	} {
 		args, _ := json.Marshal(map[string]string{"expression": c.expr})
-		p := NewBracketParser(reg, ParserOptions{})
+		p := tools.NewBracketParser(reg, tools.ParserOptions{})
 		r := p.Add("[CALC: "+c.expr+"]", true)
 		if len(r.Calls) != 1 {
 			t.Fatalf("%q: no call parsed", c.expr)
@@ -151,55 +155,13 @@ func TestCalculatorRejectionIsInvalidCall(t *testing.T) {
 			continue
 		}
 		call := traj.ToolCall{Name: "calculator", Arguments: args, Raw: "[CALC: " + c.expr + "]"}
-		rw := ComputeRewards([]traj.Segment{
+		rw := ComputeToolRewards([]traj.Segment{
 			{Kind: traj.SegmentModel, Text: call.Raw, Call: &call},
 			{Kind: traj.SegmentTool, Call: &call, Result: &res},
-		}, DefaultRewardWeights())
+		}, DefaultToolWeights())
 		if got := rw.Invalid == 1; got != c.invalid || rw.Failed == 1 == c.invalid {
 			t.Errorf("%q: invalid %d, failed %d", c.expr, rw.Invalid, rw.Failed)
 		}
-	}
-}
-
-// The calculator's timeout is the design's 3 s: from the shipped registry
-// files, and by default when neither the entry nor the file sets one.
-func TestCalculatorTimeout(t *testing.T) {
-	if CalculatorTimeout.String() != "3s" {
-		t.Fatalf("CalculatorTimeout %v", CalculatorTimeout)
-	}
-	for _, path := range []string{"testdata/calc.yaml", "../models/calc/tools.yaml"} {
-		reg, err := LoadRegistry(context.Background(), path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, s, _ := reg.Lookup("calculator")
-		reg.Close()
-		if s.Timeout != CalculatorTimeout {
-			t.Errorf("%s: calculator timeout %v, want %v", path, s.Timeout, CalculatorTimeout)
-		}
-	}
-	bare, err := ParseRegistry(context.Background(), []byte("tools:\n  - type: calculator\n    function: {name: calc}\n"), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bare.Close()
-	if _, s, _ := bare.Lookup("calc"); s.Timeout != CalculatorTimeout {
-		t.Errorf("entry without timeout: %v, want %v", s.Timeout, CalculatorTimeout)
-	}
-	withDefaults, err := ParseRegistry(context.Background(), []byte("defaults: {timeout: 5s}\ntools:\n  - type: calculator\n"), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer withDefaults.Close()
-	if _, s, _ := withDefaults.Lookup("calculator"); s.Timeout.String() != "5s" {
-		t.Errorf("file default 5s: %v", s.Timeout)
-	}
-	reg := NewRegistry()
-	if err := reg.Register(NewCalculator(calculator.Limits{}), Settings{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, s, _ := reg.Lookup("calculator"); s.Timeout != CalculatorTimeout {
-		t.Errorf("Register with zero Settings: %v", s.Timeout)
 	}
 }
 
@@ -254,7 +216,7 @@ func TestResultUsed(t *testing.T) {
 func TestResultUsedReadsOnlyLaterModelText(t *testing.T) {
 	call := &traj.ToolCall{Name: "calculator", Raw: "[CALC: 5]"}
 	res := &traj.ToolResult{OK: true, Content: "5"}
-	score := func(segs ...traj.Segment) int { return ComputeRewards(segs, DefaultRewardWeights()).Used }
+	score := func(segs ...traj.Segment) int { return ComputeToolRewards(segs, DefaultToolWeights()).Used }
 	callSeg := traj.Segment{Kind: traj.SegmentModel, Text: "5 is [CALC: 5]", Call: call}
 	toolSeg := traj.Segment{Kind: traj.SegmentTool, Text: " = 5", Call: call, Result: res}
 	if n := score(callSeg, toolSeg, traj.Segment{Kind: traj.SegmentModel, Text: ". Done."}); n != 0 {
@@ -270,12 +232,12 @@ func TestResultUsedReadsOnlyLaterModelText(t *testing.T) {
 	}
 }
 
-// TestComputeRewardsPerTurn: a turn of three calls (valid, malformed,
+// TestComputeToolRewardsPerTurn: a turn of three calls (valid, malformed,
 // valid) answered by three tool segments in order, then a last turn whose
 // two calls the trajectory ended before answering: every call is scored on
 // its own, each turn's calls go to its step, and a result counts as used
 // only through text after its tool turn (not the turn's later calls).
-func TestComputeRewardsPerTurn(t *testing.T) {
+func TestComputeToolRewardsPerTurn(t *testing.T) {
 	ok := func(expr string) *traj.ToolCall {
 		return &traj.ToolCall{Name: "calculator", Arguments: []byte(`{"expression":"` + expr + `"}`), Raw: "[CALC: " + expr + "]"}
 	}
@@ -285,13 +247,13 @@ func TestComputeRewardsPerTurn(t *testing.T) {
 		{Kind: traj.SegmentModel, Turn: 0, Text: "[CALC: ", Call: bad},
 		{Kind: traj.SegmentModel, Turn: 0, Text: "[CALC: 3*3] 2", Call: b}, // "2" before the tool turn: not a use of 1+1
 		{Kind: traj.SegmentTool, Turn: 0, Call: a, Result: &traj.ToolResult{OK: true, Content: "2"}},
-		{Kind: traj.SegmentTool, Turn: 0, Call: bad, Result: &traj.ToolResult{ErrorClass: ClassBadJSON, Content: "error"}},
+		{Kind: traj.SegmentTool, Turn: 0, Call: bad, Result: &traj.ToolResult{ErrorClass: tools.ClassBadJSON, Content: "error"}},
 		{Kind: traj.SegmentTool, Turn: 0, Call: b, Result: &traj.ToolResult{OK: true, Content: "9"}},
 		{Kind: traj.SegmentModel, Turn: 1, Text: "so 9 [CALC: 4*4]", Call: c},
 		{Kind: traj.SegmentModel, Turn: 1, Text: "[CALC: 5*5]", Call: d},
 	}
-	w := RewardWeights{ToolSuccess: 1, ToolUse: 10, CallCost: -100, InvalidCall: -1000}
-	r := ComputeRewards(segs, w)
+	w := ToolWeights{ToolSuccess: 1, ToolUse: 10, CallCost: -100, InvalidCall: -1000}
+	r := ComputeToolRewards(segs, w)
 	if r.Calls != 5 || r.Succeeded != 2 || r.Used != 1 || r.Invalid != 1 || r.Failed != 0 {
 		t.Fatalf("counts calls %d ok %d used %d invalid %d failed %d, want 5 2 1 1 0", r.Calls, r.Succeeded, r.Used, r.Invalid, r.Failed)
 	}

@@ -1,4 +1,4 @@
-package orchestrator
+package reward
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // result used, ok with it unused, failed (tool_error), timed out, rejected by
 // the tool (invalid_args) or failed to parse (schema); the answer right or
 // wrong; the answer marked ("The answer is N." at EOS) or not. The property
-// tests below score all of it with the default RewardConfig.
+// tests below score all of it with the default Config.
 
 type callStatus int
 
@@ -101,7 +101,7 @@ type scoredCase struct {
 func (s scoredCase) total() float64 { return s.t.Reward.Total }
 
 // rewardSpace scores every case of the space with c.
-func rewardSpace(t *testing.T, c RewardConfig) []scoredCase {
+func rewardSpace(t *testing.T, c Config) []scoredCase {
 	t.Helper()
 	var seqs [][]callStatus
 	var grow func(prefix []callStatus)
@@ -243,14 +243,14 @@ func TestRewardDefaultsFailedCallBelowSuccessfulCall(t *testing.T) {
 			count[st]++
 		}
 		p := s.t.Reward.Parts
-		if want := -0.2 * float64(count[callFailed]+count[callTimeout]); math.Abs(p[tools.PartToolFailure]-want) > 1e-9 {
-			t.Errorf("%v: tool_failure %v, want %v", s, p[tools.PartToolFailure], want)
+		if want := -0.2 * float64(count[callFailed]+count[callTimeout]); math.Abs(p[PartToolFailure]-want) > 1e-9 {
+			t.Errorf("%v: tool_failure %v, want %v", s, p[PartToolFailure], want)
 		}
-		if want := -0.2 * float64(count[callInvalidArgs]+count[callInvalidParse]); math.Abs(p[tools.PartInvalidCall]-want) > 1e-9 {
-			t.Errorf("%v: invalid_call %v, want %v", s, p[tools.PartInvalidCall], want)
+		if want := -0.2 * float64(count[callInvalidArgs]+count[callInvalidParse]); math.Abs(p[PartInvalidCall]-want) > 1e-9 {
+			t.Errorf("%v: invalid_call %v, want %v", s, p[PartInvalidCall], want)
 		}
-		if want := -0.1 * float64(len(s.calls)); math.Abs(p[tools.PartCallCost]-want) > 1e-9 {
-			t.Errorf("%v: call_cost %v, want %v", s, p[tools.PartCallCost], want)
+		if want := -0.1 * float64(len(s.calls)); math.Abs(p[PartCallCost]-want) > 1e-9 {
+			t.Errorf("%v: call_cost %v, want %v", s, p[PartCallCost], want)
 		}
 		for i, st := range s.calls {
 			if !st.ok() {
@@ -279,7 +279,7 @@ func TestRewardDefaultsResultUsedOnlyWhenUsed(t *testing.T) {
 				want++
 			}
 		}
-		if got := tools.ComputeRewards(s.t.Segments, tools.DefaultRewardWeights()).Used; got != want {
+		if got := ComputeToolRewards(s.t.Segments, DefaultToolWeights()).Used; got != want {
 			t.Errorf("%v: %d results used, want %d", s, got, want)
 		}
 	}
@@ -334,14 +334,14 @@ func TestRewardStepsLandWhereEarned(t *testing.T) {
 // A config that sets weights keeps them: the old defaults written out score
 // as they did (and the parts they did not know are the new defaults).
 func TestRewardExplicitWeightsKeepTheirMeaning(t *testing.T) {
-	var c RewardConfig
+	var c Config
 	doc := "tool_success: 0.1\ntool_use: 0.2\ncall_cost: -0.1\ninvalid_call: -0.2\nover_cap: -0.3\n"
 	dec := yaml.NewDecoder(strings.NewReader(doc))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.normalize(); err != nil {
+	if err := c.Normalize(); err != nil {
 		t.Fatal(err)
 	}
 	tr := rewardCase{calls: []callStatus{callOKUsed}, right: true, marked: true}.trajectory()
@@ -352,8 +352,8 @@ func TestRewardExplicitWeightsKeepTheirMeaning(t *testing.T) {
 	if *c.ToolFailure != -0.2 || *c.MaxToolPenalty != DefaultMaxToolPenalty {
 		t.Errorf("unset parts: tool_failure %v, max_tool_penalty %v", *c.ToolFailure, *c.MaxToolPenalty)
 	}
-	bad := RewardConfig{MaxToolPenalty: ptr(-1)}
-	if err := bad.normalize(); err == nil {
+	bad := Config{MaxToolPenalty: ptr(-1)}
+	if err := bad.Normalize(); err == nil {
 		t.Error("negative max_tool_penalty accepted")
 	}
 }
@@ -380,5 +380,29 @@ func TestRewardDefaultsTable(t *testing.T) {
 		if math.Abs(tr.Reward.Total-row.want) > 1e-12 {
 			t.Errorf("%v: total %v, want %v", row.rc, tr.Reward.Total, row.want)
 		}
+	}
+}
+
+// PartNames holds every part Score writes (a rollout's Parquet sink makes a
+// column of each before it sees them): over the whole reward space, with
+// every weight visible and the penalty clip reachable.
+func TestPartNamesCoverScore(t *testing.T) {
+	c := defaultRewards(t)
+	c.ToolSuccess, c.ToolUse, c.MaxToolPenalty = ptr(0.05), ptr(0.07), ptr(0.1)
+	known := map[string]bool{}
+	for _, p := range PartNames() {
+		known[p] = true
+	}
+	seen := map[string]bool{}
+	for _, s := range rewardSpace(t, c) {
+		for p := range s.t.Reward.Parts {
+			seen[p] = true
+			if !known[p] {
+				t.Fatalf("%v: part %q is not in PartNames %v", s, p, PartNames())
+			}
+		}
+	}
+	if len(seen) != len(known) {
+		t.Errorf("the reward space writes %d parts, PartNames lists %d: %v", len(seen), len(known), PartNames())
 	}
 }

@@ -1,4 +1,4 @@
-package tools
+package reward
 
 import (
 	"math/big"
@@ -16,7 +16,7 @@ const maxVerbatimResult = 80
 
 // ResultUsed reports whether the model used a call's result: whether content
 // (a successful result) appears in the text of the model segments of later,
-// the segments after the tool turn that answered the call (ComputeRewards
+// the segments after the tool turn that answered the call (ComputeToolRewards
 // passes those after the turn's tool segments). Only the model's own later
 // tokens are read: neither the injected result nor the calls of the turn
 // that produced it (they lie in the model segments before the tool turn)
