@@ -42,8 +42,7 @@ type Sampling struct {
 	// MaxSampledTokens caps the tokens the model samples over the whole
 	// trajectory (injected tokens do not count); 0 means no cap other than
 	// the model's context. A sequence that reaches it finishes with
-	// FinishLength. (Before the job and the engine shared this type, this
-	// field was called MaxNewTokens and MaxNewTokens was MaxTurnTokens.)
+	// FinishLength.
 	MaxSampledTokens int `yaml:"-"`
 	// MaxResponseTokens caps the whole response, sampled and injected tokens
 	// together; 0 means no cap. A sequence that reaches it finishes with

@@ -122,9 +122,6 @@ func (l *Learner) Model() *train.Model { return l.model }
 // Version is the policy version of the current weights.
 func (l *Learner) Version() int64 { return l.version }
 
-// SetVersion sets the version the current weights are published as.
-func (l *Learner) SetVersion(v int64) { l.version = v }
-
 // SetIteration records the training loop's iteration; the next published
 // version's State carries it, and Resume restores it.
 func (l *Learner) SetIteration(k int) { l.iteration = k }
@@ -135,9 +132,6 @@ func (l *Learner) Iteration() int { return l.iteration }
 // Steps is the number of optimiser steps taken (it sets AdamW's bias
 // correction and the warmup).
 func (l *Learner) Steps() int { return l.step }
-
-// SetSteps restores the optimiser step count of a resumed learner.
-func (l *Learner) SetSteps(n int) { l.step = n }
 
 // Mismatch compares the learner's logprobs before an update with the
 // behaviour logprobs recorded by the actor (verl's rollout/trainer

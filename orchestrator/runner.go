@@ -314,9 +314,9 @@ func (r *runner) open(ctx context.Context) error {
 	if *job.Resume {
 		// Resume keys by the versioned group id, so a rerun of iteration k
 		// skips k's written groups only. It applies to fed prompts too (the
-		// file sinks also need Completed before appending: it cuts a
+		// file sinks also need Resume before appending: it cuts a
 		// half-written group, and the Parquet sink keeps the old groups).
-		if r.done, err = r.sink.Completed(ctx); err != nil {
+		if r.done, err = r.sink.Resume(ctx); err != nil {
 			return fmt.Errorf("resume from %s: %w", DisplayOut(job.Out), err)
 		}
 	}

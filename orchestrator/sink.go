@@ -23,11 +23,14 @@ import (
 
 // Sink receives whole groups. A group is written whole or not at all: a sink
 // that fails part-way must leave no partial group behind (or be able to cut
-// it on the next Open, see Completed).
+// it on the next Open, see Resume).
 type Sink interface {
-	// Completed returns the ids of the groups already written, so a rerun of
-	// the same job skips them (resume).
-	Completed(ctx context.Context) (map[string]bool, error)
+	// Resume readies the sink to add to what an earlier run of the job
+	// wrote: it returns the ids of the groups already there, so the rerun
+	// skips them, and a file sink cuts a group a crash left half-written
+	// at the end (the one thing it changes). Called once, before any
+	// WriteGroup, and only when the job resumes.
+	Resume(ctx context.Context) (map[string]bool, error)
 	// WriteGroup writes one complete group durably. It returns false when
 	// the sink already held the group (a redelivered prompt in a distributed
 	// job) and wrote nothing.
@@ -84,9 +87,9 @@ type jsonlSink struct {
 	w            export.TrajectoryWriter
 }
 
-// Completed scans the file's group blocks (a group's lines are contiguous)
-// and truncates it after the last complete one.
-func (s *jsonlSink) Completed(ctx context.Context) (map[string]bool, error) {
+// Resume scans the file's group blocks (a group's lines are contiguous)
+// and truncates the file after the last complete one.
+func (s *jsonlSink) Resume(ctx context.Context) (map[string]bool, error) {
 	done := map[string]bool{}
 	f, err := os.Open(s.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -177,7 +180,7 @@ type parquetSink struct {
 	w         export.TrajectoryWriter
 }
 
-func (s *parquetSink) Completed(ctx context.Context) (map[string]bool, error) {
+func (s *parquetSink) Resume(ctx context.Context) (map[string]bool, error) {
 	done := map[string]bool{}
 	r, err := export.OpenTrajectories(s.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -292,7 +295,7 @@ func openRedisSink(ctx context.Context, url, job string) (*redisSink, error) {
 			}})}, nil
 }
 
-func (s *redisSink) Completed(ctx context.Context) (map[string]bool, error) {
+func (s *redisSink) Resume(ctx context.Context) (map[string]bool, error) {
 	ids, err := s.client.SMembers(ctx, stream.JobKeys(s.job).GroupsWritten).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read written groups: %w", err)

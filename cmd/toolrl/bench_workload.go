@@ -222,8 +222,8 @@ func (b *benchRun) Next(ctx context.Context, block bool) (orchestrator.Prompt, b
 // Done implements orchestrator.PromptFeed.
 func (b *benchRun) Done(context.Context, orchestrator.Prompt) error { return nil }
 
-// Completed implements orchestrator.Sink.
-func (b *benchRun) Completed(context.Context) (map[string]bool, error) { return nil, nil }
+// Resume implements orchestrator.Sink.
+func (b *benchRun) Resume(context.Context) (map[string]bool, error) { return nil, nil }
 
 // WriteGroup implements orchestrator.Sink: it counts the measured groups'
 // resumed pauses and closes the measurement with the last one.

@@ -145,8 +145,6 @@ func Build(docs []Doc, opts Options) *Index {
 // Len is the number of documents.
 func (ix *Index) Len() int { return len(ix.docs) }
 
-// DefaultK is the number of hits a query gets when it does not say.
-func (ix *Index) DefaultK() int { return ix.opts.K }
 
 // Terms splits text into lower-cased letter/digit runs.
 func Terms(text string) []string {

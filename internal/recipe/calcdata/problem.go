@@ -270,15 +270,6 @@ var templates = []template{
 	}},
 }
 
-// TemplateNames lists the template names in generation order.
-func TemplateNames() []string {
-	out := make([]string, len(templates))
-	for i, t := range templates {
-		out[i] = t.name
-	}
-	return out
-}
-
 // easyTemplates indexes the templates that can be drawn easy.
 var easyTemplates = func() []int {
 	var idx []int
