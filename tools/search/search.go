@@ -145,7 +145,6 @@ func Build(docs []Doc, opts Options) *Index {
 // Len is the number of documents.
 func (ix *Index) Len() int { return len(ix.docs) }
 
-
 // Terms splits text into lower-cased letter/digit runs.
 func Terms(text string) []string {
 	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
