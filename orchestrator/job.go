@@ -6,10 +6,8 @@
 package orchestrator
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/chat"
+	"github.com/toolrl/toolrl/internal/strictyaml"
 	"github.com/toolrl/toolrl/reward"
 )
 
@@ -159,9 +158,7 @@ func LoadJob(path string) (Job, error) {
 		return Job{}, fmt.Errorf("read job file: %w", err)
 	}
 	var job Job
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&job); err != nil && !errors.Is(err, io.EOF) {
+	if err := strictyaml.Decode(data, &job); err != nil {
 		return Job{}, fmt.Errorf("job file %s: %w", path, err)
 	}
 	if err := checkExplicitZeros(data, &job); err != nil {

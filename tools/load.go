@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolrl/toolrl/chat"
+	"github.com/toolrl/toolrl/internal/strictyaml"
 )
 
 // The registry file (YAML, or JSON, which YAML reads too):
@@ -79,9 +79,7 @@ func LoadRegistry(ctx context.Context, path string) (*Registry, error) {
 // relative paths.
 func ParseRegistry(ctx context.Context, data []byte, baseDir string) (*Registry, error) {
 	var doc fileDoc
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
+	if err := strictyaml.Decode(data, &doc); err != nil {
 		return nil, fmt.Errorf("parse: %w", err)
 	}
 	// A second pass for the line of each entry, to name it in errors.
@@ -204,9 +202,7 @@ func (b builder) decodeSettings(v any) error {
 	if err != nil {
 		return fmt.Errorf("settings: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil {
+	if err := strictyaml.Decode(raw, v); err != nil {
 		return fmt.Errorf("settings (line %d): %w", b.settings.Line, err)
 	}
 	return nil

@@ -7,10 +7,7 @@
 package trainer
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolrl/toolrl/advantage"
+	"github.com/toolrl/toolrl/internal/strictyaml"
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/orchestrator"
@@ -159,9 +157,7 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("read train config: %w", err)
 	}
 	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+	if err := strictyaml.Decode(data, &c); err != nil {
 		return Config{}, fmt.Errorf("train config %s: %w", path, err)
 	}
 	// The rollout key follows a job file's rules on explicit values (an
