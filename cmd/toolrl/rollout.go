@@ -1,22 +1,18 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
-	"os/signal"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/chat"
+	"github.com/toolrl/toolrl/internal/interrupt"
 	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/orchestrator"
@@ -412,38 +408,13 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 			return usageError{err}
 		}
 	}
-	ctx, stop := context.WithCancel(cmd.Context())
-	defer stop()
-	// The signal goroutine ends with the run: done is closed (and the
-	// goroutine waited for) when runRollout returns.
-	abort := make(chan struct{})
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	var watcher sync.WaitGroup
-	watcher.Add(1)
-	defer func() {
-		signal.Stop(signals)
-		close(done)
-		watcher.Wait()
-	}()
-	go func() {
-		defer watcher.Done()
-		for n := 1; ; n++ {
-			select {
-			case <-done:
-				return
-			case <-signals:
-			}
-			if n == 1 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "toolrl: stopping: finishing the groups in flight (Ctrl-C again to abandon them)")
-				stop()
-				continue
-			}
-			close(abort)
-			return
-		}
-	}()
+	// The first signal finishes the groups in flight; the second abandons
+	// them (orchestrator.RunOptions.Abort).
+	watch := interrupt.Start(cmd.Context(), func() {
+		fmt.Fprintln(cmd.ErrOrStderr(), "toolrl: stopping: finishing the groups in flight (Ctrl-C again to abandon them)")
+	}, func() {})
+	defer watch.Stop()
+	ctx, abort := watch.Context(), watch.Abandoned()
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var live *orchestrator.Live
 	if report.listen != "" {

@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/interrupt"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/tokenizer"
 	"github.com/toolrl/toolrl/tools"
@@ -47,8 +46,11 @@ func loadTools(ctx context.Context, path string) (*tools.Registry, error) {
 	return tools.LoadRegistry(ctx, path)
 }
 
-func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+// signalContext is the context of a verb's run: the first Ctrl-C (or
+// SIGTERM) cancels it, a second one ends the process (interrupt.Start).
+func signalContext(cmd *cobra.Command) (context.Context, func()) {
+	w := interrupt.Start(cmd.Context(), nil, nil)
+	return w.Context(), w.Stop
 }
 
 func newToolsListCmd() *cobra.Command {

@@ -1,20 +1,20 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/interrupt"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/trainer"
 )
@@ -94,28 +94,15 @@ SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
 func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL string) error {
 	stderr := cmd.ErrOrStderr()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, stop := signalContext(cmd)
-	defer stop()
 	// The first signal finishes the iteration in progress; a second one
-	// (a driver waiting on workers that are gone) exits at once.
-	second := make(chan os.Signal, 1)
-	finished := make(chan struct{})
-	defer close(finished)
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-finished:
-			return
-		}
-		signal.Notify(second, syscall.SIGINT, syscall.SIGTERM)
-		defer signal.Stop(second)
-		select {
-		case <-second:
-			fmt.Fprintln(stderr, "train: second signal: exiting now; the iteration in progress is lost (--resume redoes it)")
-			os.Exit(exitInterrupted)
-		case <-finished:
-		}
-	}()
+	// (a driver waiting on workers that are gone) returns at once.
+	watch := interrupt.Start(cmd.Context(), func() {
+		fmt.Fprintln(stderr, "train: stopping after the iteration in progress (Ctrl-C again to abandon it)")
+	}, func() {
+		fmt.Fprintln(stderr, "train: second signal: exiting now; the iteration in progress is lost (--resume redoes it)")
+	})
+	defer watch.Stop()
+	ctx := watch.Context()
 	progress := newTrainProgress(stderr, cfg.Iterations)
 	opts := trainer.Options{Resume: resume, Logger: logger, OnIteration: progress.iteration, OnEval: progress.evalDone}
 	mode := "on-policy"
@@ -147,7 +134,24 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 	}
 	fmt.Fprintf(stderr, "train: %d iterations × %d prompts × G=%d, %s, out %s\n",
 		cfg.Iterations, cfg.PromptsPerIteration, cfg.Rollout.GroupSize, mode, cfg.Out)
-	res, err := trainer.Train(ctx, cfg, opts)
+	type outcome struct {
+		res trainer.Result
+		err error
+	}
+	finished := make(chan outcome, 1)
+	go func() {
+		res, err := trainer.Train(ctx, cfg, opts)
+		finished <- outcome{res, err}
+	}()
+	var res trainer.Result
+	var err error
+	select {
+	case o := <-finished:
+		res, err = o.res, o.err
+	case <-watch.Abandoned():
+		progress.finish()
+		return exitError{code: exitInterrupted, err: errors.New("training abandoned by a second signal; the iteration in progress is lost (--resume redoes it)")}
+	}
 	progress.finish()
 	if err != nil {
 		return fmt.Errorf("train: %w", err)

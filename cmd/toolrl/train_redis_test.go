@@ -530,6 +530,61 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	}
 }
 
+// TestTrainSecondSignalAbandons: a driver waiting on workers that never come
+// (none was started) says it is stopping on the first SIGINT and keeps
+// waiting for its iteration; a second SIGINT makes it return at once with
+// exit 130, saying the iteration in progress is lost (interrupt.Start's
+// onSecond, not an os.Exit from a goroutine).
+func TestTrainSecondSignalAbandons(t *testing.T) {
+	testsupport.RequireORT(t)
+	bin := toolrlBinary(t, "builds the binary")
+	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
+	dir := t.TempDir()
+	cfgPath := writeTrainConfig(t, dir, "abandon", 1)
+	p := startToolrlProc(t, bin, "driver", "train", "--config", cfgPath, "--redis", srv.URL())
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(p.stderr.String(), what) {
+			if p.done() {
+				t.Fatalf("train exited (%v) before saying %q:\n%s", p.err, what, tail(p.stderr.String(), 2000))
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("train did not say %q within 60 s:\n%s", what, tail(p.stderr.String(), 2000))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// Signal once iteration 1's prompts are enqueued: the driver then waits
+	// for records no worker will write.
+	client := srv.Client(t)
+	prompts := stream.JobKeys("abandon").Prompts
+	deadline := time.Now().Add(60 * time.Second)
+	for n, _ := client.XLen(context.Background(), prompts).Result(); n == 0; n, _ = client.XLen(context.Background(), prompts).Result() {
+		if p.done() || time.Now().After(deadline) {
+			t.Fatalf("no prompts enqueued (train exited: %v):\n%s", p.done(), tail(p.stderr.String(), 2000))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("Ctrl-C again to abandon it")
+	time.Sleep(200 * time.Millisecond)
+	if p.done() {
+		t.Fatalf("train exited on the first signal with no worker to finish its iteration:\n%s", tail(p.stderr.String(), 2000))
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(30 * time.Second); code != exitInterrupted {
+		t.Fatalf("train after two signals: exit %d, want %d", code, exitInterrupted)
+	}
+	if !strings.Contains(p.stderr.String(), "abandoned by a second signal") {
+		t.Errorf("train after two signals does not say it abandoned the iteration:\n%s", tail(p.stderr.String(), 2000))
+	}
+}
+
 // TestTrainInterruptExits130AndResumes runs the embedded loop as a process,
 // sends SIGINT once the first iteration's metrics line is written, and
 // expects exit 130 with "continue with --resume" and a store whose latest
