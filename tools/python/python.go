@@ -11,8 +11,9 @@
 // writes with Landlock. Unprivileged: a user namespace carries the same
 // namespaces when the kernel allows it, and the preamble drops every
 // capability after mounting /proc. A seccomp filter (x86_64 and aarch64)
-// makes unshare and clone with CLONE_NEWUSER fail, and unless the network is
-// allowed, socket(2) too; Landlock (ABI 4 and later) denies TCP connect and
+// makes unshare and clone with CLONE_NEWUSER fail, and io_uring (whose
+// operations seccomp never sees), and unless the network is allowed,
+// socket(2) too; Landlock (ABI 4 and later) denies TCP connect and
 // bind; with none of these the network is open and Isolation says so.
 package python
 
@@ -130,7 +131,10 @@ type Isolation struct {
 	NetworkIsolated bool `json:"network_isolated"`
 	// Landlock is the Landlock ABI that confines writes (0: not confined).
 	Landlock int `json:"landlock"`
-	// Seccomp is true when a seccomp filter makes socket(2) fail (EACCES).
+	// Seccomp is true when a seccomp filter makes socket(2) fail (EACCES)
+	// and io_uring_setup(2), io_uring_enter(2) and io_uring_register(2)
+	// fail (EPERM): a ring's operations (IORING_OP_SOCKET among them) would
+	// bypass the filter.
 	Seccomp bool `json:"seccomp"`
 	// Proc is what the code sees at /proc: "private" (a proc of the
 	// sandbox's PID namespace: its own processes only), "hidden" (an empty

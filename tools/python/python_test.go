@@ -441,3 +441,31 @@ func TestStaleTempDirsRemoved(t *testing.T) {
 		t.Errorf("a live process's temp dir removed: %v", err)
 	}
 }
+
+// TestSandboxDeniesIOURing: io_uring, whose IORING_OP_SOCKET opens a socket
+// that the seccomp filter on socket(2) never sees, cannot be set up (#30),
+// with and without namespaces.
+func TestSandboxDeniesIOURing(t *testing.T) {
+	t.Run("best", func(t *testing.T) { testDeniesIOURing(t, Options{}) })
+	t.Run("no-namespaces", func(t *testing.T) { testDeniesIOURing(t, Options{skipModes: []string{"root", "user"}}) })
+}
+
+func testDeniesIOURing(t *testing.T, opts Options) {
+	r := newRunner(t, opts)
+	if !r.Isolation().Seccomp {
+		skipOrFail(t, "no seccomp on this host: %s", r.Isolation())
+	}
+	out := run(t, r, `import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+params = (ctypes.c_char * 120)()
+for nr, name in ((425, "io_uring_setup"), (426, "io_uring_enter"), (427, "io_uring_register")):
+    args = (4, params) if nr == 425 else (0, 0, 0, 0, 0, 0)
+    ret = libc.syscall(nr, *args)
+    print(name, "OPENED" if ret >= 0 else "denied", ret, os.strerror(ctypes.get_errno()))
+`)
+	if strings.Contains(out.Stdout, "OPENED") || strings.Count(out.Stdout, "denied") != 3 ||
+		strings.Contains(out.Stdout, "Bad file descriptor") {
+		t.Errorf("io_uring in the sandbox:\n%s%s", out.Stdout, out.Stderr)
+	}
+}

@@ -10,12 +10,17 @@
 # Landlock ABI >= 4, denies TCP bind/connect), installs a seccomp filter
 # (x86_64 and aarch64) that makes unshare(2) and clone(2) with
 # CLONE_NEWUSER fail with EPERM (clone3 with ENOSYS, so that libc falls back
-# to clone) and, with NET=0, socket(2) fail with EACCES, then runs
+# to clone), io_uring_setup/enter/register fail with EPERM and, with NET=0,
+# socket(2) fail with EACCES, then runs
 # WORKDIR/main.py as __main__.
 import ctypes, os, platform, resource, sys
 
 # seccomp: (AUDIT_ARCH, __NR_socket, __NR_unshare, __NR_clone, __NR_clone3) per machine.
 _SECCOMP_ARCH = {"x86_64": (0xC000003E, 41, 272, 56, 435), "aarch64": (0xC00000B7, 198, 97, 220, 435)}
+# io_uring_setup, io_uring_enter, io_uring_register: the same numbers on both
+# machines. A ring's operations (IORING_OP_SOCKET, OPENAT, CONNECT, ...) run
+# in the kernel without passing through seccomp, so the filter denies rings.
+_NR_IO_URING = (425, 426, 427)
 _CLONE_NEWUSER = 0x10000000
 _NOBODY = 65534
 
@@ -46,6 +51,9 @@ def _seccomp(libc, deny_sockets):
         (JEQ, "flags", None, nr_unshare),
         (JEQ, "flags", None, nr_clone),
         (JEQ, "enosys", None, nr_clone3),      # flags behind a pointer
+        (JEQ, "eperm", None, _NR_IO_URING[0]),
+        (JEQ, "eperm", None, _NR_IO_URING[1]),
+        (JEQ, "eperm", None, _NR_IO_URING[2]),
         (RET, None, None, ALLOW),
         ("flags", LD, None, None, 16),         # A = low half of args[0]
         (JSET, "eperm", None, _CLONE_NEWUSER),
