@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -467,5 +468,48 @@ for nr, name in ((425, "io_uring_setup"), (426, "io_uring_enter"), (427, "io_uri
 	if strings.Contains(out.Stdout, "OPENED") || strings.Count(out.Stdout, "denied") != 3 ||
 		strings.Contains(out.Stdout, "Bad file descriptor") {
 		t.Errorf("io_uring in the sandbox:\n%s%s", out.Stdout, out.Stderr)
+	}
+}
+
+// TestSandboxClosesInheritedFiles: a file the caller holds open without
+// close-on-exec (a secret, a log) is neither readable nor writable in the
+// sandbox, by its number or through /proc/self/fd (#30).
+func TestSandboxClosesInheritedFiles(t *testing.T) {
+	t.Run("best", func(t *testing.T) { testClosesInheritedFiles(t, Options{}) })
+	t.Run("no-namespaces", func(t *testing.T) { testClosesInheritedFiles(t, Options{skipModes: []string{"root", "user"}}) })
+}
+
+func testClosesInheritedFiles(t *testing.T, opts Options) {
+	r := newRunner(t, opts)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("INHERITEDSECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDWR, 0) // no O_CLOEXEC
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	out := run(t, r, fmt.Sprintf(`import os
+fd = %d
+try:
+    print("READ", os.pread(fd, 100, 0))
+except OSError as e:
+    print("no read", type(e).__name__)
+try:
+    os.write(fd, b"WRITTEN")
+    print("WROTE")
+except OSError as e:
+    print("no write", type(e).__name__)
+try:
+    print("READ proc", open("/proc/self/fd/%%d" %% fd, "rb").read())
+except OSError as e:
+    print("no proc", type(e).__name__)
+print("open fds", sorted(int(f) for f in os.listdir("/proc/self/fd")))
+`, fd))
+	got, _ := os.ReadFile(secret)
+	if strings.Contains(out.Stdout, "INHERITEDSECRET") || strings.Contains(out.Stdout, "WROTE") ||
+		string(got) != "INHERITEDSECRET" || !strings.Contains(out.Stdout, "no read") {
+		t.Errorf("an inherited file is usable in the sandbox (file now %q):\n%s%s", got, out.Stdout, out.Stderr)
 	}
 }

@@ -121,6 +121,10 @@ def _drop_capabilities(libc):
 
 
 def _toolrl_sandbox():
+    # Only stdin, stdout and stderr reach the code: a file the caller held
+    # open without close-on-exec would be usable whatever Landlock says.
+    # (close_range(2) where the kernel has it; fds are below the hard limit.)
+    os.closerange(3, max(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 1 << 16))
     work, cpu, mem, fsize, nofile, net = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6] == "1"
     nproc, priv = int(sys.argv[7]), sys.argv[8]
     probe = "--probe" in sys.argv[9:]
