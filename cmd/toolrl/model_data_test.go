@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/toolrl/toolrl/internal/recipe/calcdata"
+	"github.com/toolrl/toolrl/recipe/calcdata"
 	"github.com/toolrl/toolrl/orchestrator"
 )
 

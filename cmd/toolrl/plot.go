@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolrl/toolrl/internal/curves"
+	"github.com/toolrl/toolrl/curves"
 )
 
 func newPlotCmd() *cobra.Command {

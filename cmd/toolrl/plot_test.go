@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolrl/toolrl/internal/curves"
+	"github.com/toolrl/toolrl/curves"
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/trainer"
 )

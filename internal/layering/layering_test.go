@@ -5,9 +5,12 @@ package layering_test
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -33,14 +36,14 @@ var layers = []struct {
 	}},
 	{"the network and the tool registry", []string{"traj/wire", "model/llama", "tools", "internal/trajtest"}},
 	{"actor, differentiable model, GRPO math, streams, files", []string{
-		"actor", "model/train", "advantage", "stream", "export", "reward", "internal/testsupport", "internal/recipe/bpetrain",
+		"actor", "model/train", "advantage", "stream", "export", "reward", "internal/testsupport", "recipe/bpetrain",
 	}},
 	{"pipeline stages: rollout, advantage service and offline pass, learner", []string{
 		"orchestrator", "advantage/serve", "advantage/offline", "learner",
-		"internal/tinymodel", "internal/recipe/calcdata", "internal/schemadoc",
+		"internal/tinymodel", "recipe/calcdata", "internal/schemadoc",
 	}},
 	{"the closed loop", []string{"trainer"}},
-	{"its charts", []string{"internal/curves"}},
+	{"its charts", []string{"curves"}},
 	{"the CLI", []string{"cmd/toolrl"}},
 }
 
@@ -110,5 +113,52 @@ func TestImportsFlowOneWay(t *testing.T) {
 			sort.Strings(ps)
 			fmt.Printf("layer %d, %s: %s\n", i, l.name, strings.Join(ps, " "))
 		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the floors section of docs/architecture.md")
+
+const (
+	floorsStart = "<!-- floors: written by `go test ./internal/layering -update` from its table -->"
+	floorsEnd   = "<!-- end of floors -->"
+)
+
+// floorsTable renders the layer table as docs/architecture.md shows it.
+func floorsTable() string {
+	var b strings.Builder
+	b.WriteString("| floor | what | packages |\n|---|---|---|\n")
+	for i, l := range layers {
+		ps := slices.Clone(l.packages)
+		sort.Strings(ps)
+		for j, p := range ps {
+			ps[j] = "`" + p + "`"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s |\n", i, l.name, strings.Join(ps, ", "))
+	}
+	return b.String()
+}
+
+// docs/architecture.md's floors are this test's table: the page cannot
+// drift from the rule the test enforces.
+func TestArchitectureDocShowsTheFloors(t *testing.T) {
+	path := filepath.Join(testsupport.RepoRoot(t), "docs", "architecture.md")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	i, j := strings.Index(doc, floorsStart), strings.Index(doc, floorsEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no floors section (%q ... %q)", path, floorsStart, floorsEnd)
+	}
+	want := doc[:i+len(floorsStart)] + "\n" + floorsTable() + doc[j:]
+	if *update && want != doc {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		doc = want
+	}
+	if doc != want {
+		t.Errorf("%s's floors differ from internal/layering's table: run go test ./internal/layering -update", path)
 	}
 }

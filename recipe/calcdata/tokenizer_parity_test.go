@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/toolrl/toolrl/internal/recipe/bpetrain"
+	"github.com/toolrl/toolrl/recipe/bpetrain"
 	"github.com/toolrl/toolrl/tokenizer"
 )
 

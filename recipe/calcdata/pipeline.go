@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 
-	"github.com/toolrl/toolrl/internal/recipe/bpetrain"
+	"github.com/toolrl/toolrl/recipe/bpetrain"
 	"github.com/toolrl/toolrl/model/train"
 )
 
