@@ -17,11 +17,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/curves"
-	"github.com/toolrl/toolrl/recipe/bpetrain"
-	"github.com/toolrl/toolrl/recipe/calcdata"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/recipe/bpetrain"
+	"github.com/toolrl/toolrl/recipe/calcdata"
 	"github.com/toolrl/toolrl/trainer"
 	"github.com/toolrl/toolrl/traj"
 )

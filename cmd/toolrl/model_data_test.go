@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/toolrl/toolrl/recipe/calcdata"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/recipe/calcdata"
 )
 
 // TestModelDataSplits: `toolrl model data` writes either prompt set with the

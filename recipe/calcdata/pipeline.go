@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 
-	"github.com/toolrl/toolrl/recipe/bpetrain"
 	"github.com/toolrl/toolrl/model/train"
+	"github.com/toolrl/toolrl/recipe/bpetrain"
 )
 
 // Pipeline defaults: `make model` uses exactly these.
