@@ -12,6 +12,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/toolrl/toolrl/internal/urlredact"
 )
 
 // PasswordEnv is the environment variable read for the password when the URL
@@ -217,34 +219,10 @@ var publicOptions = map[string]bool{
 // whole: users write a password there, not a user name), and the value of every query option that is not
 // known to be public (password=, sentinel_password=, and any unknown option,
 // which an error quotes: auth=, pass=, a typo). A string that does not parse
-// as a URL is replaced whole.
+// as a URL is replaced whole. It is urlredact.String, the one redactor of
+// every URL toolrl prints.
 func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparsable redis url>"
-	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		} else {
-			u.User = url.User("xxxxx")
-		}
-	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return "<redis url with an unparsable query>"
-	}
-	redacted := false
-	for key := range q {
-		if !publicOptions[key] {
-			q.Set(key, "xxxxx")
-			redacted = true
-		}
-	}
-	if redacted {
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
+	return urlredact.String(raw, "redis url", publicOptions)
 }
 
 func withPort(host string) string {

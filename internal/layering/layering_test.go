@@ -29,6 +29,7 @@ var layers = []struct {
 	name     string
 	packages []string
 }{
+	{"helpers the leaf libraries share", []string{"internal/urlredact"}},
 	{"data, formats and leaf libraries", []string{
 		"traj", "tokenizer", "tokenizer/internal/genunicode", "policystore",
 		"model/safetensors", "internal/ort", "internal/samefile", "internal/metricsserver", "internal/strictyaml", "internal/interrupt", "chat",

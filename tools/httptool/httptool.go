@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolrl/toolrl/internal/urlredact"
 )
 
 // Options configure a Client. Zero values mean the defaults beside them.
@@ -43,6 +45,7 @@ var ErrTooLarge = errors.New("response too large")
 // Client posts to one URL. It is safe for concurrent use.
 type Client struct {
 	url     *url.URL
+	safe    string // url with its password and query values masked, for errors
 	allow   []string
 	timeout time.Duration
 	max     int64
@@ -52,19 +55,21 @@ type Client struct {
 
 // New checks opts and returns a client.
 func New(opts Options) (*Client, error) {
+	safe := Redact(opts.URL)
 	u, err := url.Parse(opts.URL)
 	if err != nil {
-		return nil, fmt.Errorf("http tool url: %w", err)
+		// url.Parse's error quotes the whole URL.
+		return nil, fmt.Errorf("http tool url %s: does not parse", safe)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("http tool url %q: want an absolute http or https URL", opts.URL)
+		return nil, fmt.Errorf("http tool url %s: want an absolute http or https URL", safe)
 	}
-	c := &Client{url: u, allow: opts.AllowHosts, max: opts.MaxResponseBytes, headers: opts.Headers}
+	c := &Client{url: u, safe: safe, allow: opts.AllowHosts, max: opts.MaxResponseBytes, headers: opts.Headers}
 	if len(c.allow) == 0 {
 		c.allow = []string{u.Host}
 	}
 	if !c.allowed(u) {
-		return nil, fmt.Errorf("http tool url %q: %w %v", opts.URL, ErrNotAllowed, c.allow)
+		return nil, fmt.Errorf("http tool url %s: %w %v", safe, ErrNotAllowed, c.allow)
 	}
 	c.timeout = 10 * time.Second
 	if opts.Timeout != "" {
@@ -95,6 +100,11 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
+// Redact returns a URL as errors and logs show it: the password and every
+// query value masked (urlredact.String; a query is where APIs take tokens,
+// and a tool's error is its result, which is training data).
+func Redact(raw string) string { return urlredact.String(raw, "http tool url", nil) }
+
 // allowed matches host:port, or host alone for an entry without a port.
 func (c *Client) allowed(u *url.URL) bool {
 	return slices.Contains(c.allow, u.Host) || slices.Contains(c.allow, u.Hostname())
@@ -121,22 +131,28 @@ func (c *Client) Post(ctx context.Context, body []byte) (string, error) {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return "", fmt.Errorf("POST %s: %w", c.url.Redacted(), err)
+		// The client's *url.Error quotes the URL with its query: keep
+		// only what failed.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("POST %s: %w", c.safe, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.max+1))
 	if err != nil {
-		return "", fmt.Errorf("POST %s: read response: %w", c.url.Redacted(), err)
+		return "", fmt.Errorf("POST %s: read response: %w", c.safe, err)
 	}
 	if int64(len(data)) > c.max {
-		return "", fmt.Errorf("POST %s: %w: more than %d bytes", c.url.Redacted(), ErrTooLarge, c.max)
+		return "", fmt.Errorf("POST %s: %w: more than %d bytes", c.safe, ErrTooLarge, c.max)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snippet := strings.TrimSpace(StripControl(string(data)))
 		if len(snippet) > 200 {
 			snippet = snippet[:200] + "..."
 		}
-		return "", fmt.Errorf("POST %s: status %d: %s", c.url.Redacted(), resp.StatusCode, snippet)
+		return "", fmt.Errorf("POST %s: status %d: %s", c.safe, resp.StatusCode, snippet)
 	}
 	return StripControl(string(data)), nil
 }

@@ -112,3 +112,52 @@ func TestStripControl(t *testing.T) {
 		}
 	}
 }
+
+// A URL's password and its query values (an API token) appear in no error:
+// a tool's error is its result, and results are training data (#30).
+func TestErrorsHideURLSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream down", 503)
+	}))
+	defer srv.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close() // connection refused from here on
+	secretURL := func(base string) string {
+		return strings.Replace(base, "http://", "http://user:PW5ecret@", 1) + "/api?token=T0KSECRET&q=1"
+	}
+	ctx := context.Background()
+	var errs []error
+	for _, base := range []string{srv.URL, deadURL} {
+		c, err := New(Options{URL: secretURL(base)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, err = c.Post(ctx, []byte(`{}`))
+		if err == nil {
+			t.Fatalf("POST %s: no error", base)
+		}
+		errs = append(errs, err)
+	}
+	_, err := New(Options{URL: secretURL("http://evil.example"), AllowHosts: []string{"good.example"}})
+	errs = append(errs, err)
+	_, err = New(Options{URL: "ftp://user:PW5ecret@x/y?token=T0KSECRET"})
+	errs = append(errs, err)
+	// A query url.Parse keeps but cannot split is masked whole.
+	errs = append(errs, errors.New(Redact("http://user:PW5ecret@x/y?token=T0KSECRET%zz")))
+	_, err = New(Options{URL: "http://user:PW5ecret@[::1/y?token=T0KSECRET"})
+	errs = append(errs, err)
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("case %d: no error", i)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "PW5ecret") || strings.Contains(msg, "T0KSECRET") {
+			t.Errorf("case %d: error quotes a URL secret: %s", i, msg)
+		}
+	}
+	if msg := errs[0].Error(); !strings.Contains(msg, "status 503") || !strings.Contains(msg, "token=xxxxx") {
+		t.Errorf("5xx error = %s, want the status and the redacted URL", msg)
+	}
+}
