@@ -21,8 +21,14 @@ import (
 type Options struct {
 	// Command is the server program and its arguments.
 	Command []string `yaml:"command" json:"command"`
-	// Env is added to the server's environment (which is otherwise toolrl's).
+	// Env sets variables of the server's environment. The server does not
+	// inherit toolrl's: it gets the variables of DefaultEnv that toolrl has,
+	// those PassEnv names, then Env (which wins).
 	Env map[string]string `yaml:"env" json:"env"`
+	// PassEnv names more of toolrl's variables to pass on (those it has).
+	// toolrl's own variables (TOOLRL_*: $TOOLRL_REDIS_PASSWORD) are refused:
+	// give a value the server needs in Env.
+	PassEnv []string `yaml:"pass_env" json:"pass_env"`
 	// Dir is the server's working directory.
 	Dir string `yaml:"dir" json:"dir"`
 	// Prefix is prepended to every tool name in the registry, e.g. "fs_".
@@ -42,6 +48,42 @@ const (
 	DefaultStartTimeout = 30 * time.Second
 	DefaultTimeout      = 60 * time.Second
 )
+
+// DefaultEnv are the variables of toolrl's environment every server gets
+// (those that are set): where programs are and whose they run as, the
+// locale, the time zone and the temporary folder; no credentials.
+var DefaultEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"}
+
+// Environ returns the server's environment for opts (see Options.Env), in
+// the NAME=value form of exec.Cmd.Env, sorted by name.
+func Environ(opts Options) ([]string, error) {
+	env := map[string]string{}
+	for _, names := range [][]string{DefaultEnv, opts.PassEnv} {
+		for _, k := range names {
+			if strings.HasPrefix(k, "TOOLRL_") {
+				return nil, fmt.Errorf("mcp pass_env %s: toolrl's own variables are not passed on (set the value in env if the server needs it)", k)
+			}
+			if k == "" || strings.Contains(k, "=") {
+				return nil, fmt.Errorf("mcp pass_env %q: not a variable name", k)
+			}
+			if v, ok := os.LookupEnv(k); ok {
+				env[k] = v
+			}
+		}
+	}
+	for k, v := range opts.Env {
+		if k == "" || strings.Contains(k, "=") {
+			return nil, fmt.Errorf("mcp env %q: not a variable name", k)
+		}
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out, nil
+}
 
 // ErrTimeout marks a start or a request the server did not answer in time.
 var ErrTimeout = errors.New("mcp server did not answer in time")
@@ -90,6 +132,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	env, err := Environ(opts)
+	if err != nil {
+		return nil, err
+	}
 	command := strings.Join(opts.Command, " ")
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
@@ -105,12 +151,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 	cmd.Dir = opts.Dir
 	cmd.Stderr = os.Stderr
-	if len(opts.Env) > 0 {
-		cmd.Env = os.Environ()
-		for k, v := range opts.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
+	cmd.Env = env // never nil: a nil Env would inherit toolrl's
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolrl", Version: "v1"}, nil)
 	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
 	if err != nil {

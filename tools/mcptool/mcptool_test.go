@@ -40,7 +40,7 @@ func TestServer(t *testing.T) {
 	for _, ti := range s.Tools() {
 		names = append(names, ti.Name)
 	}
-	if got := strings.Join(names, ","); got != "add,fail,shout,sleep" {
+	if got := strings.Join(names, ","); got != "add,env,fail,shout,sleep" {
 		t.Errorf("tools = %q", got)
 	}
 	var schema struct {
@@ -138,5 +138,61 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	if out, err := s.Call(context.Background(), "shout", json.RawMessage(`{"text": "hi"}`)); err != nil || out != "HI" {
 		t.Errorf("shout after a timed-out request = %q, %v", out, err)
+	}
+}
+
+// A server gets an explicit environment: the variables of DefaultEnv that
+// toolrl has, then the entry's env; none of toolrl's others, its Redis
+// password least of all (#30).
+func TestServerEnvironment(t *testing.T) {
+	bin := BuildTestServer(t, t.TempDir())
+	t.Setenv("TOOLRL_REDIS_PASSWORD", "R3DISSECRET")
+	t.Setenv("SOME_API_KEY", "APIKEYSECRET")
+	t.Setenv("HOME", "/home/toolrl-test")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := func(o Options) map[string]string {
+		t.Helper()
+		o.Command = []string{bin}
+		s, err := Start(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		out, err := s.Call(ctx, "env", json.RawMessage(`{"text": ""}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		for _, kv := range strings.Split(out, "\n") {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		return env
+	}
+	t.Setenv("PASSME", "passed")
+	env := start(Options{PassEnv: []string{"PASSME", "UNSET_NAME"}, Env: map[string]string{"HOME": "/elsewhere"}})
+	if env["PASSME"] != "passed" || env["HOME"] != "/elsewhere" || env["SOME_API_KEY"] != "" {
+		t.Errorf("pass_env PASSME, env HOME: PASSME=%q HOME=%q SOME_API_KEY=%q", env["PASSME"], env["HOME"], env["SOME_API_KEY"])
+	}
+	if _, ok := env["UNSET_NAME"]; ok {
+		t.Errorf("pass_env of an unset variable set it")
+	}
+	if _, err := Start(ctx, Options{Command: []string{bin}, PassEnv: []string{"TOOLRL_REDIS_PASSWORD"}}); err == nil || !strings.Contains(err.Error(), "TOOLRL_REDIS_PASSWORD: toolrl's own variables are not passed on") {
+		t.Errorf("pass_env TOOLRL_REDIS_PASSWORD: %v", err)
+	}
+	for _, o := range []Options{{}, {Env: map[string]string{"FOO": "bar"}}} {
+		env := start(o)
+		for _, k := range []string{"TOOLRL_REDIS_PASSWORD", "SOME_API_KEY"} {
+			if v, ok := env[k]; ok {
+				t.Errorf("env %v: the server got %s=%s", o.Env, k, v)
+			}
+		}
+		if env["HOME"] != "/home/toolrl-test" || env["PATH"] != os.Getenv("PATH") {
+			t.Errorf("env %v: HOME=%q PATH=%q, want toolrl's", o.Env, env["HOME"], env["PATH"])
+		}
+		if o.Env != nil && env["FOO"] != "bar" {
+			t.Errorf("env %v: FOO=%q", o.Env, env["FOO"])
+		}
 	}
 }

@@ -4,6 +4,8 @@ package main
 import (
 	"context"
 	"log"
+	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -45,6 +47,12 @@ func main() {
 				return nil, nil, ctx.Err()
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "prints the server's environment, one sorted NAME=value a line"},
+		func(ctx context.Context, req *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
+			env := os.Environ()
+			sort.Strings(env)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(env, "\n")}}}, nil, nil
 		})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
