@@ -27,6 +27,9 @@ func (b builder) calculator() ([]Tool, error) {
 	if err := b.decodeSettings(&lim); err != nil {
 		return nil, err
 	}
+	if err := b.positiveSettings(calculatorPositive); err != nil {
+		return nil, err
+	}
 	return []Tool{NewCalculator(lim)}, nil
 }
 

@@ -26,6 +26,9 @@ func (b builder) http() ([]Tool, error) {
 	if err := b.decodeSettings(&opts); err != nil {
 		return nil, err
 	}
+	if err := b.positiveSettings(httpPositive); err != nil {
+		return nil, err
+	}
 	t, err := NewHTTP(opts)
 	if err != nil {
 		return nil, err

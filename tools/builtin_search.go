@@ -25,6 +25,9 @@ func (b builder) search() ([]Tool, error) {
 	if err := b.decodeSettings(&opts); err != nil {
 		return nil, err
 	}
+	if err := b.positiveSettings(searchPositive); err != nil {
+		return nil, err
+	}
 	if opts.Corpus == "" {
 		return nil, errors.New("settings: corpus is required")
 	}

@@ -84,9 +84,13 @@ func ParseRegistry(ctx context.Context, data []byte, baseDir string) (*Registry,
 	}
 	// A second pass for the line of each entry, to name it in errors.
 	var lines struct {
-		Tools []yaml.Node `yaml:"tools"`
+		Defaults yaml.Node   `yaml:"defaults"`
+		Tools    []yaml.Node `yaml:"tools"`
 	}
 	_ = yaml.Unmarshal(data, &lines)
+	if err := checkPositive(&lines.Defaults, "", entryPositive); err != nil {
+		return nil, fmt.Errorf("defaults: %w", err)
+	}
 
 	defTimeout, err := parseDuration(doc.Defaults.Timeout)
 	if err != nil {
@@ -100,6 +104,10 @@ func ParseRegistry(ctx context.Context, data []byte, baseDir string) (*Registry,
 		where := fmt.Sprintf("tools[%d]", i)
 		if i < len(lines.Tools) {
 			where += fmt.Sprintf(" (line %d)", lines.Tools[i].Line)
+			if err := checkPositive(&lines.Tools[i], "", entryPositive); err != nil {
+				reg.Close()
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
 		}
 		if err := addEntry(ctx, reg, ent, doc.Defaults, defTimeout, baseDir); err != nil {
 			reg.Close()
