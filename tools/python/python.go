@@ -204,6 +204,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 			modes = append(modes, mode{"root", true, func() *syscall.SysProcAttr {
 				return &syscall.SysProcAttr{
 					Setpgid:    true,
+					Pdeathsig:  syscall.SIGKILL,
 					Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNS,
 				}
 			}})
@@ -212,6 +213,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		modes = append(modes, mode{"user", false, func() *syscall.SysProcAttr {
 			return &syscall.SysProcAttr{
 				Setpgid:     true,
+				Pdeathsig:   syscall.SIGKILL,
 				Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNS,
 				UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
 				GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
@@ -222,7 +224,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	// neither raise its rlimits nor write where root could.
 	root := os.Geteuid() == 0
 	modes = append(modes, mode{"", root, func() *syscall.SysProcAttr {
-		attr := &syscall.SysProcAttr{Setpgid: true}
+		attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if root {
 			attr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}
 		}
@@ -261,6 +263,9 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	}
 	if iso.Landlock == 0 {
 		iso.Notes = append(iso.Notes, "writes NOT confined to the temp dir: the kernel has no Landlock")
+	}
+	if iso.Namespaces == "" {
+		iso.Notes = append(iso.Notes, "no PID namespace: if toolrl dies during a call, python dies with it (parent-death signal) but processes it started live on, and the call's temp dir stays until the next runner's sweep")
 	}
 	if iso.Proc == "host" {
 		iso.Notes = append(iso.Notes, "/proc NOT private: the code can read the host's process list and command lines")
@@ -312,7 +317,11 @@ type Output struct {
 
 // Run runs code as the __main__ module in a fresh temp dir (removed
 // afterwards, however the run ends; New removes those left by toolrl
-// processes that died). At ctx's deadline the process group (and, with namespaces,
+// processes that died). With namespaces the preamble moves the dir into a
+// tmpfs of the sandbox's mount namespace, mounted over the temp root: the
+// host's copy is gone once the code starts, and the sandbox's goes with its
+// last process. Every mode sets a parent-death signal (SIGKILL), which the
+// preamble arms again after its uid change: the sandbox dies with toolrl. At ctx's deadline the process group (and, with namespaces,
 // every process of the sandbox) is killed and Run returns ctx.Err().
 // probe=true runs the sandbox preamble's self-report instead of code.
 func (r *Runner) Run(ctx context.Context, code string, probe bool) (Output, error) {

@@ -513,3 +513,127 @@ print("open fds", sorted(int(f) for f in os.listdir("/proc/self/fd")))
 		t.Errorf("an inherited file is usable in the sandbox (file now %q):\n%s%s", got, out.Stdout, out.Stderr)
 	}
 }
+
+// TestHelperLongCall is not a test: TestSandboxDiesWithParent runs the test
+// binary as a toolrl stand-in that makes one long call and is then killed.
+func TestHelperLongCall(t *testing.T) {
+	root := os.Getenv("TOOLRL_TEST_LONG_CALL_ROOT")
+	if root == "" {
+		t.Skip("a helper process of TestSandboxDiesWithParent")
+	}
+	var opts Options
+	if skip := os.Getenv("TOOLRL_TEST_LONG_CALL_SKIP"); skip != "" {
+		opts.skipModes = strings.Split(skip, ",")
+	}
+	opts.TempRoot, opts.CPUSeconds = root, 60
+	r := newRunner(t, opts)
+	run(t, r, `import subprocess, time
+subprocess.Popen(["sleep", "120"])
+open("ready", "w").close()
+time.sleep(120)
+`)
+}
+
+// TestSandboxDiesWithParent: when the toolrl process is killed (SIGKILL or
+// SIGTERM) during a call, the sandboxed python and what it started die with
+// it, and its temp dir does not stay (#30).
+func TestSandboxDiesWithParent(t *testing.T) {
+	for _, c := range []struct {
+		name, skip string
+		sig        syscall.Signal
+	}{{"SIGKILL", "", syscall.SIGKILL}, {"SIGTERM", "", syscall.SIGTERM},
+		{"SIGKILL/user", "root", syscall.SIGKILL}, {"SIGKILL/no-namespaces", "root,user", syscall.SIGKILL}} {
+		t.Run(c.name, func(t *testing.T) { testDiesWithParent(t, c.sig, c.skip) })
+	}
+}
+
+func testDiesWithParent(t *testing.T, sig syscall.Signal, skip string) {
+	nons := skip == "root,user"
+	root, err := os.MkdirTemp("", "toolrl-temproot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command(os.Args[0], "-test.run=^TestHelperLongCall$", "-test.v")
+	helper.Env = append(os.Environ(), "TOOLRL_TEST_LONG_CALL_ROOT="+root)
+	helper.Env = append(helper.Env, "TOOLRL_TEST_LONG_CALL_SKIP="+skip)
+	var log strings.Builder
+	helper.Stdout, helper.Stderr = &log, &log
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The call is running once its code wrote "ready" (host side: the temp
+	// dir itself, or the sandbox's private copy seen through /proc).
+	var procs []int
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		procs = proctest.Descendants(helper.Process.Pid)
+		ready, _ := filepath.Glob(filepath.Join(root, "toolrl-py-*", "ready"))
+		for _, p := range procs {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/cwd/ready", p)); err == nil {
+				ready = append(ready, "yes")
+			}
+		}
+		if len(ready) > 0 && len(procs) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			helper.Process.Kill()
+			helper.Wait()
+			t.Fatalf("the helper's call never got ready:\n%s", log.String())
+		}
+	}
+	if nons {
+		// Without a PID namespace only python itself has the parent-death
+		// signal; what it started outlives it (see Isolation.Notes).
+		defer func(all []int) {
+			for _, p := range all {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+		}(procs)
+		procs = procs[:1]
+	}
+	if err := helper.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	helper.Wait()
+	// Every process of the call must go (zombies left for init count as
+	// gone); a bounded wait, since the kernel delivers the signals.
+	alive := func() []int {
+		var left []int
+		for _, p := range procs {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+			if err != nil {
+				continue
+			}
+			s := string(stat)
+			if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] != "Z" && f[0] != "X" {
+				left = append(left, p)
+			}
+		}
+		return left
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(alive()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := alive(); len(left) > 0 {
+		for _, p := range left {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			t.Errorf("process %d outlived the killed toolrl process: %q", p, strings.ReplaceAll(string(cmdline), "\x00", " ")[:min(80, len(cmdline))])
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+	// Its temp dir: gone with the sandbox's mount namespace, or (without
+	// namespaces) removed by the next runner's sweep.
+	if left, _ := filepath.Glob(filepath.Join(root, "toolrl-py-*")); len(left) > 0 {
+		if !nons {
+			t.Errorf("temp dirs left by the killed call: %v", left)
+		}
+		newRunner(t, Options{TempRoot: root})
+		if left, _ := filepath.Glob(filepath.Join(root, "toolrl-py-*")); len(left) > 0 {
+			t.Errorf("temp dirs left after the next runner's sweep: %v", left)
+		}
+	}
+}

@@ -98,6 +98,29 @@ def _private_proc(libc):
     return "hidden"
 
 
+def _private_workdir(libc, work, size, owner):
+    """Moves WORKDIR into a tmpfs of the sandbox's own mount namespace,
+    mounted over the temp root: the host's copy is removed, so the call's
+    files die with the namespace (nothing stays if toolrl is killed), and
+    neither this call nor another sees another call's files."""
+    MS_NOSUID, MS_NODEV = 2, 4
+    main = os.path.join(work, "main.py")
+    with open(main, "rb") as f:
+        code = f.read()
+    os.unlink(main)
+    os.rmdir(work)
+    root = os.path.dirname(work)
+    opts = b"size=%d,mode=755" % size
+    if libc.mount(b"tmpfs", root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
+        raise OSError(ctypes.get_errno(), "mount tmpfs " + root)
+    os.mkdir(work, 0o700)
+    with open(main, "wb") as f:
+        f.write(code)
+    if owner is not None:
+        os.chown(main, owner, owner)
+        os.chown(work, owner, owner)
+
+
 def _drop_capabilities(libc):
     """Gives up every capability of the user namespace's root for good: no
     capability comes back through setuid fix-ups or execve."""
@@ -133,12 +156,18 @@ def _toolrl_sandbox():
     proc = "host"
     if priv in ("root", "user"):
         proc = _private_proc(libc)
+        _private_workdir(libc, work, max(mem, fsize, 1 << 20), _NOBODY if priv == "root" else None)
         if priv == "root":
             os.setgroups([])
             os.setgid(_NOBODY)
             os.setuid(_NOBODY)
         else:
             _drop_capabilities(libc)
+        # The uid change cleared the parent-death signal the runner set: arm
+        # it again, so that the sandbox (PID 1 of its namespace, whose death
+        # kills every process in it) dies with toolrl.
+        if libc.prctl(1, 9, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG, SIGKILL
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
     if cpu > 0:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     for res, v in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, fsize), (resource.RLIMIT_NOFILE, nofile), (resource.RLIMIT_NPROC, nproc)):
