@@ -29,7 +29,7 @@ BENCH_TARGETS :=
 help:
 	@awk '/^## [A-Za-z0-9_.-]+: / { sub(/^## /, ""); i = index($$0, ": "); printf "  %-22s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }' $(filter Makefile mk/%.mk,$(MAKEFILE_LIST))
 
-## setup: the ONNX Runtime library (from npm onnxruntime-node) and redis-server
+## setup: the ONNX Runtime library (from npm onnxruntime-node), redis-server and promtool (mk/metrics.mk)
 setup: ort redis
 
 ort: $(ORT_LIB)
@@ -52,10 +52,13 @@ redis:
 
 ## build: bin/toolrl
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# The commit, for toolrl_build_info: passed here because builds under
+# GOFLAGS=-buildvcs=false carry no vcs.revision of their own.
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
 build:
 	@mkdir -p bin
-	GOEXPERIMENT=simd $(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/toolrl ./cmd/toolrl
+	GOEXPERIMENT=simd $(GO) build -ldflags "-X main.version=$(VERSION) -X main.revision=$(REVISION)" -o bin/toolrl ./cmd/toolrl
 
 ## test: setup, then the whole suite (-race on the concurrent packages)
 test: setup $(TEST_DEPS)

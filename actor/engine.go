@@ -84,6 +84,7 @@ type Stats struct {
 	RowSteps       int64         // sum over decode Runs of the batch size
 	RunTime        time.Duration // wall time inside ONNX Runtime
 	StepTime       time.Duration // wall time inside Step
+	StepLatency    StepLatency   // wall time of each Step that ran the model
 }
 
 // Overhead is the fraction of Step wall time spent outside ONNX Runtime.
@@ -327,7 +328,14 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 		return nil, err
 	}
 	start := time.Now()
-	defer func() { e.stats.StepTime += time.Since(start) }()
+	ran := false // the model ran: this step's time goes into StepLatency
+	defer func() {
+		d := time.Since(start)
+		e.stats.StepTime += d
+		if ran {
+			e.stats.StepLatency.observe(d)
+		}
+	}()
 
 	// Finishes that happened in Inject come first: they happened before
 	// this step.
@@ -343,6 +351,7 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 		return events, nil
 	}
 	e.stats.Steps++
+	ran = true
 	if len(admitted) > 0 || e.dirty {
 		if err := e.repack(survivors, survivorRows, admitted); err != nil {
 			return nil, err

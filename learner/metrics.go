@@ -7,16 +7,21 @@ import (
 	"github.com/toolrl/toolrl/policystore"
 )
 
-// Prometheus holds the learner's series (namespace toolrl_learner): gauges
-// of the last update's terms, counters of the work done, and a histogram of
-// record staleness.
+// Prometheus holds the learner's series (namespace toolrl_learner; every
+// one is listed in docs/metrics.md): counters of the work done, one gauge
+// per term of the last update, histograms of update time and record
+// staleness. Throughput is a rate of the counters (rate of tokens_total),
+// not a gauge.
 type Prometheus struct {
 	updates, records, dropped, tokens, trained, steps, published prometheus.Counter
 	version                                                      prometheus.Gauge
-	last                                                         *prometheus.GaugeVec
-	mismatch                                                     *prometheus.GaugeVec
-	staleness                                                    prometheus.Histogram
-	seconds                                                      prometheus.Histogram
+	// The last update's terms, one gauge each.
+	loss, pgLoss, kl, entropy, advAbsMean, gradNorm, lr prometheus.Gauge
+	clipHigh, clipLow, clipDual, ratioMean, ratioMax    prometheus.Gauge
+	// Learner vs behaviour logprobs before the last update.
+	mismatchMaxAbs, mismatchMeanAbs, mismatchK3 prometheus.Gauge
+	staleness                                   prometheus.Histogram
+	seconds                                     prometheus.Histogram
 }
 
 // NewPrometheus registers the learner's series with reg.
@@ -24,25 +29,44 @@ func NewPrometheus(reg prometheus.Registerer) (*Prometheus, error) {
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "toolrl", Subsystem: "learner", Name: name, Help: help})
 	}
-	p := &Prometheus{
-		updates:   counter("updates_total", "Updates (batches) that trained."),
-		records:   counter("records_total", "Advantage records read."),
-		dropped:   counter("dropped_stale_total", "Records dropped for lagging the learner's version by more than max_staleness."),
-		tokens:    counter("tokens_total", "Tokens (prompt and response) through forward and backward, epochs counted."),
-		trained:   counter("tokens_trained_total", "Trained (loss mask 1) tokens."),
-		steps:     counter("optimizer_steps_total", "AdamW steps."),
-		published: counter("published_total", "Policy versions published."),
-		version:   prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "toolrl", Subsystem: "learner", Name: "policy_version", Help: "The latest published policy version."}),
-		last: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "toolrl", Subsystem: "learner", Name: "last_update",
-			Help: "The last update's metrics by name (loss, pg_loss, kl, clip_frac_high, clip_frac_low, clip_frac_dual, entropy, adv_abs_mean, grad_norm, lr, ratio_mean, ratio_max, tokens_per_s)."}, []string{"metric"}),
-		mismatch: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "toolrl", Subsystem: "learner", Name: "rollout_mismatch",
-			Help: "Learner vs behaviour logprobs before the last update: max_abs, mean_abs, k3."}, []string{"stat"}),
-		staleness: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "toolrl", Subsystem: "learner", Name: "record_staleness",
-			Help: "Learner version minus record policy_version, per record read.", Buckets: []float64{0, 1, 2, 3, 4, 6, 8, 16}}),
-		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "toolrl", Subsystem: "learner", Name: "update_seconds",
-			Help: "Wall time of one update.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "toolrl", Subsystem: "learner", Name: name, Help: help})
 	}
-	for _, c := range []prometheus.Collector{p.updates, p.records, p.dropped, p.tokens, p.trained, p.steps, p.published, p.version, p.last, p.mismatch, p.staleness, p.seconds} {
+	p := &Prometheus{
+		updates:    counter("updates_total", "Updates (batches) that trained."),
+		records:    counter("records_total", "Advantage records read."),
+		dropped:    counter("dropped_stale_total", "Records dropped for lagging the learner's version by more than max_staleness."),
+		tokens:     counter("tokens_total", "Tokens (prompt and response) through forward and backward, epochs counted; rate() of it is the training throughput."),
+		trained:    counter("tokens_trained_total", "Trained (loss mask 1) tokens."),
+		steps:      counter("optimizer_steps_total", "AdamW steps."),
+		published:  counter("published_total", "Policy versions published."),
+		version:    gauge("policy_version", "The latest published policy version."),
+		loss:       gauge("loss", "The last update's loss (mean over its optimizer steps)."),
+		pgLoss:     gauge("pg_loss", "The last update's policy-gradient loss (mean over its optimizer steps)."),
+		kl:         gauge("kl", "The last update's KL estimate to the reference policy, per token with a reference (nats; 0 without one)."),
+		entropy:    gauge("entropy_nats", "The last update's mean policy entropy per trained token, in nats."),
+		advAbsMean: gauge("advantage_abs_mean", "The last update's mean |advantage| over trained tokens."),
+		gradNorm:   gauge("grad_norm", "The last update's gradient L2 norm before clipping (mean over its optimizer steps)."),
+		lr:         gauge("learning_rate", "The learning rate of the last update's last optimizer step."),
+		clipHigh:   gauge("clip_high_ratio", "Share of the last update's trained tokens clipped at 1+epsilon_high (0 to 1)."),
+		clipLow:    gauge("clip_low_ratio", "Share of the last update's trained tokens clipped at 1-epsilon_low (0 to 1)."),
+		clipDual:   gauge("clip_dual_ratio", "Share of the last update's trained tokens clipped by the dual clip (0 to 1)."),
+		ratioMean:  gauge("importance_ratio_mean", "The last update's mean importance ratio pi/pi_old over trained tokens."),
+		ratioMax:   gauge("importance_ratio_max", "The last update's largest importance ratio pi/pi_old."),
+		mismatchMaxAbs: gauge("rollout_mismatch_max_abs",
+			"Largest |learner logprob - behaviour logprob| over the last update's trained tokens, before it trained (nats)."),
+		mismatchMeanAbs: gauge("rollout_mismatch_mean_abs",
+			"Mean |learner logprob - behaviour logprob| over the last update's trained tokens, before it trained (nats)."),
+		mismatchK3: gauge("rollout_mismatch_k3",
+			"k3 estimate of KL(behaviour || learner) over the last update's trained tokens, before it trained (nats per token)."),
+		staleness: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "toolrl", Subsystem: "learner", Name: "record_staleness_versions",
+			Help: "Learner version minus record policy_version, per record read, in policy versions.", Buckets: []float64{0, 1, 2, 3, 4, 6, 8, 16}}),
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "toolrl", Subsystem: "learner", Name: "update_seconds",
+			Help: "Wall time of one update that trained: forward, backward and optimizer steps of its epochs.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
+	}
+	for _, c := range []prometheus.Collector{p.updates, p.records, p.dropped, p.tokens, p.trained, p.steps, p.published, p.version,
+		p.loss, p.pgLoss, p.kl, p.entropy, p.advAbsMean, p.gradNorm, p.lr, p.clipHigh, p.clipLow, p.clipDual, p.ratioMean, p.ratioMax,
+		p.mismatchMaxAbs, p.mismatchMeanAbs, p.mismatchK3, p.staleness, p.seconds} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -71,16 +95,14 @@ func (p *Prometheus) ObserveUpdate(m Metrics) {
 	p.tokens.Add(float64(m.Tokens * m.Epochs))
 	p.trained.Add(float64(m.TokensTrained))
 	p.seconds.Observe(m.Seconds)
-	for name, v := range map[string]float64{
-		"loss": m.Loss, "pg_loss": m.PGLoss, "kl": m.KL, "clip_frac_high": m.ClipFracHigh, "clip_frac_low": m.ClipFracLow,
-		"clip_frac_dual": m.DualClipFrac, "entropy": m.Entropy, "adv_abs_mean": m.AdvAbsMean, "grad_norm": m.GradNorm,
-		"lr": m.LR, "ratio_mean": m.RatioMean, "ratio_max": m.RatioMax, "tokens_per_s": m.TokensPerS,
+	for g, v := range map[prometheus.Gauge]float64{
+		p.loss: m.Loss, p.pgLoss: m.PGLoss, p.kl: m.KL, p.entropy: m.Entropy, p.advAbsMean: m.AdvAbsMean,
+		p.gradNorm: m.GradNorm, p.lr: m.LR, p.clipHigh: m.ClipFracHigh, p.clipLow: m.ClipFracLow, p.clipDual: m.DualClipFrac,
+		p.ratioMean: m.RatioMean, p.ratioMax: m.RatioMax,
+		p.mismatchMaxAbs: m.Mismatch.MaxAbs, p.mismatchMeanAbs: m.Mismatch.MeanAbs, p.mismatchK3: m.Mismatch.K3,
 	} {
-		p.last.WithLabelValues(name).Set(v)
+		g.Set(v)
 	}
-	p.mismatch.WithLabelValues("max_abs").Set(m.Mismatch.MaxAbs)
-	p.mismatch.WithLabelValues("mean_abs").Set(m.Mismatch.MeanAbs)
-	p.mismatch.WithLabelValues("k3").Set(m.Mismatch.K3)
 }
 
 // ObservePublish records a published version.

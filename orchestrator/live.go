@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/tools"
 )
 
@@ -18,6 +19,21 @@ type Live struct {
 	mu   sync.Mutex
 	sum  *Summary
 	exec *tools.Executor
+	eng  EngineFigures
+	// engine is the engine last published and closedSteps the step
+	// latencies of the engines before it (hot reloads make a new one).
+	engine      *actor.Engine
+	closedSteps actor.StepLatency
+}
+
+// EngineFigures are the actor engine's figures at a Live's last publish.
+type EngineFigures struct {
+	// Running and Queued count the sequences in the decode batch and those
+	// waiting for a batch slot.
+	Running, Queued int
+	// Steps are the wall times of the engine steps that ran the model, over
+	// every engine of the run.
+	Steps actor.StepLatency
 }
 
 // NewLive returns a Live with nothing published yet.
@@ -28,23 +44,49 @@ func NewLive() *Live { return &Live{} }
 // summary's maps and slices are the snapshot's own: read them, do not
 // change them.
 func (l *Live) Snapshot() (s Summary, tools tools.ExecutorStats, ok bool) {
+	s, tools, _, ok = l.snapshot()
+	return s, tools, ok
+}
+
+// Engine returns the engine's figures last published; ok is false until
+// the run has opened its model.
+func (l *Live) Engine() (EngineFigures, bool) {
+	_, _, eng, ok := l.snapshot()
+	return eng, ok
+}
+
+func (l *Live) snapshot() (s Summary, tools tools.ExecutorStats, eng EngineFigures, ok bool) {
 	l.mu.Lock()
-	sum, exec := l.sum, l.exec
+	sum, exec, eng := l.sum, l.exec, l.eng
 	l.mu.Unlock()
 	if sum == nil {
-		return Summary{}, tools, false
+		return Summary{}, tools, EngineFigures{}, false
 	}
 	if exec != nil {
 		tools = exec.Stats()
 	}
-	return *sum, tools, true
+	return *sum, tools, eng, true
 }
 
-// set publishes s (the runner's copy) and the executor.
-func (l *Live) set(s *Summary, exec *tools.Executor) {
+// set publishes s (the runner's copy), the executor and the engine's
+// figures; it runs on the engine's owner, the runner's goroutine.
+func (l *Live) set(s *Summary, exec *tools.Executor, eng *actor.Engine) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.sum, l.exec = s, exec
-	l.mu.Unlock()
+	if eng == nil {
+		return
+	}
+	if l.engine != nil && l.engine != eng {
+		// A hot reload closed the engine last published; the runner
+		// published just before it (the loop's top), so its figures are
+		// complete.
+		l.closedSteps.Add(l.engine.Stats().StepLatency)
+	}
+	l.engine = eng
+	steps := l.closedSteps
+	steps.Add(eng.Stats().StepLatency)
+	l.eng = EngineFigures{Running: eng.Running(), Queued: eng.Queued(), Steps: steps}
 }
 
 // publish copies the summary into RunOptions.Live, if any. It runs on the
@@ -58,7 +100,7 @@ func (r *runner) publish() {
 		st := feed.Stats()
 		s.Worker = &st
 	}
-	r.opts.Live.set(s, r.exec)
+	r.opts.Live.set(s, r.exec, r.eng)
 }
 
 // clone copies s deeply enough that later changes to s do not show.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/tools"
 )
 
@@ -28,13 +29,15 @@ type collector struct {
 	toolPanics                                                  *prometheus.Desc
 	policyVersion, reloads, reloadSeconds, versionsRefused      *prometheus.Desc
 	claimed, reclaimed, done, redone, repeats, deadLettered     *prometheus.Desc
+	stepSeconds, running, queued                                *prometheus.Desc
 }
 
 // NewCollector returns a Prometheus collector of a rollout's figures,
 // read from live at each scrape (namespace toolrl_rollout): prompts, groups,
 // trajectories, tokens, finish reasons, reward mean and accuracy, tool calls
-// by tool and outcome, tool execution times, the policy version and reloads
-// (--watch) and, for a distributed worker, its feed's counts. Counters come
+// by tool and outcome, tool execution times, the engine's step times and
+// batch occupancy, the policy version and reloads (--watch) and, for a
+// distributed worker, its feed's counts (docs/metrics.md lists them). Counters come
 // from the run's Summary, so they equal its printed figures. Series appear
 // once the run has opened its model and tools; the worker series only for a
 // worker. No label holds a URL or other configuration.
@@ -55,7 +58,7 @@ func NewCollector(live *Live) prometheus.Collector {
 		injectedTokens:       rolloutDesc("injected_tokens_total", "Environment tokens (tool results, chat markup) in written trajectories (loss mask 0)."),
 		finish:               rolloutDesc("finish_total", "Written trajectories by finish reason.", "reason"),
 		rewardMean:           rolloutDesc("reward_mean", "Mean total reward of the written trajectories (0 before the first)."),
-		accuracy:             rolloutDesc("accuracy", "Share of the written trajectories whose final answer is right (0 before the first)."),
+		accuracy:             rolloutDesc("accuracy_ratio", "Share of the written trajectories whose final answer is right, 0 to 1 (0 before the first)."),
 		toolCalls: rolloutDesc("tool_calls_total",
 			`Tool calls in written trajectories by tool (a registry name, or "unknown") and outcome ("ok", or the error class: timeout, tool_error, bad_json, over_cap, not_executed, ...).`,
 			"tool", "outcome"),
@@ -74,6 +77,10 @@ func NewCollector(live *Live) prometheus.Collector {
 		repeats:         rolloutDesc("worker_repeats_total", "Prompt entries of a prompt already in flight here: acknowledged with the first."),
 		deadLettered: rolloutDesc("worker_dead_lettered_total",
 			"Prompt entries moved to the job's dead-letter stream, by reason: refused (longer than the context), corrupt, over_delivered.", "reason"),
+		stepSeconds: rolloutDesc("decode_step_seconds",
+			"Wall time of one engine step that ran the model: prefill of the sequences admitted, one batched decode of every running sequence, sampling."),
+		running: rolloutDesc("sequences_running", "Sequences in the engine's decode batch."),
+		queued:  rolloutDesc("sequences_queued", "Sequences waiting for a slot in the engine's decode batch."),
 	}
 }
 
@@ -88,6 +95,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.toolCalls, c.toolSeconds, c.toolsInFlight, c.toolOverruns, c.toolPanics,
 		c.policyVersion, c.reloads, c.reloadSeconds, c.versionsRefused,
 		c.claimed, c.reclaimed, c.done, c.redone, c.repeats, c.deadLettered,
+		c.stepSeconds, c.running, c.queued,
 	} {
 		ch <- d
 	}
@@ -95,7 +103,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect reads the Live snapshot and sends its series.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	s, st, ok := c.live.Snapshot()
+	s, st, eng, ok := c.live.snapshot()
 	if !ok {
 		return
 	}
@@ -144,6 +152,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.toolsInFlight, float64(st.InFlight))
 	counter(c.toolOverruns, float64(st.Overruns))
 	counter(c.toolPanics, float64(st.Panics))
+	steps, stepBounds := eng.Steps.Cumulative(), actor.StepLatencyBuckets()
+	stepBuckets := make(map[float64]uint64, len(stepBounds))
+	for i, b := range stepBounds {
+		stepBuckets[b] = steps[i]
+	}
+	ch <- prometheus.MustNewConstHistogram(c.stepSeconds, eng.Steps.Count, eng.Steps.Sum.Seconds(), stepBuckets)
+	gauge(c.running, float64(eng.Running))
+	gauge(c.queued, float64(eng.Queued))
 	gauge(c.policyVersion, float64(s.PolicyVersion))
 	counter(c.reloads, float64(s.Reloads))
 	counter(c.reloadSeconds, s.ReloadTime.Seconds())

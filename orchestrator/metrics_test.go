@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -68,14 +69,14 @@ func TestCollectorReadsTheLiveSummary(t *testing.T) {
 		s.Calls[c.outcome]++
 		s.countToolCall(c.name, c.outcome)
 	}
-	live.set(s.clone(), nil)
+	live.set(s.clone(), nil, nil)
 	s.GroupsWritten = 99 // not published
 	want := map[string]float64{
 		"toolrl_rollout_prompts_read_total":                                  5,
 		"toolrl_rollout_groups_written_total":                                2,
 		"toolrl_rollout_trajectories_total":                                  4,
 		"toolrl_rollout_trajectories_correct_total":                          3,
-		"toolrl_rollout_accuracy":                                            0.75,
+		"toolrl_rollout_accuracy_ratio":                                      0.75,
 		"toolrl_rollout_reward_mean":                                         0.5,
 		"toolrl_rollout_finish_total{reason=stop}":                           4,
 		"toolrl_rollout_tool_calls_total{outcome=ok,tool=calculator}":        2,
@@ -96,7 +97,7 @@ func TestCollectorReadsTheLiveSummary(t *testing.T) {
 	}
 
 	s.Worker = &FeedStats{Claimed: 7, Refused: 1, OverDelivered: 2}
-	live.set(s.clone(), nil)
+	live.set(s.clone(), nil, nil)
 	got = gatherSeries(t, reg)
 	for k, v := range map[string]float64{
 		"toolrl_rollout_groups_written_total":                              99,
@@ -146,7 +147,8 @@ func TestLiveDuringARun(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	sum, err := quietRun(t, context.Background(), job, RunOptions{Live: live})
+	var eng *actor.Engine
+	sum, err := quietRun(t, context.Background(), job, RunOptions{Live: live, Hooks: Hooks{Engine: func(e *actor.Engine) { eng = e }}})
 	close(done)
 	if n := <-scraped; n == 0 {
 		t.Error("no scrape while the run ran")
@@ -176,5 +178,13 @@ func TestLiveDuringARun(t *testing.T) {
 	}
 	if got[`toolrl_rollout_tool_call_seconds{tool=calculator}`] < float64(sum.ToolCalls["calculator"]["ok"]) {
 		t.Errorf("calculator executions %g < %d ok calls", got[`toolrl_rollout_tool_call_seconds{tool=calculator}`], sum.ToolCalls["calculator"]["ok"])
+	}
+	// Every engine step that ran the model is in the decode step histogram;
+	// the batch is empty once the run is over.
+	if n := eng.Stats().Steps; n == 0 || got["toolrl_rollout_decode_step_seconds"] != float64(n) {
+		t.Errorf("decode_step_seconds count %g, engine steps %d", got["toolrl_rollout_decode_step_seconds"], n)
+	}
+	if got["toolrl_rollout_sequences_running"] != 0 || got["toolrl_rollout_sequences_queued"] != 0 {
+		t.Errorf("sequences running %g, queued %g after the run", got["toolrl_rollout_sequences_running"], got["toolrl_rollout_sequences_queued"])
 	}
 }

@@ -1,8 +1,15 @@
 package serve
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
 
-// metrics are the service's Prometheus series (namespace toolrl_advantage).
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolrl/toolrl/stream"
+)
+
+// metrics are the service's Prometheus series (namespace toolrl_advantage;
+// docs/metrics.md lists them).
 type metrics struct {
 	groups        prometheus.Counter
 	records       prometheus.Counter
@@ -12,9 +19,6 @@ type metrics struct {
 	staleFlagged  prometheus.Counter
 	zeroVariance  prometheus.Counter
 	zeroDropped   prometheus.Counter
-	groupsPerSec  prometheus.Gauge
-	lag           prometheus.Gauge
-	pending       prometheus.Gauge
 	policyVersion prometheus.Gauge
 	batchSeconds  prometheus.Histogram
 	redisErrors   prometheus.Counter
@@ -23,6 +27,8 @@ type metrics struct {
 	backpressureSeconds prometheus.Counter
 	trimmed             prometheus.Counter
 	refScored           prometheus.Counter
+
+	depth *depthCollector
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,28 +47,88 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		staleFlagged:  counter("stale_flagged_total", "Stale groups kept with stale=true."),
 		zeroVariance:  counter("zero_variance_groups_total", "Groups whose rewards were all equal."),
 		zeroDropped:   counter("zero_variance_dropped_total", "Zero-variance groups dropped."),
-		groupsPerSec:  gauge("groups_per_second", "Groups committed per second over the last metrics interval."),
-		lag:           gauge("lag", "Entries of the groups stream not yet delivered to the consumer group."),
-		pending:       gauge("pending", "Entries delivered to the consumer group and not yet acknowledged."),
 		policyVersion: gauge("policy_version", "The trainer's policy version last read from Redis."),
 		batchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "toolrl", Subsystem: "advantage", Name: "batch_seconds",
 			Help: "Time to decode, compute, encode and commit one batch.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 		redisErrors: counter("redis_errors_total", "Redis calls that failed and were retried."),
-		outputBacklog: gauge("output_backlog",
-			"Unconsumed records of the advantages stream (slowest trainer group; all records while there is none)."),
+		outputBacklog: gauge("output_backlog_entries",
+			"Unconsumed records of the advantages stream as backpressure counts them: pending plus undelivered of the slowest trainer group (0 while there is none); read before each batch while max_output_backlog is on."),
 		backpressureSeconds: counter("backpressure_seconds_total",
 			"Time workers spent waiting for trainers because the advantages stream was at max_output_backlog."),
 		trimmed:   counter("trimmed_entries_total", "Entries deleted from the groups and advantages streams after every consumer group acknowledged them."),
 		refScored: counter("ref_scored_total", "Trajectories whose ref_logprobs were computed by the reference model (--ref-model)."),
+		depth:     newDepthCollector(),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.groups, m.records, m.duplicates, m.deadLetters, m.staleDropped, m.staleFlagged,
-			m.zeroVariance, m.zeroDropped, m.groupsPerSec, m.lag, m.pending, m.policyVersion, m.batchSeconds, m.redisErrors,
-			m.outputBacklog, m.backpressureSeconds, m.trimmed, m.refScored} {
+			m.zeroVariance, m.zeroDropped, m.policyVersion, m.batchSeconds, m.redisErrors,
+			m.outputBacklog, m.backpressureSeconds, m.trimmed, m.refScored, m.depth} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return m, nil
+}
+
+// streamDepth is one stream's length and its consumer groups' standing, as
+// read at one refresh.
+type streamDepth struct {
+	stream string // the stream's role: groups, advantages or dead
+	length int64
+	groups []stream.GroupDepth
+}
+
+// depthCollector serves the streams' depths last read by the service's
+// refresh (every MetricsInterval) at scrape time: a group that is deleted
+// leaves the series at the next refresh. Safe for concurrent use.
+type depthCollector struct {
+	length, pending, lag *prometheus.Desc
+
+	mu     sync.Mutex
+	depths []streamDepth
+}
+
+func newDepthCollector() *depthCollector {
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName("toolrl", "advantage", name), help, labels, nil)
+	}
+	return &depthCollector{
+		length: desc("stream_length_entries",
+			"Entries in the job's stream (XLEN), by stream: groups (the service's input), advantages (its output), dead (dead letters).", "stream"),
+		pending: desc("stream_pending_entries",
+			"Entries of the stream delivered to the consumer group and not yet acknowledged (XINFO GROUPS pending), by stream and group.", "stream", "group"),
+		lag: desc("stream_lag_entries",
+			"Entries of the stream not yet delivered to the consumer group (XINFO GROUPS lag), by stream and group; absent while Redis cannot tell.", "stream", "group"),
+	}
+}
+
+// set replaces the depths served.
+func (d *depthCollector) set(depths []streamDepth) {
+	d.mu.Lock()
+	d.depths = depths
+	d.mu.Unlock()
+}
+
+// Describe sends the three series' descriptions.
+func (d *depthCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- d.length
+	ch <- d.pending
+	ch <- d.lag
+}
+
+// Collect sends the depths last set.
+func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
+	d.mu.Lock()
+	depths := d.depths
+	d.mu.Unlock()
+	for _, sd := range depths {
+		ch <- prometheus.MustNewConstMetric(d.length, prometheus.GaugeValue, float64(sd.length), sd.stream)
+		for _, g := range sd.groups {
+			ch <- prometheus.MustNewConstMetric(d.pending, prometheus.GaugeValue, float64(g.Pending), sd.stream, g.Group)
+			if g.Lag >= 0 {
+				ch <- prometheus.MustNewConstMetric(d.lag, prometheus.GaugeValue, float64(g.Lag), sd.stream, g.Group)
+			}
+		}
+	}
 }

@@ -56,12 +56,14 @@ type Options struct {
 	// ConsumerName prefixes the consumers' names; "" means hostname-pid.
 	// Each worker appends "-<n>".
 	ConsumerName string
-	// MetricsInterval is how often lag, pending, groups/s and the policy
-	// version are refreshed; 0 means 1 s.
+	// MetricsInterval is how often health, the policy version and the
+	// streams' depths (length, pending and lag per consumer group) are
+	// refreshed; 0 means 1 s.
 	MetricsInterval time.Duration
-	// Registerer receives the metrics; nil means a new registry of the
-	// service's own (see Service.Gatherer).
-	Registerer prometheus.Registerer
+	// Registry receives the service's metrics and is what Handler serves;
+	// nil means a new one of the service's own (metricsserver.NewRegistry,
+	// with the Go and process collectors and an unknown build).
+	Registry *prometheus.Registry
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// RefScorer, when set, scores the trajectories that arrive without
@@ -112,7 +114,7 @@ type Service struct {
 	keys   stream.Keys
 	log    *slog.Logger
 	m      *metrics
-	reg    *prometheus.Registry // set when the service owns its registry
+	reg    *prometheus.Registry // what Handler serves
 
 	committed     atomic.Int64 // groups committed, for groups/s
 	policyVersion atomic.Int64
@@ -166,12 +168,11 @@ func New(client goredis.UniversalClient, opts Options) (*Service, error) {
 		return nil, fmt.Errorf("advantage service: record format %q, want %q or %q", opts.RecordFormat, RecordFormatJSON, RecordFormatBinary)
 	}
 	s := &Service{client: client, opts: opts, keys: stream.JobKeys(opts.Job), log: opts.Logger}
-	reg := opts.Registerer
-	if reg == nil {
-		s.reg = prometheus.NewRegistry()
-		reg = s.reg
+	s.reg = opts.Registry
+	if s.reg == nil {
+		s.reg = metricsserver.NewRegistry(metricsserver.Build{})
 	}
-	m, err := newMetrics(reg)
+	m, err := newMetrics(s.reg)
 	if err != nil {
 		return nil, fmt.Errorf("advantage service: register metrics: %w", err)
 	}
@@ -179,15 +180,10 @@ func New(client goredis.UniversalClient, opts Options) (*Service, error) {
 	return s, nil
 }
 
-// Handler serves /metrics (Prometheus, from the service's own registry, or
-// from the default gatherer when a Registerer was given) and /healthz (200
-// while the last Redis check succeeded, 503 otherwise).
+// Handler serves /metrics (Prometheus, from the service's registry) and
+// /healthz (200 while the last Redis check succeeded, 503 otherwise).
 func (s *Service) Handler() http.Handler {
-	var g prometheus.Gatherer = prometheus.DefaultGatherer
-	if s.reg != nil {
-		g = s.reg
-	}
-	return metricsserver.Handler(g, s.Healthy)
+	return metricsserver.Handler(s.reg, s.Healthy)
 }
 
 // Healthy returns nil when the last Redis check (every MetricsInterval)
@@ -232,7 +228,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.log.Info("advantage service started", "job", s.opts.Job, "stream", s.keys.Groups, "workers", s.opts.Workers,
 		"mode", s.opts.Config.Mode, "estimator", s.opts.Config.Estimator, "kl", s.opts.Config.KL, "ref_scorer", s.opts.RefScorer != nil)
-	s.refresh(ctx, consumers[0], time.Time{}, 0)
+	s.refresh(ctx)
 	s.prune(ctx, consumers[0])
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -765,14 +761,12 @@ func (s *Service) trim(ctx context.Context) {
 func (s *Service) monitor(ctx context.Context, c *stream.Consumer) {
 	t := time.NewTicker(s.opts.MetricsInterval)
 	defer t.Stop()
-	last, lastCount := time.Now(), s.committed.Load()
 	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			s.refresh(ctx, c, last, lastCount)
-			last, lastCount = now, s.committed.Load()
+		case <-t.C:
+			s.refresh(ctx)
 			if s.opts.TrimConsumed {
 				s.trim(ctx)
 			}
@@ -794,12 +788,9 @@ func (s *Service) prune(ctx context.Context, c *stream.Consumer) {
 	}
 }
 
-func (s *Service) refresh(ctx context.Context, c *stream.Consumer, since time.Time, sinceCount int64) {
-	// The first call (since zero) has no interval to measure; every later one
-	// sets the rate, 0 when nothing was committed.
-	if dt := time.Since(since).Seconds(); !since.IsZero() && dt > 0 {
-		s.m.groupsPerSec.Set(float64(s.committed.Load()-sinceCount) / dt)
-	}
+// refresh checks Redis (the health /healthz reports), reads the policy
+// version and the streams' depths.
+func (s *Service) refresh(ctx context.Context) {
 	err := s.client.Ping(ctx).Err()
 	if err == nil {
 		var v int64
@@ -817,18 +808,30 @@ func (s *Service) refresh(ctx context.Context, c *stream.Consumer, since time.Ti
 		}
 	}
 	if err == nil {
-		var lag, pending int64
-		if lag, err = c.Lag(ctx); err == nil {
-			s.m.lag.Set(float64(lag))
-			if pending, err = c.Pending(ctx); err == nil {
-				s.m.pending.Set(float64(pending))
-			}
-		}
+		err = s.readDepths(ctx)
 	}
 	if ctx.Err() != nil {
 		return
 	}
 	s.setHealth(err)
+}
+
+// readDepths reads the length and consumer groups of the job's groups,
+// advantages and dead-letter streams into the stream_* gauges; on an error
+// the gauges keep the last depths read.
+func (s *Service) readDepths(ctx context.Context) error {
+	var depths []streamDepth
+	for _, st := range []struct{ role, key string }{
+		{"groups", s.keys.Groups}, {"advantages", s.keys.Advantages}, {"dead", s.keys.Dead},
+	} {
+		n, groups, err := stream.Depth(ctx, s.client, st.key)
+		if err != nil {
+			return err
+		}
+		depths = append(depths, streamDepth{stream: st.role, length: n, groups: groups})
+	}
+	s.m.depth.set(depths)
+	return nil
 }
 
 // retry calls f until it succeeds or ctx ends, with backoff.

@@ -319,6 +319,7 @@ func runAdvantageService(ctx context.Context, cmd *cobra.Command, url, listen st
 		return fmt.Errorf("advantage serve: %w", err)
 	}
 	defer client.Close()
+	opts.Registry = metricsserver.NewRegistry(build())
 	svc, err := serve.New(client, opts)
 	if err != nil {
 		return usageErrorf("advantage serve: %v", err)

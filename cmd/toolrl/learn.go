@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/internal/metricsserver"
@@ -251,7 +250,7 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 			}
 			return err
 		}
-		reg := prometheus.NewRegistry()
+		reg := metricsserver.NewRegistry(build())
 		if prom, err = learner.NewPrometheus(reg); err != nil {
 			return fmt.Errorf("learn: %w", err)
 		}

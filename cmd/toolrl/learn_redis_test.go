@@ -161,6 +161,13 @@ func TestLearnRedisServesMetricsAndExits130(t *testing.T) {
 			t.Errorf("/metrics %s = %g (present %v), want %g", name, got, ok, want)
 		}
 	}
+	// Two updates trained: the histograms have samples, and promtool finds
+	// nothing to lint.
+	if n, ok := metricValue(string(body), "toolrl_learner_update_seconds_count"); !ok || n != 2 {
+		t.Errorf("/metrics update_seconds_count = %g (present %v), want 2", n, ok)
+	}
+	testsupport.CheckMetrics(t, string(body))
+	checkDocumented(t, "learn", string(body))
 
 	if err := proc.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/chat"
@@ -419,7 +418,7 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 	var live *orchestrator.Live
 	if report.listen != "" {
 		live = orchestrator.NewLive()
-		reg := prometheus.NewRegistry()
+		reg := metricsserver.NewRegistry(build())
 		reg.MustRegister(orchestrator.NewCollector(live))
 		srv, err := metricsserver.Start(report.listen, metricsserver.Handler(reg, nil), logger)
 		if err != nil {

@@ -81,7 +81,7 @@ func checkMetricsMatchSummary(t *testing.T, series map[string]float64, s orchest
 		"toolrl_rollout_sampled_tokens_total":          float64(s.Tokens.Sampled),
 		"toolrl_rollout_injected_tokens_total":         float64(s.Tokens.Injected),
 		"toolrl_rollout_reward_mean":                   s.RewardMean,
-		"toolrl_rollout_accuracy":                      s.Accuracy,
+		"toolrl_rollout_accuracy_ratio":                s.Accuracy,
 		"toolrl_rollout_policy_version":                float64(s.Policy.Version),
 		"toolrl_rollout_policy_reloads_total":          float64(s.Policy.Reloads),
 		"toolrl_rollout_policy_versions_refused_total": float64(len(s.Policy.VersionsRefused)),
@@ -200,6 +200,8 @@ func TestRolloutWorkerServesMetrics(t *testing.T) {
 		}
 	}
 	body := get(addr, "/metrics")
+	testsupport.CheckMetrics(t, body)
+	checkDocumented(t, "rollout", body)
 	if h := get(addr, "/healthz"); strings.TrimSpace(h) != "ok" {
 		t.Errorf("/healthz %q, want ok", h)
 	}

@@ -7,11 +7,22 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/ort"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version and revision are set at build time with -ldflags
+// "-X main.version=... -X main.revision=..." (the Makefile's build: git
+// describe and the commit).
+var (
+	version  = "dev"
+	revision = ""
+)
+
+// build names this binary for toolrl_build_info.
+func build() metricsserver.Build {
+	return metricsserver.Build{Version: version, Revision: revision}
+}
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
