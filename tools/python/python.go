@@ -129,7 +129,10 @@ type Isolation struct {
 	// NetworkIsolated is true when the code cannot reach the network: a
 	// network namespace, or Landlock's TCP rules.
 	NetworkIsolated bool `json:"network_isolated"`
-	// Landlock is the Landlock ABI that confines writes (0: not confined).
+	// Landlock is the Landlock ABI that confines writes to the temp dir and
+	// reads to the system folders (/usr, /bin, /sbin, /lib*, /etc, /proc,
+	// a few /dev files and the interpreter's prefix and path: sandbox.py's
+	// _readable) (0: not confined).
 	Landlock int `json:"landlock"`
 	// Seccomp is true when a seccomp filter makes socket(2) fail (EACCES)
 	// and io_uring_setup(2), io_uring_enter(2) and io_uring_register(2)
@@ -262,13 +265,18 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		iso.Notes = append(iso.Notes, "network NOT isolated: no namespaces, no seccomp and no Landlock ABI >= 4")
 	}
 	if iso.Landlock == 0 {
-		iso.Notes = append(iso.Notes, "writes NOT confined to the temp dir: the kernel has no Landlock")
+		iso.Notes = append(iso.Notes, "writes NOT confined to the temp dir and host files NOT hidden: the kernel has no Landlock")
+		if iso.Namespaces == "" {
+			iso.Notes = append(iso.Notes, "concurrent calls can read each other's temp dirs: neither a mount namespace nor Landlock")
+		}
 	}
 	if iso.Namespaces == "" {
 		iso.Notes = append(iso.Notes, "no PID namespace: if toolrl dies during a call, python dies with it (parent-death signal) but processes it started live on, and the call's temp dir stays until the next runner's sweep")
 	}
-	if iso.Proc == "host" {
+	if iso.Proc == "host" && iso.Landlock == 0 {
 		iso.Notes = append(iso.Notes, "/proc NOT private: the code can read the host's process list and command lines")
+	} else if iso.Proc == "host" {
+		iso.Notes = append(iso.Notes, "/proc is the host's, but Landlock lets the code read only its own entry (/proc/self)")
 	}
 	if !iso.UserNamespacesDenied {
 		iso.Notes = append(iso.Notes, "user namespaces NOT denied: no seccomp on this machine type")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -635,5 +636,125 @@ func testDiesWithParent(t *testing.T, sig syscall.Signal, skip string) {
 		if left, _ := filepath.Glob(filepath.Join(root, "toolrl-py-*")); len(left) > 0 {
 			t.Errorf("temp dirs left after the next runner's sweep: %v", left)
 		}
+	}
+}
+
+// TestSandboxCallsDoNotSeeEachOther: a call cannot list the temp root nor
+// read another running call's program or files (#30); with and without
+// namespaces.
+func TestSandboxCallsDoNotSeeEachOther(t *testing.T) {
+	t.Run("best", func(t *testing.T) { testCallsDoNotSeeEachOther(t, Options{}) })
+	t.Run("no-namespaces", func(t *testing.T) { testCallsDoNotSeeEachOther(t, Options{skipModes: []string{"root", "user"}}) })
+}
+
+func testCallsDoNotSeeEachOther(t *testing.T, opts Options) {
+	root, err := os.MkdirTemp("", "toolrl-temproot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	opts.TempRoot, opts.CPUSeconds = root, 60
+	r := newRunner(t, opts)
+	if r.Isolation().Namespaces == "" && r.Isolation().Landlock == 0 {
+		skipOrFail(t, "neither namespaces nor Landlock on this host: %s", r.Isolation())
+	}
+	secret := fmt.Sprintf("CALLSECRET%d", time.Now().UnixNano())
+	before := proctest.Descendants(os.Getpid())
+	first := make(chan Output, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, _ := r.Run(ctx, fmt.Sprintf(`import os, time
+# %s
+open("data.txt", "w").write(%q)
+open("ready", "w").close()
+for _ in range(3000):
+    if os.path.exists("done"):
+        break
+    time.sleep(0.01)
+`, secret, secret), false)
+		first <- out
+	}()
+	// The first call's dir, from its process, once it is ready.
+	var dir string
+	for deadline := time.Now().Add(20 * time.Second); dir == ""; time.Sleep(10 * time.Millisecond) {
+		for _, p := range proctest.Descendants(os.Getpid()) {
+			if slices.Contains(before, p) {
+				continue
+			}
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/cwd/ready", p)); err == nil {
+				dir = fmt.Sprintf("/proc/%d/cwd", p)
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first call never got ready")
+		}
+	}
+	path, err := os.Readlink(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, r, fmt.Sprintf(`import os
+root = os.path.dirname(os.getcwd())
+try:
+    names = [n for n in os.listdir(root) if n != os.path.basename(os.getcwd())]
+    print("listed", names)
+except OSError as e:
+    names = []
+    print("no list", type(e).__name__)
+for p in [os.path.join(root, n, f) for n in names for f in ("main.py", "data.txt")] + [%q, %q]:
+    try:
+        print("READ", p, open(p).read())
+    except OSError as e:
+        print("denied", p, type(e).__name__)
+`, filepath.Join(path, "main.py"), filepath.Join(path, "data.txt")))
+	os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
+	<-first
+	if strings.Contains(out.Stdout, secret) || strings.Contains(out.Stdout, "READ") || strings.Count(out.Stdout, "denied") < 2 {
+		t.Errorf("a call sees another call's files:\n%s%s", out.Stdout, out.Stderr)
+	}
+}
+
+// TestSandboxHostFilesUnreadable: the code cannot read project files (the
+// tools registry, prompts, this package's source) nor list their folder,
+// while the interpreter, its standard library and system commands work
+// (#30); with and without namespaces.
+func TestSandboxHostFilesUnreadable(t *testing.T) {
+	t.Run("best", func(t *testing.T) { testHostFilesUnreadable(t, Options{}) })
+	t.Run("no-namespaces", func(t *testing.T) { testHostFilesUnreadable(t, Options{skipModes: []string{"root", "user"}}) })
+}
+
+func testHostFilesUnreadable(t *testing.T, opts Options) {
+	r := newRunner(t, opts)
+	if r.Isolation().Landlock == 0 {
+		skipOrFail(t, "no Landlock on this host: %s", r.Isolation())
+	}
+	src, err := filepath.Abs("python.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reachableByOthers(filepath.Dir(src)) {
+		t.Skipf("%s is not readable by others anyway", src)
+	}
+	out := run(t, r, fmt.Sprintf(`import json, os, subprocess, sys
+for p in [%q, %q, "/work", "/home", "/root", "/srv", "/opt", "/var"]:
+    try:
+        data = open(p).read() if os.path.isfile(p) else os.listdir(p)
+        print("READ", p, str(data)[:40])
+    except OSError as e:
+        print("denied", p, type(e).__name__)
+print("stdlib", json.dumps([1]))
+print("child", subprocess.run(["sh", "-c", "echo ok"], capture_output=True, text=True).stdout.strip())
+`, src, filepath.Dir(src)))
+	if strings.Contains(out.Stdout, "READ "+src) || strings.Contains(out.Stdout, "READ "+filepath.Dir(src)) ||
+		!strings.Contains(out.Stdout, "stdlib [1]") || !strings.Contains(out.Stdout, "child ok") {
+		t.Errorf("host files readable in the sandbox, or the interpreter broken:\n%s%s", out.Stdout, out.Stderr)
+	}
+	if strings.Contains(out.Stdout, "READ") {
+		t.Errorf("a folder outside the system ones is readable:\n%s", out.Stdout)
 	}
 }

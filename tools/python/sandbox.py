@@ -6,7 +6,8 @@
 # the kernel refuses that, an empty read-only tmpfs over /proc), then gives
 # the privilege up: "root" becomes nobody (65534), "user" drops every
 # capability for good. It then lowers the rlimits (hard and soft), confines
-# writes to WORKDIR with Landlock when the kernel has it (and, with NET=0 and
+# writes to WORKDIR and reads to the system folders (_readable) with
+# Landlock when the kernel has it (and, with NET=0 and
 # Landlock ABI >= 4, denies TCP bind/connect), installs a seccomp filter
 # (x86_64 and aarch64) that makes unshare(2) and clone(2) with
 # CLONE_NEWUSER fail with EPERM (clone3 with ENOSYS, so that libc falls back
@@ -143,6 +144,24 @@ def _drop_capabilities(libc):
         raise OSError(ctypes.get_errno(), "capset")
 
 
+# The system folders the code may read (and execute from); everything else
+# (project, data, config and home folders, the temp root) is unreadable
+# under Landlock. _readable adds the interpreter's own prefixes and path.
+_SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+                "/sys/devices/system/cpu", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
+
+
+def _readable(proc):
+    paths = list(_SYSTEM_READ)
+    # The host's /proc shows every process: only the code's own entry then.
+    paths.append("/proc/self" if proc == "host" else "/proc")
+    paths += [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+              os.path.dirname(os.path.realpath(sys.executable))]
+    paths += [p for p in sys.path if os.path.isabs(p)]
+    # "/" would give everything back.
+    return [p for p in dict.fromkeys(paths) if os.path.isabs(p) and os.path.normpath(p) != "/"]
+
+
 def _toolrl_sandbox():
     # Only stdin, stdout and stderr reach the code: a file the caller held
     # open without close-on-exec would be usable whatever Landlock says.
@@ -200,8 +219,16 @@ def _toolrl_sandbox():
 
         read = (1 << 0) | (1 << 2) | (1 << 3)  # EXECUTE | READ_FILE | READ_DIR
         dev_rw = (1 << 1) | (1 << 2) | (fs_all & (1 << 14))  # WRITE_FILE | READ_FILE | TRUNCATE
-        for path, access in (("/", read), (work, fs_all), ("/dev/null", dev_rw)):
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        rules = [(p, read) for p in _readable(proc)] + [(work, fs_all), ("/dev/null", dev_rw)]
+        for path, access in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            if not os.path.isdir(path):
+                # A file takes file rights only: EXECUTE, WRITE_FILE,
+                # READ_FILE, TRUNCATE, IOCTL_DEV.
+                access &= fs_all & ((1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15))
             rule = PathBeneath(access, fd)
             if libc.syscall(445, ctypes.c_int(rs), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
                 raise OSError(ctypes.get_errno(), "landlock_add_rule " + path)
