@@ -213,6 +213,15 @@ func (b builder) decodeSettings(v any) error {
 	if err := strictyaml.Decode(raw, v); err != nil {
 		return fmt.Errorf("settings (line %d): %w", b.settings.Line, err)
 	}
+	// A settings type of another package (python.Options) names its keys
+	// whose 0 means the default; they are checked as the built-ins' are.
+	if p, ok := v.(interface{ PositiveKeys() [][2]string }); ok {
+		var keys []positiveKey
+		for _, k := range p.PositiveKeys() {
+			keys = append(keys, positiveKey{k[0], k[1]})
+		}
+		return b.positiveSettings(keys)
+	}
 	return nil
 }
 

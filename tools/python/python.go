@@ -37,7 +37,8 @@ import (
 //go:embed sandbox.py
 var preamble string
 
-// Options configure a Runner. Zero values mean the defaults beside them.
+// Options configure a Runner. Zero values mean the defaults beside them;
+// New refuses negative limits.
 type Options struct {
 	// Interpreter is the python3 to run (default /usr/bin/python3 when it
 	// exists, else python3 on PATH). When the runner drops to nobody, the
@@ -89,6 +90,49 @@ func reachableByOthers(dir string) bool {
 	}
 }
 
+// The defaults of the limits whose zero means "the default".
+const (
+	defaultCPUSeconds     = 5
+	defaultMemoryMB       = 512
+	defaultFileSizeMB     = 16
+	defaultOpenFiles      = 64
+	defaultProcesses      = 128
+	defaultMaxOutputBytes = 65536
+)
+
+// limits lists the settings whose zero means the default: their yaml key,
+// their field and the default.
+func (o *Options) limits() []struct {
+	key string
+	v   *int
+	def int
+} {
+	return []struct {
+		key string
+		v   *int
+		def int
+	}{
+		{"cpu_seconds", &o.CPUSeconds, defaultCPUSeconds},
+		{"memory_mb", &o.MemoryMB, defaultMemoryMB},
+		{"file_size_mb", &o.FileSizeMB, defaultFileSizeMB},
+		{"open_files", &o.OpenFiles, defaultOpenFiles},
+		{"processes", &o.Processes, defaultProcesses},
+		{"max_output_bytes", &o.MaxOutputBytes, defaultMaxOutputBytes},
+	}
+}
+
+// PositiveKeys lists the settings (yaml key, default) whose zero means the
+// default: a tool registry refuses them written as 0 or below, naming the
+// file, line and key (tools.LoadRegistry; docs/refusals.md), since a written
+// 0 would silently become the default.
+func (o Options) PositiveKeys() [][2]string {
+	var keys [][2]string
+	for _, l := range o.limits() {
+		keys = append(keys, [2]string{l.key, strconv.Itoa(l.def)})
+	}
+	return keys
+}
+
 func (o Options) withDefaults() Options {
 	if o.Interpreter == "" {
 		o.Interpreter = "python3"
@@ -96,23 +140,10 @@ func (o Options) withDefaults() Options {
 			o.Interpreter = "/usr/bin/python3"
 		}
 	}
-	if o.CPUSeconds <= 0 {
-		o.CPUSeconds = 5
-	}
-	if o.MemoryMB <= 0 {
-		o.MemoryMB = 512
-	}
-	if o.FileSizeMB <= 0 {
-		o.FileSizeMB = 16
-	}
-	if o.OpenFiles <= 0 {
-		o.OpenFiles = 64
-	}
-	if o.Processes <= 0 {
-		o.Processes = 128
-	}
-	if o.MaxOutputBytes <= 0 {
-		o.MaxOutputBytes = 65536
+	for _, l := range o.limits() {
+		if *l.v == 0 {
+			*l.v = l.def
+		}
 	}
 	o.tempRootSet = o.TempRoot != ""
 	if o.TempRoot == "" {
@@ -178,6 +209,11 @@ const nobody = 65534
 // New probes the host and returns a runner with the strongest sandbox it
 // allows. It fails only when python3 cannot run at all.
 func New(ctx context.Context, opts Options) (*Runner, error) {
+	for _, l := range opts.limits() {
+		if *l.v < 0 {
+			return nil, fmt.Errorf("python %s: %d, want > 0 (0 for the default %d)", l.key, *l.v, l.def)
+		}
+	}
 	opts = opts.withDefaults()
 	interp, err := exec.LookPath(opts.Interpreter)
 	if err != nil {
