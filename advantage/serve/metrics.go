@@ -74,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 // streamDepth is one stream's length and its consumer groups' standing, as
 // read at one refresh.
 type streamDepth struct {
-	stream string // the stream's role: groups, advantages or dead
+	stream string // the stream's role: prompts, groups, advantages or dead
 	length int64
 	groups []stream.GroupDepth
 }
@@ -95,7 +95,7 @@ func newDepthCollector() *depthCollector {
 	}
 	return &depthCollector{
 		length: desc("stream_length_entries",
-			"Entries in the job's stream (XLEN), by stream: groups (the service's input), advantages (its output), dead (dead letters).", "stream"),
+			"Entries in the job's stream (XLEN), by stream: prompts (the distributed actors' work queue), groups (the service's input), advantages (its output), dead (dead letters).", "stream"),
 		pending: desc("stream_pending_entries",
 			"Entries of the stream delivered to the consumer group and not yet acknowledged (XINFO GROUPS pending), by stream and group.", "stream", "group"),
 		lag: desc("stream_lag_entries",

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/stream"
@@ -13,7 +14,8 @@ import (
 
 // The stream gauges report each stream's XLEN and, per consumer group,
 // XINFO GROUPS pending and lag: 5 groups produced, 2 read unacknowledged,
-// a trainer group on the advantages stream that has read nothing.
+// a trainer group on the advantages stream that has read nothing, 3 prompts
+// queued for the actors, 1 claimed.
 func TestServiceStreamDepthGauges(t *testing.T) {
 	const job = "depthjob"
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
@@ -39,21 +41,36 @@ func TestServiceStreamDepthGauges(t *testing.T) {
 	if err := client.XGroupCreateMkStream(ctx, svc.keys.Advantages, "trainer", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
+	// Three prompts queued for distributed actors, one claimed by a worker.
+	for range 3 {
+		if err := client.XAdd(ctx, &goredis.XAddArgs{Stream: svc.keys.Prompts, Values: []string{"prompt", "{}"}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client.XGroupCreate(ctx, svc.keys.Prompts, stream.ActorsGroup, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: stream.ActorsGroup, Consumer: "w", Streams: []string{svc.keys.Prompts, ">"}, Count: 1}).Err(); err != nil {
+		t.Fatal(err)
+	}
 	svc.refresh(ctx)
 	want := `
 # HELP toolrl_advantage_stream_lag_entries Entries of the stream not yet delivered to the consumer group (XINFO GROUPS lag), by stream and group; absent while Redis cannot tell.
 # TYPE toolrl_advantage_stream_lag_entries gauge
 toolrl_advantage_stream_lag_entries{group="advantage",stream="groups"} 3
 toolrl_advantage_stream_lag_entries{group="trainer",stream="advantages"} 0
-# HELP toolrl_advantage_stream_length_entries Entries in the job's stream (XLEN), by stream: groups (the service's input), advantages (its output), dead (dead letters).
+toolrl_advantage_stream_lag_entries{group="actors",stream="prompts"} 2
+# HELP toolrl_advantage_stream_length_entries Entries in the job's stream (XLEN), by stream: prompts (the distributed actors' work queue), groups (the service's input), advantages (its output), dead (dead letters).
 # TYPE toolrl_advantage_stream_length_entries gauge
 toolrl_advantage_stream_length_entries{stream="advantages"} 0
 toolrl_advantage_stream_length_entries{stream="dead"} 0
 toolrl_advantage_stream_length_entries{stream="groups"} 5
+toolrl_advantage_stream_length_entries{stream="prompts"} 3
 # HELP toolrl_advantage_stream_pending_entries Entries of the stream delivered to the consumer group and not yet acknowledged (XINFO GROUPS pending), by stream and group.
 # TYPE toolrl_advantage_stream_pending_entries gauge
 toolrl_advantage_stream_pending_entries{group="advantage",stream="groups"} 2
 toolrl_advantage_stream_pending_entries{group="trainer",stream="advantages"} 0
+toolrl_advantage_stream_pending_entries{group="actors",stream="prompts"} 1
 `
 	if err := testutil.GatherAndCompare(svc.reg, strings.NewReader(want),
 		"toolrl_advantage_stream_length_entries", "toolrl_advantage_stream_pending_entries", "toolrl_advantage_stream_lag_entries"); err != nil {

@@ -816,13 +816,14 @@ func (s *Service) refresh(ctx context.Context) {
 	s.setHealth(err)
 }
 
-// readDepths reads the length and consumer groups of the job's groups,
-// advantages and dead-letter streams into the stream_* gauges; on an error
-// the gauges keep the last depths read.
+// readDepths reads the length and consumer groups of the job's streams
+// into the stream_* gauges: its prompts (the distributed actors' work
+// queue), groups, advantages and dead letters; on an error the gauges keep
+// the last depths read.
 func (s *Service) readDepths(ctx context.Context) error {
 	var depths []streamDepth
 	for _, st := range []struct{ role, key string }{
-		{"groups", s.keys.Groups}, {"advantages", s.keys.Advantages}, {"dead", s.keys.Dead},
+		{"prompts", s.keys.Prompts}, {"groups", s.keys.Groups}, {"advantages", s.keys.Advantages}, {"dead", s.keys.Dead},
 	} {
 		n, groups, err := stream.Depth(ctx, s.client, st.key)
 		if err != nil {
