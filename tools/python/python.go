@@ -46,16 +46,20 @@ type Options struct {
 	Interpreter string `yaml:"interpreter" json:"interpreter"`
 	// CPUSeconds is RLIMIT_CPU (default 5).
 	CPUSeconds int `yaml:"cpu_seconds" json:"cpu_seconds"`
-	// MemoryMB is RLIMIT_AS in MiB (default 512).
+	// MemoryMB is the memory limit in MiB (default 512): memory.max of the
+	// call's cgroup (all its processes together) where the runner can make
+	// cgroups (Isolation.Cgroup), and RLIMIT_AS of each process always.
 	MemoryMB int `yaml:"memory_mb" json:"memory_mb"`
 	// FileSizeMB is RLIMIT_FSIZE in MiB (default 16).
 	FileSizeMB int `yaml:"file_size_mb" json:"file_size_mb"`
 	// OpenFiles is RLIMIT_NOFILE (default 64).
 	OpenFiles int `yaml:"open_files" json:"open_files"`
-	// Processes is RLIMIT_NPROC when the code runs as nobody (default 128).
-	// The limit counts every process and thread of nobody on the host, so
-	// concurrent runs share it; it is not set for an unprivileged runner,
-	// whose own processes it would count.
+	// Processes bounds the processes and threads of a call (default 128):
+	// pids.max of the call's cgroup where the runner can make cgroups.
+	// Without, it is RLIMIT_NPROC when the code runs as nobody, which counts
+	// every process and thread of nobody on the host, so concurrent runs
+	// share it; and it is not set for an unprivileged runner, whose own
+	// processes it would count.
 	Processes int `yaml:"processes" json:"processes"`
 	// MaxOutputBytes bounds the stdout and the stderr kept (default 65536 each).
 	MaxOutputBytes int `yaml:"max_output_bytes" json:"max_output_bytes"`
@@ -165,6 +169,13 @@ type Isolation struct {
 	// a few /dev files and the interpreter's prefix and path: sandbox.py's
 	// _readable) (0: not confined).
 	Landlock int `json:"landlock"`
+	// Cgroup is the cgroup version of the call's own cgroup, "v2" or "v1",
+	// whose memory and process limits hold for the call as a whole (all
+	// its processes together); "" where the runner cannot make cgroups:
+	// then memory_mb is per process (RLIMIT_AS) and processes counts every
+	// process of nobody on the host (RLIMIT_NPROC, shared by concurrent
+	// calls), or nothing for an unprivileged runner.
+	Cgroup string `json:"cgroup"`
 	// Seccomp is true when a seccomp filter makes socket(2) fail (EACCES)
 	// and io_uring_setup(2), io_uring_enter(2) and io_uring_register(2)
 	// fail (EPERM): a ring's operations (IORING_OP_SOCKET among them) would
@@ -185,8 +196,8 @@ type Isolation struct {
 
 // String is a one-line summary for logs.
 func (i Isolation) String() string {
-	s := fmt.Sprintf("namespaces=%q network_isolated=%v landlock=%d seccomp=%v proc=%s user_namespaces_denied=%v",
-		i.Namespaces, i.NetworkIsolated, i.Landlock, i.Seccomp, i.Proc, i.UserNamespacesDenied)
+	s := fmt.Sprintf("namespaces=%q network_isolated=%v landlock=%d seccomp=%v proc=%s user_namespaces_denied=%v cgroup=%q",
+		i.Namespaces, i.NetworkIsolated, i.Landlock, i.Seccomp, i.Proc, i.UserNamespacesDenied, i.Cgroup)
 	if len(i.Notes) > 0 {
 		s += " (" + strings.Join(i.Notes, "; ") + ")"
 	}
@@ -199,8 +210,9 @@ type Runner struct {
 	interp    string
 	isolation Isolation
 	attr      func() *syscall.SysProcAttr
-	asNobody  bool   // the temp dir is chowned to nobody
-	priv      string // the preamble's PRIV argument: "root", "user" or "none"
+	asNobody  bool     // the temp dir is chowned to nobody
+	cg        *cgroups // nil: no cgroup per call
+	priv      string   // the preamble's PRIV argument: "root", "user" or "none"
 }
 
 // nobody is the uid and gid code runs as when the runner is root.
@@ -229,6 +241,16 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	}
 	r := &Runner{opts: opts, interp: interp}
 	removeStaleTempDirs(opts.TempRoot)
+	var notes []string
+	if !slices.Contains(opts.skipModes, "cgroup") {
+		cg, err := probeCgroups()
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("no cgroup per call (%v): memory_mb holds per process, and processes is shared by every call running as nobody", err))
+		} else {
+			r.cg = cg
+			cg.removeStale()
+		}
+	}
 	type mode struct {
 		name     string
 		asNobody bool
@@ -269,7 +291,6 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		}
 		return attr
 	}})
-	var notes []string
 	for _, m := range modes {
 		if m.name != "" && slices.Contains(opts.skipModes, m.name) {
 			continue
@@ -291,6 +312,9 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		}
 		r.isolation = Isolation{Namespaces: m.name, Landlock: out.Landlock, Seccomp: out.Seccomp,
 			Proc: out.Proc, UserNamespacesDenied: out.UserNSDenied, Notes: notes}
+		if r.cg != nil {
+			r.isolation.Cgroup = "v" + strconv.Itoa(r.cg.version)
+		}
 		break
 	}
 	iso := &r.isolation
@@ -307,7 +331,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		}
 	}
 	if iso.Namespaces == "" {
-		iso.Notes = append(iso.Notes, "no PID namespace: if toolrl dies during a call, python dies with it (parent-death signal) but processes it started live on, and the call's temp dir stays until the next runner's sweep")
+		left := "live on"
+		if r.cg != nil {
+			left = "live on until the next runner's sweep of stale call cgroups"
+		}
+		iso.Notes = append(iso.Notes, "no PID namespace: if toolrl dies during a call, python dies with it (parent-death signal) but processes it started "+left+", and the call's temp dir stays until the next runner's sweep")
 	}
 	if iso.Proc == "host" && iso.Landlock == 0 {
 		iso.Notes = append(iso.Notes, "/proc NOT private: the code can read the host's process list and command lines")
@@ -400,9 +428,20 @@ func (r *Runner) Run(ctx context.Context, code string, probe bool) (Output, erro
 		net,
 		"0", // RLIMIT_NPROC: see Options.Processes
 		r.priv,
+		"-", // the call's cgroups, which the preamble waits to be in
 	}
-	if r.asNobody {
-		args[len(args)-2] = strconv.Itoa(r.opts.Processes)
+	var cg *callCgroup
+	if r.cg != nil {
+		// The limits of the call as a whole; RLIMIT_NPROC, which counts
+		// every process of nobody on the host, is not set.
+		cg, err = r.cg.create(filepath.Base(dir), r.opts.MemoryMB<<20, r.opts.Processes)
+		if err != nil {
+			return Output{}, fmt.Errorf("python: %w", err)
+		}
+		defer cg.remove()
+		args[len(args)-1] = cg.preambleArg()
+	} else if r.asNobody {
+		args[len(args)-3] = strconv.Itoa(r.opts.Processes)
 	}
 	if probe {
 		args = append(args, "--probe")
@@ -420,7 +459,17 @@ func (r *Runner) Run(ctx context.Context, code string, probe bool) (Output, erro
 	stdout := &limitedBuffer{max: r.opts.MaxOutputBytes}
 	stderr := &limitedBuffer{max: r.opts.MaxOutputBytes}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err = cmd.Run()
+	err = cmd.Start()
+	if err == nil && cg != nil {
+		if err = cg.add(cmd.Process.Pid); err != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return Output{}, fmt.Errorf("python: %w", err)
+		}
+	}
+	if err == nil {
+		err = cmd.Wait()
+	}
 	out := Output{Stdout: stdout.String(), Stderr: stderr.String(), Truncated: stdout.truncated || stderr.truncated}
 	if ctx.Err() != nil {
 		return out, ctx.Err()

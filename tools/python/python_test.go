@@ -206,13 +206,19 @@ func TestRunsAsNobody(t *testing.T) {
 }
 
 // TestProcessLimit: as nobody, the code cannot start more processes than
-// Processes allows (a fork bomb stops early), and nothing outlives the run.
+// Processes allows (a fork bomb stops early), and nothing outlives the run;
+// with a cgroup per call (pids.max) and without (RLIMIT_NPROC).
 func TestProcessLimit(t *testing.T) {
+	t.Run("best", func(t *testing.T) { testProcessLimit(t, Options{Processes: 16}) })
+	t.Run("no-cgroup", func(t *testing.T) { testProcessLimit(t, Options{Processes: 16, skipModes: []string{"cgroup"}}) })
+}
+
+func testProcessLimit(t *testing.T, opts Options) {
 	if os.Geteuid() != 0 {
 		t.Skip("RLIMIT_NPROC is set only when the code runs as nobody")
 	}
 	before := proctest.Descendants(os.Getpid())
-	r := newRunner(t, Options{Processes: 16})
+	r := newRunner(t, opts)
 	out := run(t, r, `import subprocess
 procs = []
 try:
@@ -586,14 +592,16 @@ func testDiesWithParent(t *testing.T, sig syscall.Signal, skip string) {
 			t.Fatalf("the helper's call never got ready:\n%s", log.String())
 		}
 	}
+	all := procs
 	if nons {
 		// Without a PID namespace only python itself has the parent-death
-		// signal; what it started outlives it (see Isolation.Notes).
-		defer func(all []int) {
+		// signal; what it started outlives it until the next runner's sweep
+		// of stale cgroups (see Isolation.Notes).
+		defer func() {
 			for _, p := range all {
 				syscall.Kill(p, syscall.SIGKILL)
 			}
-		}(procs)
+		}()
 		procs = procs[:1]
 	}
 	if err := helper.Process.Signal(sig); err != nil {
@@ -618,6 +626,11 @@ func testDiesWithParent(t *testing.T, sig syscall.Signal, skip string) {
 	}
 	for deadline := time.Now().Add(5 * time.Second); len(alive()) > 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
+	}
+	if nons {
+		if r := newRunner(t, Options{TempRoot: root}); r.Isolation().Cgroup != "" {
+			procs = all // the sweep killed the stale call cgroup's processes
+		}
 	}
 	if left := alive(); len(left) > 0 {
 		for _, p := range left {
@@ -756,5 +769,110 @@ print("child", subprocess.run(["sh", "-c", "echo ok"], capture_output=True, text
 	}
 	if strings.Contains(out.Stdout, "READ") {
 		t.Errorf("a folder outside the system ones is readable:\n%s", out.Stdout)
+	}
+}
+
+// TestMemoryLimitPerCall: with memory_mb 64, a program whose four children
+// each touch 24 MiB cannot hold them all at once (96 MiB): the limit holds
+// for the call as a whole, not per process (#30).
+func TestMemoryLimitPerCall(t *testing.T) {
+	r := newRunner(t, Options{MemoryMB: 64})
+	if r.Isolation().Cgroup == "" {
+		skipOrFail(t, "no cgroup per call on this host: %s", r.Isolation())
+	}
+	out := run(t, r, `import os, select
+mib = 24
+up_r, up_w = os.pipe()
+go_r, go_w = os.pipe()
+kids = []
+for i in range(4):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            block = b"x" * (mib << 20)  # touched, not only reserved
+            os.write(up_w, bytes([i]))
+            os.read(go_r, 1)
+        finally:
+            os._exit(0)
+    kids.append(pid)
+# Until every child holds its block (blocked, alive) or was killed.
+holding, dead = set(), set()
+while len(holding - dead) + len(dead) < 4:
+    if select.select([up_r], [], [], 0.05)[0]:
+        holding.update(kids[i] for i in os.read(up_r, 4))
+    for pid in kids:
+        if pid not in dead and os.waitpid(pid, os.WNOHANG)[0]:
+            dead.add(pid)
+held, killed = len(holding - dead), len(dead)
+print("held", held, "MiB", held * mib, "killed", killed)
+os.write(go_w, b"gggg")
+for pid in set(kids) - dead:
+    os.waitpid(pid, 0)
+`)
+	var held, mib, killed int
+	if _, err := fmt.Sscanf(out.Stdout, "held %d MiB %d killed %d", &held, &mib, &killed); err != nil {
+		t.Fatalf("output %q %s: %v", out.Stdout, out.Stderr, err)
+	}
+	t.Logf("children holding 24 MiB at once: %d (%d MiB), killed %d", held, mib, killed)
+	if mib > 64 {
+		t.Errorf("the call held %d MiB in its children under memory_mb 64", mib)
+	}
+}
+
+// TestProcessLimitPerCall: a call that forks up to its process limit does
+// not make a concurrent call fail to start a process (#30): the limit is
+// per call, not per uid.
+func TestProcessLimitPerCall(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the process limit is set only when the code runs as nobody")
+	}
+	r := newRunner(t, Options{Processes: 16, CPUSeconds: 60})
+	if r.Isolation().Cgroup == "" {
+		skipOrFail(t, "no cgroup per call on this host: %s", r.Isolation())
+	}
+	before := proctest.Descendants(os.Getpid())
+	first := make(chan Output, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, _ := r.Run(ctx, `import os, subprocess, time
+procs = []
+try:
+    for i in range(64):
+        procs.append(subprocess.Popen(["sleep", "60"]))
+except OSError as e:
+    print("stopped after", len(procs), type(e).__name__)
+open("ready", "w").close()
+for _ in range(3000):
+    if os.path.exists("done"):
+        break
+    time.sleep(0.01)
+for p in procs:
+    p.kill()
+`, false)
+		first <- out
+	}()
+	var dir string
+	for deadline := time.Now().Add(20 * time.Second); dir == ""; time.Sleep(10 * time.Millisecond) {
+		for _, p := range proctest.Descendants(os.Getpid()) {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/cwd/ready", p)); err == nil && !slices.Contains(before, p) {
+				dir = fmt.Sprintf("/proc/%d/cwd", p)
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first call never got ready")
+		}
+	}
+	out := run(t, r, `import subprocess
+print("child", [subprocess.run(["echo", "ok"], capture_output=True, text=True).stdout.strip() for _ in range(3)])
+`)
+	os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
+	got := <-first
+	if !strings.Contains(got.Stdout, "stopped after") {
+		t.Errorf("the first call was not limited: %s%s", got.Stdout, got.Stderr)
+	}
+	if !strings.Contains(out.Stdout, "child ['ok', 'ok', 'ok']") {
+		t.Errorf("a call failed to start a process while another was at its limit: %s%s", out.Stdout, out.Stderr)
 	}
 }

@@ -1,5 +1,7 @@
 # toolrl python sandbox preamble: run by the python tool as
-#   python3 -I -B -c <this> WORKDIR CPU_S MEM_BYTES FSIZE_BYTES NOFILE NET NPROC PRIV [--probe]
+#   python3 -I -B -c <this> WORKDIR CPU_S MEM_BYTES FSIZE_BYTES NOFILE NET NPROC PRIV CGROUP [--probe]
+# With CGROUP "NAME:COUNT" it first waits until the runner has moved it into
+# the call's cgroup(s) (COUNT hierarchies list NAME in /proc/self/cgroup).
 # With PRIV "root" (real root in new mount and PID namespaces) or "user"
 # (root of a new user namespace with new mount and PID namespaces) it first
 # mounts a private /proc that shows only the sandbox's processes (or, where
@@ -162,14 +164,29 @@ def _readable(proc):
     return [p for p in dict.fromkeys(paths) if os.path.isabs(p) and os.path.normpath(p) != "/"]
 
 
+def _await_cgroup(spec):
+    """Returns once COUNT lines of /proc/self/cgroup end in /NAME."""
+    import select
+    name, count = spec.rsplit(":", 1)
+    for _ in range(20000):
+        with open("/proc/self/cgroup") as f:
+            n = sum(1 for line in f if line.rstrip("\n").split(":", 2)[-1].endswith("/" + name))
+        if n >= int(count):
+            return
+        select.select([], [], [], 0.0005)
+    raise SystemExit("toolrl sandbox: not moved into the call's cgroup " + name)
+
+
 def _toolrl_sandbox():
     # Only stdin, stdout and stderr reach the code: a file the caller held
     # open without close-on-exec would be usable whatever Landlock says.
     # (close_range(2) where the kernel has it; fds are below the hard limit.)
     os.closerange(3, max(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 1 << 16))
     work, cpu, mem, fsize, nofile, net = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6] == "1"
-    nproc, priv = int(sys.argv[7]), sys.argv[8]
-    probe = "--probe" in sys.argv[9:]
+    nproc, priv, cgroup = int(sys.argv[7]), sys.argv[8], sys.argv[9]
+    probe = "--probe" in sys.argv[10:]
+    if cgroup != "-":
+        _await_cgroup(cgroup)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     proc = "host"

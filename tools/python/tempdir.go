@@ -55,17 +55,24 @@ func removeStaleTempDirs(root string) {
 		return
 	}
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), tempPrefix)
-		pidText, _, found := strings.Cut(rest, "-")
-		if !ok || !found || !e.IsDir() {
-			continue
-		}
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || pid == os.Getpid() {
+		pid, ok := tempDirPid(e.Name())
+		if !ok || !e.IsDir() || pid == os.Getpid() {
 			continue
 		}
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 			removeTempDir(filepath.Join(root, e.Name()))
 		}
 	}
+}
+
+// tempDirPid returns the pid in a temp dir's (or call cgroup's) name
+// "toolrl-py-<pid>-<random>".
+func tempDirPid(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, tempPrefix)
+	pidText, _, found := strings.Cut(rest, "-")
+	if !ok || !found {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(pidText)
+	return pid, err == nil && pid > 0
 }
