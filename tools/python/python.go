@@ -179,7 +179,8 @@ type Isolation struct {
 	// Seccomp is true when a seccomp filter makes socket(2) fail (EACCES)
 	// and io_uring_setup(2), io_uring_enter(2) and io_uring_register(2)
 	// fail (EPERM): a ring's operations (IORING_OP_SOCKET among them) would
-	// bypass the filter.
+	// bypass the filter; ptrace(2), process_vm_readv(2), process_vm_writev(2)
+	// and pidfd_getfd(2) fail too (EPERM): another process's memory and fds.
 	Seccomp bool `json:"seccomp"`
 	// Proc is what the code sees at /proc: "private" (a proc of the
 	// sandbox's PID namespace: its own processes only), "hidden" (an empty

@@ -452,7 +452,8 @@ func TestStaleTempDirsRemoved(t *testing.T) {
 
 // TestSandboxDeniesIOURing: io_uring, whose IORING_OP_SOCKET opens a socket
 // that the seccomp filter on socket(2) never sees, cannot be set up (#30),
-// with and without namespaces.
+// nor can ptrace, process_vm_readv and pidfd_getfd (another process's memory
+// and fds), with and without namespaces.
 func TestSandboxDeniesIOURing(t *testing.T) {
 	t.Run("best", func(t *testing.T) { testDeniesIOURing(t, Options{}) })
 	t.Run("no-namespaces", func(t *testing.T) { testDeniesIOURing(t, Options{skipModes: []string{"root", "user"}}) })
@@ -471,8 +472,19 @@ for nr, name in ((425, "io_uring_setup"), (426, "io_uring_enter"), (427, "io_uri
     args = (4, params) if nr == 425 else (0, 0, 0, 0, 0, 0)
     ret = libc.syscall(nr, *args)
     print(name, "OPENED" if ret >= 0 else "denied", ret, os.strerror(ctypes.get_errno()))
+# Nor ptrace, process_vm_readv or pidfd_getfd, which take another process's
+# memory or fds (tried here on the program itself).
+print("ptrace", "OPENED" if libc.ptrace(0, 0, 0, 0) == 0 else "denied")  # PTRACE_TRACEME
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+src, dst = ctypes.create_string_buffer(b"x" * 8), ctypes.create_string_buffer(8)
+local, remote = iovec(ctypes.addressof(dst), 8), iovec(ctypes.addressof(src), 8)
+n = libc.process_vm_readv(os.getpid(), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+print("process_vm_readv", "OPENED" if n == 8 else "denied")
+pfd = os.pidfd_open(os.getpid())
+print("pidfd_getfd", "OPENED" if libc.syscall(438, pfd, 1, 0) >= 0 else "denied")
 `)
-	if strings.Contains(out.Stdout, "OPENED") || strings.Count(out.Stdout, "denied") != 3 ||
+	if strings.Contains(out.Stdout, "OPENED") || strings.Count(out.Stdout, "denied") != 6 ||
 		strings.Contains(out.Stdout, "Bad file descriptor") {
 		t.Errorf("io_uring in the sandbox:\n%s%s", out.Stdout, out.Stderr)
 	}
@@ -724,11 +736,29 @@ for p in [os.path.join(root, n, f) for n in names for f in ("main.py", "data.txt
         print("READ", p, open(p).read())
     except OSError as e:
         print("denied", p, type(e).__name__)
-`, filepath.Join(path, "main.py"), filepath.Join(path, "data.txt")))
+# Nor through the first call's process: its fds, its memory.
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+pid = %s
+try:
+    pfd = os.pidfd_open(pid)
+    fd = libc.syscall(438, pfd, 1, 0)  # pidfd_getfd: its stdout
+    print("GOT fd" if fd >= 0 else "no getfd", os.strerror(ctypes.get_errno()))
+except OSError as e:
+    print("no pidfd", type(e).__name__)
+if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+    print("ATTACHED")
+    libc.ptrace(17, pid, 0, 0)  # PTRACE_DETACH
+else:
+    print("no ptrace", os.strerror(ctypes.get_errno()))
+`, filepath.Join(path, "main.py"), filepath.Join(path, "data.txt"), strings.Split(dir, "/")[2]))
 	os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
 	<-first
-	if strings.Contains(out.Stdout, secret) || strings.Contains(out.Stdout, "READ") || strings.Count(out.Stdout, "denied") < 2 {
-		t.Errorf("a call sees another call's files:\n%s%s", out.Stdout, out.Stderr)
+	t.Logf("the second call:\n%s", out.Stdout)
+	if strings.Contains(out.Stdout, secret) || strings.Contains(out.Stdout, "READ") || strings.Count(out.Stdout, "denied") < 2 ||
+		strings.Contains(out.Stdout, "GOT fd") || strings.Contains(out.Stdout, "ATTACHED") || !strings.Contains(out.Stdout, "no ptrace") {
+		t.Errorf("a call sees another call's files or process:\n%s%s", out.Stdout, out.Stderr)
 	}
 }
 

@@ -13,7 +13,8 @@
 # Landlock ABI >= 4, denies TCP bind/connect), installs a seccomp filter
 # (x86_64 and aarch64) that makes unshare(2) and clone(2) with
 # CLONE_NEWUSER fail with EPERM (clone3 with ENOSYS, so that libc falls back
-# to clone), io_uring_setup/enter/register fail with EPERM and, with NET=0,
+# to clone), io_uring_setup/enter/register, ptrace, process_vm_readv/writev
+# and pidfd_getfd fail with EPERM and, with NET=0,
 # socket(2) fail with EACCES, then runs
 # WORKDIR/main.py as __main__.
 import ctypes, os, platform, resource, sys
@@ -24,6 +25,11 @@ _SECCOMP_ARCH = {"x86_64": (0xC000003E, 41, 272, 56, 435), "aarch64": (0xC00000B
 # machines. A ring's operations (IORING_OP_SOCKET, OPENAT, CONNECT, ...) run
 # in the kernel without passing through seccomp, so the filter denies rings.
 _NR_IO_URING = (425, 426, 427)
+# ptrace, process_vm_readv, process_vm_writev, pidfd_getfd per machine: another
+# process's memory and fds (a socket a host daemon holds). Landlock refuses
+# them already for a target outside the sandbox's domain; seccomp refuses
+# them where Landlock is missing.
+_NR_PEEK = {"x86_64": (101, 310, 311, 438), "aarch64": (117, 270, 271, 438)}
 _CLONE_NEWUSER = 0x10000000
 _NOBODY = 65534
 
@@ -57,6 +63,7 @@ def _seccomp(libc, deny_sockets):
         (JEQ, "eperm", None, _NR_IO_URING[0]),
         (JEQ, "eperm", None, _NR_IO_URING[1]),
         (JEQ, "eperm", None, _NR_IO_URING[2]),
+        *[(JEQ, "eperm", None, nr) for nr in _NR_PEEK[platform.machine()]],
         (RET, None, None, ALLOW),
         ("flags", LD, None, None, 16),         # A = low half of args[0]
         (JSET, "eperm", None, _CLONE_NEWUSER),
