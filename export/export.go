@@ -21,6 +21,18 @@ type Writer[T any] interface {
 	Close() error
 }
 
+// Abort discards what w wrote, for a caller that fails before Close: the
+// writers Create* return write a temporary file (unless appending) that
+// Close renames into place, so after Abort the path holds what it held before
+// (a plain .jsonl opened with Append keeps the lines written: Abort closes
+// it). A writer without an Abort method is closed.
+func Abort[T any](w Writer[T]) error {
+	if a, ok := w.(interface{ Abort() error }); ok {
+		return a.Abort()
+	}
+	return w.Close()
+}
+
 // Reader reads records of one kind from one file, in file order. Next returns
 // io.EOF after the last record; any other error names the file and the line
 // (JSONL) or row (Parquet, counted from 1) it came from. A Reader is not safe
@@ -92,8 +104,9 @@ type WriterOptions struct {
 // reward has a part that has no column (see WriterOptions.RewardParts).
 var ErrUnknownRewardPart = errors.New("reward part has no column in this parquet file")
 
-// CreateTrajectories creates (or truncates) the file at path and returns a
-// writer of trajectories in the format its extension names.
+// CreateTrajectories returns a writer of trajectories into the file at path,
+// in the format its extension names. The file is replaced on Close (Abort
+// leaves it as it was), or appended to with WriterOptions.Append.
 func CreateTrajectories(path string, opts WriterOptions) (TrajectoryWriter, error) {
 	return create(path, opts, trajectoryCodec, trajectoryRows)
 }
@@ -103,8 +116,9 @@ func OpenTrajectories(path string) (TrajectoryReader, error) {
 	return open(path, trajectoryCodec, trajectoryRows)
 }
 
-// CreateAdvantages creates (or truncates) the file at path and returns a
-// writer of advantage records in the format its extension names.
+// CreateAdvantages returns a writer of advantage records into the file at
+// path, in the format its extension names; replaced on Close, as
+// CreateTrajectories.
 func CreateAdvantages(path string, opts WriterOptions) (AdvantageWriter, error) {
 	return create(path, opts, advantageCodec, advantageRows)
 }

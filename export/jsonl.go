@@ -8,14 +8,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // jsonlWriter writes one JSON record per line. Flush is a durable point: the
 // buffered lines (and, for gzip, a sync flush of the compressor) reach the
 // file and the file is fsynced, so a crash after Flush returns loses nothing
-// written before it.
+// written before it. With Append it writes the file in place (a log that
+// survives a crash record by record); without, it writes a temporary file
+// beside it and renames it into place on Close, as the Parquet writer does,
+// so a file the path held stays whole until then, and for good after Abort.
 type jsonlWriter[T any] struct {
 	path  string
+	tmp   string // without Append: the temporary file renamed to path on Close
 	c     *codec[T]
 	file  *os.File
 	gz    *gzip.Writer
@@ -30,12 +35,16 @@ func createJSONL[T any](path string, format Format, opts WriterOptions, c *codec
 	if opts.Append {
 		file, err = openForAppend(path)
 	} else {
-		file, err = os.Create(path)
+		removeStaleTemps(path)
+		file, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", c.kind, err)
 	}
 	w := &jsonlWriter[T]{path: path, c: c, file: file}
+	if !opts.Append {
+		w.tmp = file.Name()
+	}
 	var out io.Writer = file
 	if format == JSONLGzip {
 		w.gz = gzip.NewWriter(file)
@@ -153,6 +162,10 @@ func (w *jsonlWriter[T]) Close() error {
 			err = cerr
 		}
 	}
+	if err == nil && w.err == nil && w.tmp != "" {
+		// CreateTemp makes the file 0600; a dataset is as readable as os.Create makes files.
+		err = w.file.Chmod(0o644)
+	}
 	if err == nil && w.err == nil {
 		err = w.file.Sync()
 	}
@@ -160,6 +173,12 @@ func (w *jsonlWriter[T]) Close() error {
 		err = cerr
 	}
 	w.file = nil
+	if err == nil && w.err == nil && w.tmp != "" {
+		err = os.Rename(w.tmp, w.path)
+	}
+	if w.tmp != "" && (err != nil || w.err != nil) {
+		os.Remove(w.tmp)
+	}
 	if w.err != nil {
 		return w.err
 	}
@@ -167,6 +186,21 @@ func (w *jsonlWriter[T]) Close() error {
 		return fmt.Errorf("close %s: %w", w.path, err)
 	}
 	return nil
+}
+
+// Abort discards what the writer wrote: without Append the temporary file is
+// removed and the path keeps what it held; with Append (lines already in
+// place) it is Close.
+func (w *jsonlWriter[T]) Abort() error {
+	if w.tmp == "" {
+		return w.Close()
+	}
+	if w.file == nil {
+		return nil
+	}
+	w.file.Close()
+	w.file = nil
+	return os.Remove(w.tmp)
 }
 
 // jsonlReader reads one JSON record per line (blank lines are skipped). A

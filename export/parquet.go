@@ -258,6 +258,17 @@ func (w *parquetWriter[T, R]) Close() error {
 	return nil
 }
 
+// Abort discards what the writer wrote: the temporary file is removed and the
+// path keeps what it held.
+func (w *parquetWriter[T, R]) Abort() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	w.file.Close()
+	return os.Remove(w.tmp)
+}
+
 // parquetReader reads the rows of a file written by parquetWriter (or any file
 // with the same columns: extra columns are ignored).
 type parquetReader[T, R any] struct {

@@ -138,7 +138,15 @@ func (s *jsonlSink) Resume(ctx context.Context) (map[string]bool, error) {
 
 func (s *jsonlSink) WriteGroup(ctx context.Context, g *traj.Group) (bool, error) {
 	if s.w == nil {
-		w, err := export.CreateTrajectories(s.path, export.WriterOptions{Append: !s.fresh})
+		// In place, appended to and flushed per group: the file is the log
+		// a resume reads after a crash (a fresh run starts it empty), not a
+		// temporary file renamed into place at Close.
+		if s.fresh {
+			if err := os.Truncate(s.path, 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return false, fmt.Errorf("replace %s: %w", s.path, err)
+			}
+		}
+		w, err := export.CreateTrajectories(s.path, export.WriterOptions{Append: true})
 		if err != nil {
 			return false, err
 		}

@@ -96,7 +96,7 @@ func ParseURL(raw string, opts ConnectOptions) (*goredis.UniversalOptions, error
 	}
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		if o.DB, err = strconv.Atoi(p); err != nil {
-			return nil, fmt.Errorf("redis url %s: database %q is not a number", safe, p)
+			return nil, fmt.Errorf("redis url %s: database %q is not a number (the URL path is the database; a job is named with --job)", safe, p)
 		}
 	}
 	for key, values := range q {

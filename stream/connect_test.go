@@ -176,3 +176,14 @@ func TestConnectThroughSentinel(t *testing.T) {
 		t.Fatalf("master holds %d group entries (%v), want 1", n, err)
 	}
 }
+
+// The URL path is the database in every verb; a job written there is
+// refused, saying where a job goes (#30).
+func TestParseURLPathIsTheDatabase(t *testing.T) {
+	if o, err := ParseURL("redis://h:1/3", ConnectOptions{}); err != nil || o.DB != 3 {
+		t.Errorf("redis://h:1/3: db %v, %v", o, err)
+	}
+	if _, err := ParseURL("redis://h:1/calc-demo", ConnectOptions{}); err == nil || !strings.Contains(err.Error(), "the URL path is the database; a job is named with --job") {
+		t.Errorf("redis://h:1/calc-demo: %v", err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -21,11 +20,11 @@ import (
 )
 
 func newExportCmd() *cobra.Command {
-	var from, to, which string
+	var from, to, which, job string
 	var rowsPerGroup int64
 	var parts []string
 	cmd := &cobra.Command{
-		Use:   "export --from FILE|redis://HOST:PORT/JOB --to FILE.parquet|FILE.jsonl[.gz]",
+		Use:   "export --from FILE|redis://HOST:PORT[/DB] [--job JOB] --to FILE.parquet|FILE.jsonl[.gz]",
 		Short: "Convert or drain trajectories to JSONL or Parquet",
 		Long: `export copies trajectories or advantage records into a dataset file. The
 output format follows the extension of --to: .jsonl, .jsonl.gz or .parquet.
@@ -34,19 +33,22 @@ output format follows the extension of --to: .jsonl, .jsonl.gz or .parquet.
 is read from the file). A JSONL file of groups (one traj.Group per line) gives
 trajectories.
 
---from redis://HOST:PORT/JOB reads the job's groups stream toolrl:{JOB}:groups
-(or, with --stream advantages, toolrl:{JOB}:advantages) with XRANGE, up to the
-entry that was last when the export started. It reads through no consumer
-group, so it consumes nothing: the advantage service and trainers still get
-every entry. Redis options go in the query (?db=N, ?cluster=true, see
-docs/redis.md); the password comes from the URL or $TOOLRL_REDIS_PASSWORD.
+--from redis://HOST:PORT --job JOB reads the job's groups stream
+toolrl:{JOB}:groups (or, with --stream advantages, toolrl:{JOB}:advantages)
+with XRANGE, up to the entry that was last when the export started. It reads
+through no consumer group, so it consumes nothing: the advantage service and
+trainers still get every entry. As in every toolrl Redis URL, the path is the
+database (redis://HOST:PORT/1, or ?db=1) and other options go in the query
+(?cluster=true, see docs/redis.md); the password comes from the URL or
+$TOOLRL_REDIS_PASSWORD. A job that is not there, or that has no such stream,
+is refused with the jobs found.
 
 Parquet output has one reward_<part> column per reward part, so export first
 finds every part: from the columns of a Parquet input, with a light first pass
 over a JSONL input or a stream.`,
 		Example: `  toolrl export --from out/calc.jsonl --to out/calc.parquet
-  toolrl export --from redis://127.0.0.1:6379/calc-demo --to out/groups.parquet
-  toolrl export --from redis://127.0.0.1:6379/calc-demo --stream advantages --to out/adv.parquet`,
+  toolrl export --from redis://127.0.0.1:6379 --job calc-demo --to out/groups.parquet
+  toolrl export --from redis://127.0.0.1:6379/0 --job calc-demo --stream advantages --to out/adv.parquet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from == "" || to == "" {
@@ -66,7 +68,7 @@ over a JSONL input or a stream.`,
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			src, err := newExportSource(ctx, from, which)
+			src, err := newExportSource(ctx, from, which, job)
 			if err != nil {
 				return err
 			}
@@ -93,6 +95,7 @@ over a JSONL input or a stream.`,
 	f := cmd.Flags()
 	f.StringVar(&from, "from", "", "input: a .jsonl, .jsonl.gz or .parquet file, or redis://HOST:PORT/JOB")
 	f.StringVar(&to, "to", "", "output: FILE.parquet, FILE.jsonl or FILE.jsonl.gz")
+	f.StringVar(&job, "job", "", "with redis://: the job whose stream to read")
 	f.StringVar(&which, "stream", "groups", "with redis://: the stream to read, groups (trajectories) or advantages")
 	f.Int64Var(&rowsPerGroup, "rows-per-group", 0, fmt.Sprintf("Parquet rows per row group (0: %d)", export.DefaultRowsPerGroup))
 	f.StringSliceVar(&parts, "reward-parts", nil, "extra reward parts to give a reward_<part> column even if no record has them")
@@ -101,7 +104,8 @@ over a JSONL input or a stream.`,
 
 // runExport copies src into a new file at to. For Parquet it first finds
 // every reward part: cheaply for a file (export.ScanRewardParts), with a
-// first pass over the records for a stream. On failure the output is removed.
+// first pass over the records for a stream. The writer replaces the file at
+// to only on success: on failure (or Ctrl-C) a file there stays as it was.
 func runExport[T any](ctx context.Context, src *exportSource, to string, opts export.WriterOptions,
 	open func(context.Context) (export.Reader[T], error), create func(string, export.WriterOptions) (export.Writer[T], error),
 	partsOf func(*T) map[string]float64) (int64, error) {
@@ -129,12 +133,10 @@ func runExport[T any](ctx context.Context, src *exportSource, to string, opts ex
 	}
 	n, err := export.Copy(w, cancelable[T]{ctx.Err, r})
 	if err != nil {
-		w.Close()
-		os.Remove(to)
+		export.Abort(w) // a file at --to stays as it was
 		return n, err
 	}
 	if err := w.Close(); err != nil {
-		os.Remove(to)
 		return n, err
 	}
 	return n, nil
@@ -192,8 +194,11 @@ type exportSource struct {
 	lastID string // the stream's last entry when the export started
 }
 
-func newExportSource(ctx context.Context, from, which string) (*exportSource, error) {
+func newExportSource(ctx context.Context, from, which, job string) (*exportSource, error) {
 	if !strings.HasPrefix(from, "redis://") && !strings.HasPrefix(from, "rediss://") {
+		if job != "" {
+			return nil, usageErrorf("export: --job is for a redis:// --from (a file holds its records)")
+		}
 		if _, err := export.FormatOf(from); err != nil {
 			return nil, usageErrorf("export: --from: %v", err)
 		}
@@ -207,14 +212,17 @@ func newExportSource(ctx context.Context, from, which string) (*exportSource, er
 	if err != nil {
 		return nil, usageErrorf("export: --from %s does not parse", stream.Redact(from))
 	}
-	job := strings.Trim(u.Path, "/")
+	// The path is the database, as in every toolrl Redis URL (stream.ParseURL);
+	// a job written there (the form of export before #30) is refused.
+	if p := strings.Trim(u.Path, "/"); p != "" && strings.Trim(p, "0123456789") != "" {
+		return nil, usageErrorf("export: --from %s: the URL path is the database, as in every toolrl Redis URL; name the job with --job %s", stream.Redact(from), p)
+	}
 	if job != "" {
 		if err := stream.ValidateJob(job); err != nil {
-			return nil, usageErrorf("export: --from %s: the path names the job: %v", stream.Redact(from), err)
+			return nil, usageErrorf("export: --job: %v", err)
 		}
 	}
-	u.Path = ""
-	client, err := stream.Connect(ctx, u.String(), stream.ConnectOptions{ClientName: "toolrl-export"})
+	client, err := stream.Connect(ctx, from, stream.ConnectOptions{ClientName: "toolrl-export"})
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +236,10 @@ func newExportSource(ctx context.Context, from, which string) (*exportSource, er
 		src.kind, src.stream = export.Advantages, keys.Advantages
 	}
 	src.name = src.stream
+	if err := requireStream(ctx, client, from, keys, src.stream, which); err != nil {
+		client.Close()
+		return nil, err
+	}
 	if src.lastID, err = stream.LastID(ctx, client, src.stream); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("export: %w", err)
@@ -306,9 +318,9 @@ func (r *streamRecords[T]) Next() (T, error) {
 
 func (r *streamRecords[T]) Close() error { return nil }
 
-// requireJob refuses a --from URL whose path names no job that has keys in
-// the Redis it reaches (redis://host/0 names job "0", not database 0): the
-// usage error lists the jobs found there (SCAN, never KEYS) and how to name one.
+// requireJob refuses an export with no --job, or whose --job has no keys in
+// the Redis (and database) --from reaches: the usage error lists the jobs
+// found there (SCAN, never KEYS).
 func requireJob(ctx context.Context, client goredis.UniversalClient, from string, keys stream.Keys) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -321,6 +333,39 @@ func requireJob(ctx context.Context, client goredis.UniversalClient, from string
 			return nil
 		}
 	}
+	list, err := listJobs(ctx, client, from)
+	if err != nil {
+		return err
+	}
+	if keys.Job == "" {
+		return usageErrorf("export: --from %s needs --job JOB; jobs found: %s", stream.Redact(from), list)
+	}
+	return usageErrorf("export: --from %s: job %q has no keys there; jobs found: %s (the URL path is the database, --job the job)", stream.Redact(from), keys.Job, list)
+}
+
+// requireStream refuses a job that has keys but not the stream export
+// reads (no group written yet, or --stream advantages of a job no advantage
+// service served): exporting it would write an empty file over --to.
+func requireStream(ctx context.Context, client goredis.UniversalClient, from string, keys stream.Keys, name, which string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := client.Exists(ctx, name).Result()
+	if err != nil {
+		return fmt.Errorf("export: look for stream %s: %w", name, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	list, err := listJobs(ctx, client, from)
+	if err != nil {
+		return err
+	}
+	return usageErrorf("export: --from %s: job %q has no stream %s (--stream %s): nothing to export; jobs found: %s", stream.Redact(from), keys.Job, name, which, list)
+}
+
+// listJobs returns the jobs that have keys in the Redis client reaches,
+// comma-separated ("none"), found with SCAN (never KEYS).
+func listJobs(ctx context.Context, client goredis.UniversalClient, from string) (string, error) {
 	found := map[string]bool{}
 	iter := client.Scan(ctx, 0, "toolrl:{*}:*", 1000).Iterator()
 	for iter.Next(ctx) {
@@ -330,20 +375,15 @@ func requireJob(ctx context.Context, client goredis.UniversalClient, from string
 		}
 	}
 	if err := iter.Err(); err != nil {
-		return fmt.Errorf("export: list the jobs in %s: %w", stream.Redact(from), err)
+		return "", fmt.Errorf("export: list the jobs in %s: %w", stream.Redact(from), err)
 	}
 	jobs := make([]string, 0, len(found))
 	for j := range found {
 		jobs = append(jobs, j)
 	}
 	slices.Sort(jobs)
-	what := "names no job"
-	if keys.Job != "" {
-		what = fmt.Sprintf("names job %q, which has no keys there", keys.Job)
+	if len(jobs) == 0 {
+		return "none", nil
 	}
-	list := "none"
-	if len(jobs) > 0 {
-		list = strings.Join(jobs, ", ")
-	}
-	return usageErrorf("export: --from %s %s; jobs found: %s; name one in the path: redis://HOST:PORT/JOB (a database goes in ?db=N)", stream.Redact(from), what, list)
+	return strings.Join(jobs, ", "), nil
 }

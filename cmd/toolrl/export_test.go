@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -194,7 +195,7 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 	before := groupState(t, client, keys.Groups)
 
 	out := filepath.Join(t.TempDir(), "groups.parquet")
-	if _, stderr, err := runToolrl(t, "export", "--from", "redis://"+srv.Addr+"/"+job, "--to", out); err != nil {
+	if _, stderr, err := runToolrl(t, "export", "--from", "redis://"+srv.Addr+"/0", "--job", job, "--to", out); err != nil {
 		t.Fatalf("export: %v\n%s", err, stderr)
 	}
 	r, err := export.OpenTrajectories(out)
@@ -233,7 +234,7 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 		}
 	}
 	advOut := filepath.Join(t.TempDir(), "adv.jsonl")
-	if _, stderr, err := runToolrl(t, "export", "--from", "redis://"+srv.Addr+"/"+job, "--stream", "advantages", "--to", advOut); err != nil {
+	if _, stderr, err := runToolrl(t, "export", "--from", "redis://"+srv.Addr, "--job", job, "--stream", "advantages", "--to", advOut); err != nil {
 		t.Fatalf("export advantages: %v\n%s", err, stderr)
 	}
 	stdout, _, err := runToolrl(t, "inspect", advOut)
@@ -241,15 +242,29 @@ func TestExportFromRedisConsumesNothing(t *testing.T) {
 		t.Errorf("inspect %s: %v\n%s", advOut, err, stdout)
 	}
 
-	// A job that is not there (or no job: /0 names job "0") is a usage
-	// error listing the jobs found; before, it exported 0 records, exit 0.
+	// A job that is not there, or no --job, is a usage error listing the
+	// jobs found; before, it exported 0 records, exit 0. The URL path is the
+	// database, as in every verb: a job written there (export's form before
+	// #30) is refused, naming --job.
 	empty := filepath.Join(t.TempDir(), "empty.jsonl")
-	for _, path := range []string{"/no-such-job", "/0", "/"} {
-		var out, errb bytes.Buffer
-		if code := run([]string{"export", "--from", "redis://" + srv.Addr + path, "--to", empty}, &out, &errb); code != exitUsage ||
-			!strings.Contains(errb.String(), "jobs found: "+job) || !strings.Contains(errb.String(), "redis://HOST:PORT/JOB") {
-			t.Errorf("export from %s: exit %d, want %d listing %s\n%s", path, code, exitUsage, job, errb.String())
+	for _, c := range []struct{ path, job, want string }{
+		{"/0", "no-such-job", "jobs found: " + job},
+		{"/0", "", "needs --job JOB; jobs found: " + job},
+		{"", "", "needs --job JOB; jobs found: " + job},
+		{"/1", job, "jobs found: none"}, // database 1 holds nothing
+		{"/" + job, "", "the URL path is the database, as in every toolrl Redis URL; name the job with --job " + job},
+	} {
+		args := []string{"export", "--from", "redis://" + srv.Addr + c.path, "--to", empty}
+		if c.job != "" {
+			args = append(args, "--job", c.job)
 		}
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("export %v: exit %d, want %d and %q\n%s", args[1:], code, exitUsage, c.want, errb.String())
+		}
+	}
+	if _, err := os.Stat(empty); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused export created --to: %v", err)
 	}
 }
 
