@@ -1,7 +1,10 @@
 // Package python runs model-written Python code in a python3 subprocess
 // inside a sandbox: rlimits on CPU time, address space, file size and open
-// files; no network; writes confined to a fresh temp dir; and the whole
-// process tree killed at the deadline.
+// files, and a cgroup per call for its memory and processes as a whole; no
+// network; only fds 0-2 inherited; reads confined to the system folders and
+// writes to a fresh temp dir that no other call sees; and the whole process
+// tree killed at the deadline or when toolrl dies (docs/tools.md says what
+// each kernel feature gives and what is lost without it).
 //
 // The sandbox is layered from what the host allows, and Runner.Isolation
 // says what it got. As root: new network, PID, IPC and mount namespaces (the
@@ -246,7 +249,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if !slices.Contains(opts.skipModes, "cgroup") {
 		cg, err := probeCgroups()
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("no cgroup per call (%v): memory_mb holds per process, and processes is shared by every call running as nobody", err))
+			procs := "processes is not enforced (RLIMIT_NPROC would count the runner's own processes)"
+			if os.Geteuid() == 0 {
+				procs = "processes is RLIMIT_NPROC of nobody, shared by every concurrent call"
+			}
+			notes = append(notes, fmt.Sprintf("no cgroup per call (%v): memory_mb holds per process only, and %s", err, procs))
 		} else {
 			r.cg = cg
 			cg.removeStale()
