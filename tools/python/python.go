@@ -170,7 +170,8 @@ type Isolation struct {
 	// Landlock is the Landlock ABI that confines writes to the temp dir and
 	// reads to the system folders (/usr, /bin, /sbin, /lib*, /etc, /proc,
 	// a few /dev files and the interpreter's prefix and path: sandbox.py's
-	// _readable) (0: not confined).
+	// _readable), refuses ptrace and (ABI 6+) signals to processes outside
+	// the call, and with ABI 4+ TCP connect and bind (0: not confined).
 	Landlock int `json:"landlock"`
 	// Cgroup is the cgroup version of the call's own cgroup, "v2" or "v1",
 	// whose memory and process limits hold for the call as a whole (all

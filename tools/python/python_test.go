@@ -752,12 +752,18 @@ if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
     libc.ptrace(17, pid, 0, 0)  # PTRACE_DETACH
 else:
     print("no ptrace", os.strerror(ctypes.get_errno()))
+try:
+    os.kill(pid, 18)  # SIGCONT: harmless, but a SIGKILL would go the same way
+    print("SIGNALED")
+except OSError as e:
+    print("no signal", type(e).__name__)
 `, filepath.Join(path, "main.py"), filepath.Join(path, "data.txt"), strings.Split(dir, "/")[2]))
 	os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
 	<-first
 	t.Logf("the second call:\n%s", out.Stdout)
 	if strings.Contains(out.Stdout, secret) || strings.Contains(out.Stdout, "READ") || strings.Count(out.Stdout, "denied") < 2 ||
-		strings.Contains(out.Stdout, "GOT fd") || strings.Contains(out.Stdout, "ATTACHED") || !strings.Contains(out.Stdout, "no ptrace") {
+		strings.Contains(out.Stdout, "GOT fd") || strings.Contains(out.Stdout, "ATTACHED") || !strings.Contains(out.Stdout, "no ptrace") ||
+		strings.Contains(out.Stdout, "SIGNALED") {
 		t.Errorf("a call sees another call's files or process:\n%s%s", out.Stdout, out.Stderr)
 	}
 }

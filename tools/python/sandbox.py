@@ -10,7 +10,8 @@
 # capability for good. It then lowers the rlimits (hard and soft), confines
 # writes to WORKDIR and reads to the system folders (_readable) with
 # Landlock when the kernel has it (and, with NET=0 and
-# Landlock ABI >= 4, denies TCP bind/connect), installs a seccomp filter
+# Landlock ABI >= 4, denies TCP bind/connect; with ABI >= 6, signals and
+# abstract unix sockets outside the sandbox), installs a seccomp filter
 # (x86_64 and aarch64) that makes unshare(2) and clone(2) with
 # CLONE_NEWUSER fail with EPERM (clone3 with ENOSYS, so that libc falls back
 # to clone), io_uring_setup/enter/register, ptrace, process_vm_readv/writev
@@ -231,8 +232,12 @@ def _toolrl_sandbox():
         if abi >= 5:
             fs_all |= 1 << 15  # IOCTL_DEV
         net_all = 0 if net or abi < 4 else 3  # BIND_TCP | CONNECT_TCP
-        attr = (ctypes.c_uint64 * 2)(fs_all, net_all)
-        size = 16 if net_all else 8
+        # ABI 6: no signal to a process outside the sandbox's domain (another
+        # call's, or the host's of the same uid), no abstract unix socket
+        # outside it.
+        scoped = 0 if abi < 6 else 3  # SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        attr = (ctypes.c_uint64 * 3)(fs_all, net_all, scoped)
+        size = 24 if scoped else 16 if net_all else 8
         rs = libc.syscall(444, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
         if rs < 0:
             raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
