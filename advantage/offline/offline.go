@@ -43,8 +43,12 @@ type Options struct {
 	// group_size at the end of the input over the members present; without
 	// it such a group is an error.
 	AllowIncomplete bool
-	// RefScorer, when set, scores trajectories that have no ref_log_prob.
+	// RefScorer, when set, scores trajectories that have no ref_log_prob,
+	// each at the temperature it was sampled at (advantage.ReferenceTemperature).
 	RefScorer advantage.RefScorer
+	// RefTemperature is the temperature RefScorer scores trajectories that
+	// record none at (v1 data); 0 means 1.
+	RefTemperature float64
 	// RefBatch is the number of sequences per RefScorer call; 0 means 16.
 	RefBatch int
 	// Logger receives progress; nil means slog.Default().
@@ -88,6 +92,9 @@ func Run(ctx context.Context, src TrajectorySource, dst RecordSink, opts Options
 	}
 	if opts.MemoryLimit <= 0 {
 		opts.MemoryLimit = 256 << 20
+	}
+	if opts.RefTemperature == 0 {
+		opts.RefTemperature = 1
 	}
 	if opts.RefBatch <= 0 {
 		opts.RefBatch = 16
@@ -241,39 +248,28 @@ func (o *pass) write(g *traj.Group) error {
 	return nil
 }
 
-// score fills ref_log_prob of the ready trajectories that lack them, in
-// batches of RefBatch sequences.
+// score fills ref_log_prob of the ready trajectories that lack them
+// (advantage.ScoreReferences, each at its own sampling temperature), in
+// batches of RefBatch sequences. A trajectory that cannot be scored stops
+// the pass, named.
 func (o *pass) score(ctx context.Context) error {
-	type ref struct{ g, t int }
-	var pending []ref
+	var pending []*traj.Trajectory
 	for gi := range o.ready {
 		for ti := range o.ready[gi].Trajectories {
-			if o.ready[gi].Trajectories[ti].RefLogprobs == nil {
-				pending = append(pending, ref{gi, ti})
+			if t := &o.ready[gi].Trajectories[ti]; t.RefLogprobs == nil {
+				pending = append(pending, t)
 			}
 		}
 	}
-	for start := 0; start < len(pending); start += o.opts.RefBatch {
-		batch := pending[start:min(start+o.opts.RefBatch, len(pending))]
-		seqs := make([][]int32, len(batch))
-		lens := make([]int, len(batch))
-		for i, r := range batch {
-			t := &o.ready[r.g].Trajectories[r.t]
-			seqs[i], lens[i] = t.Tokens, t.PromptLen
+	failed, err := advantage.ScoreReferences(ctx, o.opts.RefScorer, pending, o.opts.RefBatch, o.opts.RefTemperature)
+	if err != nil {
+		return err
+	}
+	for i, t := range pending {
+		if failed[i] != nil {
+			return fmt.Errorf("reference scoring of trajectory %s: %w", t.ID, failed[i])
 		}
-		out, err := o.opts.RefScorer.Score(ctx, seqs, lens)
-		if err != nil {
-			return fmt.Errorf("reference scoring of %d sequences: %w", len(batch), err)
-		}
-		for i, r := range batch {
-			t := &o.ready[r.g].Trajectories[r.t]
-			refs, err := advantage.ReferenceLogprobs(t, out[i])
-			if err != nil {
-				return err
-			}
-			t.RefLogprobs = refs
-			o.st.RefScored++
-		}
+		o.st.RefScored++
 	}
 	o.toScore = 0
 	return nil

@@ -135,7 +135,7 @@ func TestOfflineIncompleteGroups(t *testing.T) {
 
 type fakeScorer struct{ calls, maxBatch int }
 
-func (f *fakeScorer) Score(_ context.Context, seqs [][]int32, promptLens []int) ([][]float32, error) {
+func (f *fakeScorer) ScoreTemperature(_ context.Context, seqs [][]int32, promptLens []int, _ float64) ([][]float32, error) {
 	f.calls++
 	f.maxBatch = max(f.maxBatch, len(seqs))
 	out := make([][]float32, len(seqs))

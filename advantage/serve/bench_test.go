@@ -482,11 +482,11 @@ func BenchmarkServiceGroup(b *testing.B) {
 				b.ReportAllocs()
 				var sc advantage.Scratch // one, reused, as the service's pool gives
 				for i := 0; i < b.N; i++ {
-					wg := svc.decode(m)
-					if wg.err != nil {
-						b.Fatal(wg.err)
+					decoded := svc.decode(m)
+					if decoded.err != nil {
+						b.Fatal(decoded.err)
 					}
-					if _, _, err := svc.computeGroup(&wg, cfg, &sc); err != nil {
+					if _, _, err := svc.computeGroup(&decoded, cfg, &sc); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -28,13 +28,13 @@ func TestServiceDeadLettersInconsistentReward(t *testing.T) {
 			good, _ := wire.EncodeGroup(streamGroup("job", 3))
 			payload = []byte(strings.Replace(string(good), `"reward":`, `"reward":1e999,"reward_x":`, 1))
 		}
-		wg := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}})
-		if wg.err == nil {
+		decoded := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}})
+		if decoded.err == nil {
 			t.Errorf("%s: accepted", tc.Name)
 			continue
 		}
-		if !strings.Contains(wg.err.Error(), tc.Reason) || !strings.Contains(wg.err.Error(), "group "+g.GroupID) {
-			t.Errorf("%s: reason %q does not say what is wrong", tc.Name, wg.err)
+		if !strings.Contains(decoded.err.Error(), tc.Reason) || !strings.Contains(decoded.err.Error(), "group "+g.GroupID) {
+			t.Errorf("%s: reason %q does not say what is wrong", tc.Name, decoded.err)
 		}
 	}
 	// Rounding noise is not an error: parts that sum to the total only in exact arithmetic.
@@ -44,7 +44,7 @@ func TestServiceDeadLettersInconsistentReward(t *testing.T) {
 	clear(steps)
 	steps[0], steps[len(steps)-1] = steps[0]+0.1, steps[len(steps)-1]+0.2 // [0.1, 0.2] or [0.30000000000000004]
 	payload, _ := wire.EncodeGroup(g)
-	if wg := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}}); wg.err != nil {
-		t.Errorf("0.1 + 0.2 = 0.3 refused: %v", wg.err)
+	if decoded := svc.decode(stream.Message{ID: "1-0", Values: map[string]any{stream.FieldGroup: string(payload), stream.FieldGroupID: g.GroupID}}); decoded.err != nil {
+		t.Errorf("0.1 + 0.2 = 0.3 refused: %v", decoded.err)
 	}
 }

@@ -71,6 +71,10 @@ type Options struct {
 	// as every worker calls it), batched over each read batch, before their
 	// advantages and KL are computed. nil leaves them without references.
 	RefScorer advantage.RefScorer
+	// RefTemperature is the temperature RefScorer scores trajectories that
+	// record none at (v1 data); 0 means 1. The others are scored at their
+	// own (advantage.ReferenceTemperature).
+	RefTemperature float64
 	// RefBatch is the most sequences per RefScorer call; 0 means 16.
 	RefBatch int
 	// MaxOutputBacklog is the most unconsumed records (pending plus
@@ -153,6 +157,9 @@ func New(client goredis.UniversalClient, opts Options) (*Service, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.RefTemperature == 0 {
+		opts.RefTemperature = 1
 	}
 	if opts.RefBatch <= 0 {
 		opts.RefBatch = 16
@@ -266,7 +273,7 @@ func (s *Service) work(ctx context.Context, c *stream.Consumer) {
 			// The entries stay pending and are claimed again after ClaimIdle
 			// (and dead-lettered past MaxDeliveries); the done set keeps a
 			// commit that did land from being repeated.
-			if !errors.Is(err, errRefScoring) {
+			if !errors.Is(err, advantage.ErrRefScorer) {
 				s.m.redisErrors.Inc()
 			}
 			s.log.Warn("process groups", "consumer", c.Options().Consumer, "groups", len(msgs), "err", err)
@@ -427,13 +434,13 @@ type wireGroup struct {
 
 // decode decodes and checks one groups-stream entry.
 func (s *Service) decode(m stream.Message) wireGroup {
-	wg := wireGroup{m: m}
+	decoded := wireGroup{m: m}
 	payload, ok := m.Values[stream.FieldGroup].(string)
 	if !ok {
-		wg.err = fmt.Errorf("entry %s: no %q field", m.ID, stream.FieldGroup)
-		return wg
+		decoded.err = fmt.Errorf("entry %s: no %q field", m.ID, stream.FieldGroup)
+		return decoded
 	}
-	wg.payload = len(payload)
+	decoded.payload = len(payload)
 	data := unsafe.Slice(unsafe.StringData(payload), len(payload))
 	var g *traj.Group
 	var raws []wire.Arrays
@@ -445,20 +452,20 @@ func (s *Service) decode(m stream.Message) wireGroup {
 	}
 	switch {
 	case err != nil:
-		wg.err = fmt.Errorf("entry %s: %w", m.ID, err)
+		decoded.err = fmt.Errorf("entry %s: %w", m.ID, err)
 	case fieldString(m, stream.FieldGroupID) != g.GroupID:
 		id := fieldString(m, stream.FieldGroupID)
-		wg.err = fmt.Errorf("entry %s: field %s is %q but the group's id is %q", m.ID, stream.FieldGroupID, id, g.GroupID)
+		decoded.err = fmt.Errorf("entry %s: field %s is %q but the group's id is %q", m.ID, stream.FieldGroupID, id, g.GroupID)
 	case g.JobID != s.opts.Job:
-		wg.err = fmt.Errorf("entry %s: group %s belongs to job %q, not %q", m.ID, g.GroupID, g.JobID, s.opts.Job)
+		decoded.err = fmt.Errorf("entry %s: group %s belongs to job %q, not %q", m.ID, g.GroupID, g.JobID, s.opts.Job)
 	default:
 		if err := validateRewardSums(g); err != nil {
-			wg.err = fmt.Errorf("entry %s: group %s: %w", m.ID, g.GroupID, err)
-			return wg
+			decoded.err = fmt.Errorf("entry %s: group %s: %w", m.ID, g.GroupID, err)
+			return decoded
 		}
-		wg.g, wg.raws = g, raws
+		decoded.g, decoded.raws = g, raws
 	}
-	return wg
+	return decoded
 }
 
 // validateRewardSums checks every trajectory's rewards for agreement
@@ -479,159 +486,50 @@ func fieldString(m stream.Message, name string) string {
 	return v
 }
 
-// errRefScoring marks a batch whose reference scoring failed as a whole: it
-// is retried (redelivered), not dead-lettered.
-var errRefScoring = errors.New("reference scoring")
-
 // scoreReferences fills ref_log_prob (and their raw JSON) of every
-// trajectory of groups that has none, in RefScorer calls of at most RefBatch
-// sequences over the whole batch. Groups that advantage.Compute will drop as stale are
-// not scored. A group with a trajectory that cannot be scored (a token
-// outside the model's vocabulary, a sequence longer than its positions, or a
-// sequence that fails alone while the others of its call succeed) gets err
-// set and goes to the dead letters. It returns an error (wrapping
-// errRefScoring) when a call fails for every sequence or ctx ends: the whole
-// batch is then retried.
+// trajectory of groups that has none (advantage.ScoreReferences: each at its
+// own sampling temperature, in RefScorer calls of at most RefBatch
+// sequences). Groups that advantage.Compute will drop as stale are not
+// scored. A group with a trajectory that cannot be scored gets err set and
+// goes to the dead letters. It returns an error (wrapping
+// advantage.ErrRefScorer) when the scorer fails as a whole or ctx ends: the
+// whole batch is then retried.
 func (s *Service) scoreReferences(ctx context.Context, groups []wireGroup, cfg advantage.Config) error {
 	type target struct{ g, t int }
 	var targets []target
-	vocab, positions := refModelLimits(s.opts.RefScorer)
+	var ts []*traj.Trajectory
 	for gi := range groups {
-		wg := &groups[gi]
-		if wg.err != nil || dropsStale(cfg, wg.g) {
+		g := &groups[gi]
+		if g.err != nil || dropsStale(cfg, g.g) {
 			continue
 		}
-		for ti := range wg.g.Trajectories {
-			t := &wg.g.Trajectories[ti]
-			if len(t.RefLogprobs) > 0 {
-				continue
+		for ti := range g.g.Trajectories {
+			if t := &g.g.Trajectories[ti]; len(t.RefLogprobs) == 0 {
+				targets, ts = append(targets, target{gi, ti}), append(ts, t)
 			}
-			if err := scorable(t, vocab, positions); err != nil {
-				wg.err = fmt.Errorf("entry %s: reference scoring of trajectory %s: %w", wg.m.ID, t.ID, err)
-				break
-			}
-			targets = append(targets, target{gi, ti})
 		}
+	}
+	failed, err := advantage.ScoreReferences(ctx, s.opts.RefScorer, ts, s.opts.RefBatch, s.opts.RefTemperature)
+	if err != nil {
+		return err
 	}
 	scored := 0
-	// apply stores the scores of one trajectory, or dead-letters its group.
-	apply := func(r target, scores []float32) {
-		wg := &groups[r.g]
-		t := &wg.g.Trajectories[r.t]
-		refs, err := advantage.ReferenceLogprobs(t, scores)
-		if err != nil {
-			wg.err = fmt.Errorf("entry %s: %w", wg.m.ID, err)
-			return
+	for i, r := range targets {
+		g := &groups[r.g]
+		if failed[i] != nil {
+			g.err = cmp.Or(g.err, fmt.Errorf("entry %s: reference scoring of trajectory %s: %w", g.m.ID, ts[i].ID, failed[i]))
+			continue
 		}
-		t.RefLogprobs = refs
-		wg.raws[r.t].RefLogprobs = nil // AppendRecord formats the scores
+		g.raws[r.t].RefLogprobs = nil // AppendRecord formats the scores
 		scored++
-	}
-	for start := 0; start < len(targets); {
-		var batch []target
-		for ; start < len(targets) && len(batch) < s.opts.RefBatch; start++ {
-			if groups[targets[start].g].err == nil {
-				batch = append(batch, targets[start])
-			}
-		}
-		if len(batch) == 0 {
-			continue
-		}
-		seqs := make([][]int32, len(batch))
-		lens := make([]int, len(batch))
-		for i, r := range batch {
-			t := &groups[r.g].g.Trajectories[r.t]
-			seqs[i], lens[i] = t.Tokens, t.PromptLen
-		}
-		out, err := s.opts.RefScorer.Score(ctx, seqs, lens)
-		if err == nil && len(out) != len(batch) {
-			err = fmt.Errorf("%d results for %d sequences", len(out), len(batch))
-		}
-		if err == nil {
-			for i, r := range batch {
-				apply(r, out[i])
-			}
-			continue
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w of %d sequences: %w", errRefScoring, len(batch), err)
-		}
-		// Find the sequences that fail alone: their groups are dead-lettered,
-		// unless the scorer itself is at fault (see scorerHealthy).
-		var failed []target
-		var errs []error
-		if len(batch) == 1 {
-			failed, errs = batch, []error{err}
-		}
-		for _, r := range batch[:len(batch)-len(failed)] {
-			t := &groups[r.g].g.Trajectories[r.t]
-			one, err := s.opts.RefScorer.Score(ctx, [][]int32{t.Tokens}, []int{t.PromptLen})
-			if err == nil && len(one) != 1 {
-				err = fmt.Errorf("%d results for 1 sequence", len(one))
-			}
-			if ctx.Err() != nil {
-				return fmt.Errorf("%w of trajectory %s: %w", errRefScoring, t.ID, ctx.Err())
-			}
-			if err != nil {
-				failed, errs = append(failed, r), append(errs, err)
-				continue
-			}
-			apply(r, one[0])
-		}
-		if len(failed) == len(batch) && !s.scorerHealthy(ctx) {
-			return fmt.Errorf("%w of %d sequences, each alone too, and of a probe: %w", errRefScoring, len(batch), errs[0])
-		}
-		for i, r := range failed {
-			wg := &groups[r.g]
-			wg.err = cmp.Or(wg.err, fmt.Errorf("entry %s: reference scoring of trajectory %s: %w", wg.m.ID, wg.g.Trajectories[r.t].ID, errs[i]))
-		}
 	}
 	s.m.refScored.Add(float64(scored))
 	return nil
 }
 
-// scorerHealthy tells a scorer that fails (down, out of memory) from input
-// it cannot score: when every sequence of a call failed alone, the scorer
-// is asked for a two-token probe that any model can score. Only when that
-// fails too is the whole batch retried; otherwise the failing sequences'
-// groups go to the dead letters and the other groups of the batch are
-// committed (retrying them would only dead-letter them too, after
-// MaxDeliveries).
-func (s *Service) scorerHealthy(ctx context.Context) bool {
-	out, err := s.opts.RefScorer.Score(ctx, [][]int32{{0, 0}}, []int{1})
-	return err == nil && len(out) == 1
-}
-
 // dropsStale reports whether advantage.Compute drops g as stale under cfg.
 func dropsStale(cfg advantage.Config, g *traj.Group) bool {
 	return cfg.MaxStaleness >= 0 && cfg.CurrentPolicyVersion-g.PolicyVersion > cfg.MaxStaleness && !cfg.FlagStale
-}
-
-// refModelLimits returns the vocabulary size and position count of a scorer
-// that reports them (actor.Policy does), else 0.
-func refModelLimits(sc advantage.RefScorer) (vocab, positions int) {
-	if v, ok := sc.(interface{ VocabSize() int }); ok {
-		vocab = v.VocabSize()
-	}
-	if p, ok := sc.(interface{ MaxPositions() int }); ok {
-		positions = p.MaxPositions()
-	}
-	return vocab, positions
-}
-
-// scorable checks t against the reference model's limits (0: unknown).
-func scorable(t *traj.Trajectory, vocab, positions int) error {
-	if positions > 0 && len(t.Tokens) > positions {
-		return fmt.Errorf("%d tokens, more than the reference model's %d positions", len(t.Tokens), positions)
-	}
-	if vocab > 0 {
-		for j, id := range t.Tokens {
-			if id < 0 || int(id) >= vocab {
-				return fmt.Errorf("token %d at position %d is outside the reference model's vocabulary [0, %d)", id, j, vocab)
-			}
-		}
-	}
-	return nil
 }
 
 // graceContext returns a context that is not cancelled with ctx but grace
@@ -656,18 +554,18 @@ func graceContext(ctx context.Context, grace time.Duration) (context.Context, co
 // compute turns one groups-stream entry into its output (no reference
 // scoring).
 func (s *Service) compute(m stream.Message, cfg advantage.Config) (stream.Output, advantage.Stats, error) {
-	wg := s.decode(m)
-	if wg.err != nil {
-		return stream.Output{}, advantage.Stats{}, wg.err
+	decoded := s.decode(m)
+	if decoded.err != nil {
+		return stream.Output{}, advantage.Stats{}, decoded.err
 	}
-	return s.computeGroup(&wg, cfg, new(advantage.Scratch))
+	return s.computeGroup(&decoded, cfg, new(advantage.Scratch))
 }
 
 // computeGroup turns one decoded entry into its output, computing in sc:
 // the output may view sc's memory (binary records' advantages and KL), so
 // sc must not be reused before the output is committed.
-func (s *Service) computeGroup(wg *wireGroup, cfg advantage.Config, sc *advantage.Scratch) (stream.Output, advantage.Stats, error) {
-	g, raws, m := wg.g, wg.raws, wg.m
+func (s *Service) computeGroup(decoded *wireGroup, cfg advantage.Config, sc *advantage.Scratch) (stream.Output, advantage.Stats, error) {
+	g, raws, m := decoded.g, decoded.raws, decoded.m
 	recs, st, err := sc.Compute(g, cfg)
 	if err != nil {
 		return stream.Output{}, advantage.Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
@@ -687,7 +585,7 @@ func (s *Service) computeGroup(wg *wireGroup, cfg advantage.Config, sc *advantag
 		return out, st, nil
 	}
 	for i := range recs {
-		data, err := wire.AppendRecord(make([]byte, 0, wg.payload/len(recs)*2), &recs[i], &raws[i])
+		data, err := wire.AppendRecord(make([]byte, 0, decoded.payload/len(recs)*2), &recs[i], &raws[i])
 		if err != nil {
 			return stream.Output{}, advantage.Stats{}, fmt.Errorf("entry %s: %w", m.ID, err)
 		}

@@ -644,7 +644,7 @@ type failingScorer struct {
 	calls  int
 }
 
-func (f *failingScorer) Score(ctx context.Context, seqs [][]int32, promptLens []int) ([][]float32, error) {
+func (f *failingScorer) ScoreTemperature(ctx context.Context, seqs [][]int32, promptLens []int, _ float64) ([][]float32, error) {
 	f.calls++
 	for i, s := range seqs {
 		if f.always || slices.Contains(s, f.poison) {
@@ -733,8 +733,8 @@ func TestServiceReferenceScoringFailures(t *testing.T) {
 	svc.opts.RefScorer = &failingScorer{always: true}
 	groups = batch()
 	err = svc.scoreReferences(context.Background(), groups, opts.Config)
-	if !errors.Is(err, errRefScoring) {
-		t.Errorf("a scorer that always fails: %v, want errRefScoring", err)
+	if !errors.Is(err, advantage.ErrRefScorer) {
+		t.Errorf("a scorer that always fails: %v, want advantage.ErrRefScorer", err)
 	}
 	for i, wg := range groups {
 		if wg.err != nil {
@@ -750,7 +750,7 @@ type blockingScorer struct {
 	once             sync.Once
 }
 
-func (b *blockingScorer) Score(ctx context.Context, seqs [][]int32, promptLens []int) ([][]float32, error) {
+func (b *blockingScorer) ScoreTemperature(ctx context.Context, seqs [][]int32, promptLens []int, _ float64) ([][]float32, error) {
 	b.once.Do(func() { close(b.started) })
 	select {
 	case <-b.release:

@@ -80,8 +80,9 @@ Offline, it reads --in (.jsonl, .jsonl.gz or .parquet; trajectories, or JSONL
 groups) and writes --out (same formats). Members of a group need not be
 contiguous: partial groups are held in memory up to --memory-limit, then
 spilled to temporary files. With --ref-model DIR, trajectories without
-ref_log_prob are scored by that model (batched) so that --kl has a reference;
-give --ref-temperature the temperature the trajectories were sampled at.
+ref_log_prob are scored by that model (batched) so that --kl has a reference,
+each at the temperature it records (1 when greedy); --ref-temperature is the
+one for trajectories that record none (v1 data).
 
 "toolrl advantage serve" runs the same math as a Redis service. The formulas
 and flags are documented in docs/advantage.md.`,
@@ -135,32 +136,21 @@ and flags are documented in docs/advantage.md.`,
 	return cmd
 }
 
-const refTemperatureUsage = "temperature the trajectories were sampled at: --ref-model scores log-softmax(logits/T), as their logprobs are"
+const refTemperatureUsage = "with --ref-model, the temperature of trajectories that record none (v1 data); the others are scored at their own"
 
-// temperedScorer is a reference policy that scores at the temperature the
-// trajectories were sampled at, so that logp − logp_ref compares like with
-// like (the actor records log-softmax(logits/T)). The policy's other methods
-// (VocabSize, MaxPositions, Close) come with it.
-type temperedScorer struct {
-	*actor.Policy
-	temperature float64
-}
-
-// Score implements advantage.RefScorer.
-func (s temperedScorer) Score(ctx context.Context, seqs [][]int32, promptLens []int) ([][]float32, error) {
-	return s.ScoreTemperature(ctx, seqs, promptLens, s.temperature)
-}
-
-// openRefScorer loads --ref-model for scoring at --ref-temperature.
-func openRefScorer(ctx context.Context, verb, dir string, temperature float64) (temperedScorer, error) {
+// openRefScorer loads --ref-model, the reference policy: it scores each
+// trajectory at the temperature the trajectory records, so that
+// logp − logp_ref compares like with like (the actor records
+// log-softmax(logits/T)), and v1 trajectories at --ref-temperature.
+func openRefScorer(ctx context.Context, verb, dir string, temperature float64) (*actor.Policy, error) {
 	if !(temperature > 0) || math.IsInf(temperature, 0) {
-		return temperedScorer{}, usageErrorf("%s: --ref-temperature %v, want a finite value > 0", verb, temperature)
+		return nil, usageErrorf("%s: --ref-temperature %v, want a finite value > 0", verb, temperature)
 	}
 	policy, err := actor.Load(ctx, actor.LoadOptions{Dir: dir})
 	if err != nil {
-		return temperedScorer{}, fmt.Errorf("%s: --ref-model: %w", verb, err)
+		return nil, fmt.Errorf("%s: --ref-model: %w", verb, err)
 	}
-	return temperedScorer{Policy: policy, temperature: temperature}, nil
+	return policy, nil
 }
 
 func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string, opts offline.Options, refModel string, refTemperature float64, parts []string) error {
@@ -172,7 +162,7 @@ func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string
 			return err
 		}
 		defer scorer.Close()
-		opts.RefScorer = scorer
+		opts.RefScorer, opts.RefTemperature = scorer, refTemperature
 	}
 	src, err := export.OpenTrajectories(in)
 	if err != nil {
@@ -220,7 +210,8 @@ by a dead consumer are claimed after --claim-idle.
 
 With --ref-model DIR, trajectories that arrive without ref_log_prob are
 scored by that model (the actor's reference scorer, --ref-batch sequences per
-call over each read batch, at --ref-temperature, the sampling temperature)
+call over each read batch, each trajectory at its recorded sampling
+temperature, --ref-temperature for v1 data that records none)
 before the advantages, so that --kl has a reference; a trajectory the model cannot score (a token outside its
 vocabulary) sends its group to the dead letters with the reason.
 
@@ -284,7 +275,7 @@ stops reading, commits the batches in flight and exits with status 130.`,
 					return err
 				}
 				defer scorer.Close()
-				opts.RefScorer = scorer
+				opts.RefScorer, opts.RefTemperature = scorer, refTemperature
 			}
 			return runAdvantageService(ctx, cmd, url, listen, opts)
 		},

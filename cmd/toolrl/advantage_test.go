@@ -188,6 +188,63 @@ func TestAdvantageCmdRefModel(t *testing.T) {
 	}
 }
 
+// TestAdvantageCmdRefModelUsesRecordedTemperature: trajectories that
+// record their sampling temperature are scored at it (1 when greedy),
+// whatever --ref-temperature says; it only covers trajectories that record
+// none. (Before, every trajectory was scored at --ref-temperature, default
+// 1: a run sampled at 0.7 got references, and KL terms, at 1.)
+func TestAdvantageCmdRefModelUsesRecordedTemperature(t *testing.T) {
+	dir := t.TempDir()
+	model := tinymodel.Write(t, 3, nil)
+	in := filepath.Join(dir, "in.jsonl")
+	var trs []traj.Trajectory
+	gs := advGroups()
+	recorded := map[string]*float64{gs[0].GroupID: trajtest.Temperature(0.7), gs[1].GroupID: trajtest.Temperature(0)}
+	for _, g := range gs {
+		for _, tr := range g.Trajectories {
+			tr.Temperature = recorded[g.GroupID]
+			trs = append(trs, tr)
+		}
+	}
+	w, err := export.CreateTrajectories(in, export.WriterOptions{})
+	trajtest.WriteAll(t, w, err, trs...)
+	pol, err := actor.Load(context.Background(), actor.LoadOptions{Dir: model, IntraOpThreads: 1, InterOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pol.Close()
+	out := filepath.Join(dir, "adv.jsonl")
+	if stdout, err := runAdvantageCmd(t, "--in", in, "--out", out, "--ref-model", model, "--ref-temperature", "1.5", "--kl", "k3"); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	byID := map[string]traj.Trajectory{}
+	for _, tr := range trs {
+		byID[tr.ID] = tr
+	}
+	rd, err := export.OpenAdvantages(out)
+	recs := trajtest.ReadAll(t, rd, err)
+	if len(recs) != len(trs) {
+		t.Fatalf("%d records for %d trajectories", len(recs), len(trs))
+	}
+	for _, r := range recs {
+		tr := byID[r.TrajectoryID]
+		T := 1.0 // greedy
+		if *tr.Temperature != 0 {
+			T = *tr.Temperature
+		}
+		want, err := pol.ScoreTemperature(context.Background(), [][]int32{tr.Tokens}, []int{tr.PromptLen}, T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, m := range tr.LossMask {
+			if m == 1 && math.Abs(float64(r.RefLogprobs[j]-want[0][j])) > 1e-6 {
+				t.Errorf("record %s (sampled at %v): ref_log_prob[%d] = %g, the scorer at T=%v gives %g",
+					r.TrajectoryID, *tr.Temperature, j, r.RefLogprobs[j], T, want[0][j])
+			}
+		}
+	}
+}
+
 // TestAdvantageCmdServeRefModel runs "advantage serve --ref-model" end to end
 // against a real redis-server: two groups without ref_logprobs come out with
 // references from the model and KL, each exactly once, and a cancellation
