@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/model/train"
+	"github.com/toolrl/toolrl/traj"
 )
 
 // calcTargetTokensPerS is the learner throughput wanted for models/calc on
@@ -36,12 +37,25 @@ func BenchmarkLearnerUpdate(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		tps := benchUpdate(b, m)
+		tps := benchUpdate(b, m, calcShapedRecords(b, m))
 		verdict := "met"
 		if tps < calcTargetTokensPerS {
 			verdict = "not met"
 		}
 		b.Logf("target %d tokens/s for calc: %s (%.0f tokens/s)", calcTargetTokensPerS, verdict, tps)
+	})
+	// The same batch through the float64 learner (toolrl learn --precision
+	// float64): forward, backward and AdamW in float64 over gonum's Dgemm.
+	b.Run("calc-float64", func(b *testing.B) {
+		m32, _, err := LoadModel("../models/calc")
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, _, err := LoadNet("../models/calc", train.Float64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchUpdate(b, m, calcShapedRecords(b, m32))
 	})
 	b.Run("tiny", func(b *testing.B) {
 		cfg, err := llama.ShapeConfig("tiny")
@@ -67,19 +81,22 @@ func BenchmarkLearnerUpdate(b *testing.B) {
 		if err := m.SetWeights(flat); err != nil {
 			b.Fatal(err)
 		}
-		benchUpdate(b, m)
+		benchUpdate(b, m, calcShapedRecords(b, m))
 	})
 }
 
-// benchUpdate times b.N updates of a fresh learner on m over one
-// rollout-shaped batch, profiling the CPU meanwhile, and returns tokens/s.
-func benchUpdate(b *testing.B, m *train.Model) float64 {
-	// Shaped like a calc rollout: 8 groups of G = 8 sharing a 22–28-token
-	// prompt, 34–46-token responses with one injected span of 4–7 tokens
-	// near the middle, advantages ±1.
-	recs := shapedRecords(b, m, recordShape{groups: 8, size: 8, prompt: [2]int{22, 28}, response: [2]int{34, 46},
+// calcShapedRecords is a batch shaped like a calc rollout, on-policy for m:
+// 8 groups of G = 8 sharing a 22–28-token prompt, 34–46-token responses
+// with one injected span of 4–7 tokens near the middle, advantages ±1.
+func calcShapedRecords(b *testing.B, m *train.Model) []traj.AdvantageRecord {
+	return shapedRecords(b, m, recordShape{groups: 8, size: 8, prompt: [2]int{22, 28}, response: [2]int{34, 46},
 		spanAt: [2]int{11, 24}, span: [2]int{4, 7}, temp: 1, seed: 11,
 		adv: func(_, i int) float32 { return float32(1 - 2*(i%2)) }})
+}
+
+// benchUpdate times b.N updates of a fresh learner on m over recs,
+// profiling the CPU meanwhile, and returns tokens/s.
+func benchUpdate(b *testing.B, m train.Net, recs []traj.AdvantageRecord) float64 {
 	l, err := New(m, nil, 0, DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
@@ -102,8 +119,12 @@ func benchUpdate(b *testing.B, m *train.Model) float64 {
 	b.StopTimer()
 	tps := float64(tokens) / seconds
 	b.ReportMetric(tps, "tokens/s")
-	b.Logf("kernel %s (GOEXPERIMENT=%q), GOMAXPROCS %d; %d records, %d tokens per update; %.0f tokens/s",
-		train.KernelName(), goExperiment(), runtime.GOMAXPROCS(0), len(recs), tokens/b.N, tps)
+	kernel := train.KernelName()
+	if m.Precision() == train.Float64 {
+		kernel = "gonum-blas64"
+	}
+	b.Logf("%s, kernel %s (GOEXPERIMENT=%q), GOMAXPROCS %d; %d records, %d tokens per update; %.0f tokens/s",
+		m.Precision(), kernel, goExperiment(), runtime.GOMAXPROCS(0), len(recs), tokens/b.N, tps)
 	if !profiling {
 		b.Logf("CPU profile already running (-cpuprofile?): no gemm_share")
 		return tps
@@ -164,12 +185,12 @@ func gemmShare(p *profile.Profile) (share, seconds float64, top string) {
 }
 
 // isGEMM reports whether a profiled function belongs to the GEMM: the
-// trainer's sgemm (with its worker closures), packA/packB and tile kernels
-// (model/train/gemm*.go), or gonum's Sgemm and its sgemm* helpers, under
-// which gonum's f32 assembly runs.
+// trainer's gemm and sgemm (with its worker closures), packA/packB and tile
+// kernels (model/train/gemm*.go, blas.go), or gonum's Sgemm and Dgemm and
+// their helpers, under which gonum's f32 and f64 assembly runs.
 func isGEMM(fn string) bool {
 	if name, ok := strings.CutPrefix(fn, "github.com/toolrl/toolrl/model/train."); ok {
-		for _, p := range []string{"sgemm", "packA", "packB", "kernel"} {
+		for _, p := range []string{"gemm", "sgemm", "packA", "packB", "kernel"} {
 			if strings.HasPrefix(name, p) {
 				return true
 			}
@@ -177,7 +198,8 @@ func isGEMM(fn string) bool {
 		return false
 	}
 	if name, ok := strings.CutPrefix(fn, "gonum.org/v1/gonum/blas/gonum."); ok {
-		return strings.HasPrefix(name, "sgemm") || strings.Contains(name, ".Sgemm")
+		return strings.HasPrefix(name, "sgemm") || strings.Contains(name, ".Sgemm") ||
+			strings.HasPrefix(name, "dgemm") || strings.Contains(name, ".Dgemm")
 	}
 	return false
 }

@@ -289,7 +289,7 @@ func onPolicyMismatch(t *testing.T, cfg llama.Config) (float64, int) {
 		t.Fatal(err)
 	}
 	seqs := make([]train.Sequence, len(samples))
-	temps := make([]float32, len(samples))
+	temps := make([]float64, len(samples))
 	injected := 0
 	for i, s := range samples {
 		mask := append(make([]uint8, s.seq.PromptLen()), s.seq.LossMask()...)
@@ -299,7 +299,7 @@ func onPolicyMismatch(t *testing.T, cfg llama.Config) (float64, int) {
 			}
 		}
 		seqs[i] = train.Sequence{Tokens: s.seq.Tokens(), LossMask: mask}
-		temps[i] = float32(s.temp)
+		temps[i] = s.temp
 	}
 	if injected == 0 {
 		t.Fatal("no tool result was injected: the test does not cover masked spans")
@@ -350,7 +350,7 @@ func TestPublishResumePerFamily(t *testing.T) {
 				t.Fatal(err)
 			}
 			l, base := freshLearner(t, dir)
-			for _, p := range l.Model().Params {
+			for _, p := range l.Model().(*train.Model).Params {
 				for i := range p.W {
 					p.W[i] += 1e-3 * float32(i%7+1)
 				}
@@ -377,8 +377,8 @@ func TestPublishResumePerFamily(t *testing.T) {
 			if _, err := resumed.Resume(v); err != nil {
 				t.Fatal(err)
 			}
-			got := resumed.Model().Weights()
-			for n, w := range l.Model().Weights() {
+			got := resumed.Model().(*train.Model).Weights()
+			for n, w := range l.Model().(*train.Model).Weights() {
 				if fmt.Sprint(got[n]) != fmt.Sprint(w) {
 					t.Fatalf("resumed %s differs from the published weights", n)
 				}

@@ -58,9 +58,9 @@ func shapedRecords(tb testing.TB, m *train.Model, s recordShape) []traj.Advantag
 			advs = append(advs, s.adv(g, i))
 		}
 	}
-	temps := make([]float32, len(seqs))
+	temps := make([]float64, len(seqs))
 	for i := range temps {
-		temps[i] = float32(s.temp)
+		temps[i] = s.temp
 	}
 	lp, err := m.ForwardLogprobs(seqs, temps)
 	if err != nil {

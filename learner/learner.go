@@ -88,8 +88,8 @@ func (o Options) Validate() error {
 // Learner holds the policy being trained, its optimiser state and its
 // version. Not safe for concurrent use.
 type Learner struct {
-	model *train.Model
-	ref   *train.Model
+	model train.Net
+	ref   train.Net
 	opts  Options
 	adam  train.AdamW
 	// step counts optimiser steps; updates counts Update calls that trained.
@@ -101,14 +101,22 @@ type Learner struct {
 }
 
 // New returns a learner training model, whose weights are policy version
-// version. ref, when non-nil, is the reference policy of the KL term for
-// records without ref_log_prob; it must have model's vocabulary.
-func New(model *train.Model, ref *train.Model, version int64, opts Options) (*Learner, error) {
+// version; the model's precision (train.Float32 or train.Float64) is the
+// precision of the forward, backward, logprobs, gradient and AdamW. ref,
+// when non-nil, is the reference policy of the KL term for records without
+// ref_log_prob; it must have model's vocabulary.
+func New(model train.Net, ref train.Net, version int64, opts Options) (*Learner, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("learner: %w", err)
 	}
-	if ref != nil && ref.Config.Vocab != model.Config.Vocab {
-		return nil, fmt.Errorf("learner: reference vocabulary %d ≠ policy vocabulary %d", ref.Config.Vocab, model.Config.Vocab)
+	if model == nil || isNilNet(model) {
+		return nil, fmt.Errorf("learner: no model")
+	}
+	if isNilNet(ref) {
+		ref = nil
+	}
+	if ref != nil && ref.Arch().Vocab != model.Arch().Vocab {
+		return nil, fmt.Errorf("learner: reference vocabulary %d ≠ policy vocabulary %d", ref.Arch().Vocab, model.Arch().Vocab)
 	}
 	return &Learner{
 		model: model, ref: ref, opts: opts, version: version,
@@ -116,8 +124,23 @@ func New(model *train.Model, ref *train.Model, version int64, opts Options) (*Le
 	}, nil
 }
 
-// Model is the policy being trained (its weights change with every Update).
-func (l *Learner) Model() *train.Model { return l.model }
+// isNilNet reports a nil Net, or a nil model pointer in one (a caller's
+// unset *train.Model).
+func isNilNet(n train.Net) bool {
+	switch m := n.(type) {
+	case nil:
+		return true
+	case *train.Model:
+		return m == nil
+	case *train.Model64:
+		return m == nil
+	}
+	return false
+}
+
+// Model is the policy being trained (its weights change with every Update):
+// a *train.Model or a *train.Model64.
+func (l *Learner) Model() train.Net { return l.model }
 
 // Version is the policy version of the current weights.
 func (l *Learner) Version() int64 { return l.version }
@@ -179,7 +202,7 @@ type Metrics struct {
 type sample struct {
 	rec  *traj.AdvantageRecord
 	seq  train.Sequence
-	temp float32
+	temp float64
 	// tokens counts the trained (mask 1) tokens.
 	tokens int
 }
@@ -202,7 +225,7 @@ func (l *Learner) prepare(r *traj.AdvantageRecord) (sample, error) {
 	if err := r.Validate(); err != nil {
 		return bad("%v", err)
 	}
-	c := l.model.Config
+	c := l.model.Arch()
 	if len(r.InputIDs) > c.MaxPos {
 		return bad("%d tokens do not fit the model's context of %d", len(r.InputIDs), c.MaxPos)
 	}
@@ -244,7 +267,7 @@ func (l *Learner) prepare(r *traj.AdvantageRecord) (sample, error) {
 			n++
 		}
 	}
-	return sample{rec: r, seq: train.Sequence{Tokens: r.InputIDs, LossMask: mask}, temp: float32(temp), tokens: n}, nil
+	return sample{rec: r, seq: train.Sequence{Tokens: r.InputIDs, LossMask: mask}, temp: temp, tokens: n}, nil
 }
 
 // Update trains on one batch of records: it drops records past the
@@ -314,10 +337,10 @@ func (l *Learner) Update(ctx context.Context, records []traj.AdvantageRecord) (M
 				met.Mismatch = mismatch(pick(samples, idx), cur)
 				mismatchSeen = true
 			}
-			norm := train.ClipGradNorm(l.model.Params, l.opts.ClipNorm)
+			norm := l.model.ClipGrad(l.opts.ClipNorm)
 			l.step++
 			lr := l.lr()
-			l.adam.Update(l.model.Params, lr, l.step)
+			l.model.AdamW(l.adam, lr, l.step)
 			met.Steps++
 			met.LR = lr
 			w := float64(st.Tokens)
@@ -389,7 +412,7 @@ func (l *Learner) microBatches(samples []sample, idx []int) [][]int {
 
 // score returns m's logprob of every trained token of every sample (per
 // sample, in response order), without touching gradients.
-func (l *Learner) score(ctx context.Context, m *train.Model, samples []sample) ([][]float64, error) {
+func (l *Learner) score(ctx context.Context, m train.Net, samples []sample) ([][]float64, error) {
 	out := make([][]float64, len(samples))
 	all := make([]int, len(samples))
 	for i := range all {
@@ -453,9 +476,9 @@ func (l *Learner) references(ctx context.Context, samples []sample) ([][]float64
 	return out, nil
 }
 
-func sequences(samples []sample, idx []int) ([]train.Sequence, []float32) {
+func sequences(samples []sample, idx []int) ([]train.Sequence, []float64) {
 	seqs := make([]train.Sequence, len(idx))
-	temps := make([]float32, len(idx))
+	temps := make([]float64, len(idx))
 	for k, i := range idx {
 		seqs[k], temps[k] = samples[i].seq, samples[i].temp
 	}
@@ -535,11 +558,7 @@ func (l *Learner) minibatch(ctx context.Context, samples []sample, idx []int, ol
 			entropy += lp.Entropy[r]
 		}
 		st, grad := l.opts.Loss.Compute(tok, w)
-		g32 := make([]float32, len(grad))
-		for i, g := range grad {
-			g32[i] = float32(g)
-		}
-		if err := l.model.BackwardLogprobs(lp, g32); err != nil {
+		if err := l.model.BackwardLogprobs(lp, grad); err != nil {
 			return total, 0, nil, fmt.Errorf("learner: backward: %w", err)
 		}
 		accumulate(&total, st)

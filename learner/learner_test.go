@@ -35,7 +35,7 @@ func meanLogprob(t testing.TB, m *train.Model, recs []traj.AdvantageRecord) floa
 	for _, r := range recs {
 		full := make([]uint8, len(r.InputIDs))
 		copy(full[r.PromptLen:], r.LossMask)
-		lp, err := m.ForwardLogprobs([]train.Sequence{{Tokens: r.InputIDs, LossMask: full}}, []float32{float32(*r.Temperature)})
+		lp, err := m.ForwardLogprobs([]train.Sequence{{Tokens: r.InputIDs, LossMask: full}}, []float64{*r.Temperature})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,10 +13,24 @@ import (
 )
 
 // LoadModel reads a Hugging Face model folder (config.json and
-// model.safetensors) into a trainable model. It refuses, naming the key, a
-// folder model/train cannot represent (see TrainConfig) or one without a
-// safetensors checkpoint.
-func LoadModel(dir string) (*train.Model, llama.Config, error) {
+// model.safetensors) into a trainable float32 model. It refuses, naming the
+// key, a folder model/train cannot represent (see TrainConfig) or one
+// without a safetensors checkpoint.
+func LoadModel(dir string) (*train.Model, llama.Config, error) { return loadModel[float32](dir) }
+
+// LoadNet is LoadModel in the given precision (the checkpoint's float32
+// weights, or bf16/f16 ones widened, converted to it).
+func LoadNet(dir string, p train.Precision) (train.Net, llama.Config, error) {
+	switch p {
+	case train.Float32, "":
+		return loadModel[float32](dir)
+	case train.Float64:
+		return loadModel[float64](dir)
+	}
+	return nil, llama.Config{}, fmt.Errorf("load model %s: precision %q: want %s or %s", dir, p, train.Float32, train.Float64)
+}
+
+func loadModel[F train.Float](dir string) (*train.ModelOf[F], llama.Config, error) {
 	cfg, err := llama.LoadConfig(dir)
 	if err != nil {
 		return nil, llama.Config{}, fmt.Errorf("load model %s: %w", dir, err)
@@ -34,7 +48,7 @@ func LoadModel(dir string) (*train.Model, llama.Config, error) {
 	if err != nil {
 		return nil, llama.Config{}, fmt.Errorf("load model %s: %w", dir, err)
 	}
-	m, err := train.NewModel(tc, 0)
+	m, err := train.NewModelOf[F](tc, 0)
 	if err != nil {
 		return nil, llama.Config{}, fmt.Errorf("load model %s: %w", dir, err)
 	}

@@ -11,12 +11,14 @@ import (
 
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/model/safetensors"
+	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/policystore"
 )
 
 // StateFile holds the optimiser's moments in a published version (AdamW m
-// and v of every parameter, as "m.NAME" and "v.NAME"), so that a resumed
-// learner continues the same optimisation.
+// and v of every parameter, as "m.NAME" and "v.NAME", float32 whatever the
+// learner's precision), so that a resumed learner continues the same
+// optimisation.
 const StateFile = "learner_state.safetensors"
 
 // StateSchema names the learner's part of a version's manifest meta.
@@ -45,6 +47,10 @@ type State struct {
 	// actors in policystore.QuantizedForm (e.g. "int8-b32-acc4"); empty when
 	// the version has only its float32 form.
 	RolloutQuantization string `json:"rollout_quantization,omitempty"`
+	// Precision is the learner's (train.Precision; empty: float32). The
+	// weights and moments are written as float32 in either; a learner of
+	// either precision resumes from them.
+	Precision string `json:"precision,omitempty"`
 }
 
 // Base is the model folder a learner started from: its config and the files
@@ -91,10 +97,19 @@ func ReadBase(dir string, cfg llama.Config) (Base, error) {
 // base.RolloutQuantization also the quantized copy for actors in
 // policystore.QuantizedForm), then advances the learner's version. consumed and records describe what was
 // trained on since the previous version (see State).
+//
+// A float64 learner writes its weights and moments rounded to float32 and
+// continues from the rounded values, so that every version is computed from
+// exactly the previous version's files (what a resumed learner, an actor or
+// another trainer reads).
 func (l *Learner) Publish(ctx context.Context, store *policystore.Store, base Base, consumed []string, records int) (policystore.Version, error) {
 	next := l.version + 1
 	st := State{Schema: StateSchema, Version: next, Steps: l.step, Updates: l.updates, Consumed: consumed, Records: records, Base: base.Dir, Iteration: l.iteration,
 		RolloutQuantization: base.RolloutQuantization.String()}
+	if p := l.model.Precision(); p != train.Float32 {
+		st.Precision = string(p)
+	}
+	l.model.RoundTo32()
 	meta, err := json.Marshal(st)
 	if err != nil {
 		return policystore.Version{}, fmt.Errorf("learner: publish version %d: %w", next, err)
@@ -119,7 +134,7 @@ func (l *Learner) writeFolder(dir string, base Base) error {
 		}
 	}
 	var tensors []safetensors.Tensor
-	for _, p := range l.model.Params {
+	for _, p := range l.model.Moments() {
 		shape := make([]int64, len(p.Shape))
 		for i, s := range p.Shape {
 			shape[i] = int64(s)
@@ -179,15 +194,16 @@ func (l *Learner) Resume(v policystore.Version) (State, error) {
 	if err != nil {
 		return st, err
 	}
-	if m.Config != l.model.Config {
-		return st, fmt.Errorf("policy version %d (%s): architecture %+v differs from the learner's %+v", v.Number, v.Dir, m.Config, l.model.Config)
+	if m.Config != l.model.Arch() {
+		return st, fmt.Errorf("policy version %d (%s): architecture %+v differs from the learner's %+v", v.Number, v.Dir, m.Config, l.model.Arch())
 	}
 	f, err := safetensors.Open(filepath.Join(v.Dir, StateFile))
 	if err != nil {
 		return st, fmt.Errorf("policy version %d: optimiser state: %w", v.Number, err)
 	}
 	defer f.Close()
-	for i, p := range l.model.Params {
+	ms, vs := map[string][]float32{}, map[string][]float32{}
+	for _, p := range m.Params {
 		mv, err := f.Float32("m." + p.Name)
 		if err != nil {
 			return st, fmt.Errorf("policy version %d: optimiser state: %w", v.Number, err)
@@ -199,9 +215,10 @@ func (l *Learner) Resume(v policystore.Version) (State, error) {
 		if len(mv) != len(p.M) || len(vv) != len(p.V) {
 			return st, fmt.Errorf("policy version %d: optimiser state of %s has %d/%d values, want %d", v.Number, p.Name, len(mv), len(vv), len(p.M))
 		}
-		copy(p.W, m.Params[i].W)
-		copy(p.M, mv)
-		copy(p.V, vv)
+		ms[p.Name], vs[p.Name] = mv, vv
+	}
+	if err := l.model.SetState(m.Weights(), ms, vs); err != nil {
+		return st, fmt.Errorf("policy version %d: %w", v.Number, err)
 	}
 	l.version, l.step, l.updates, l.iteration = st.Version, st.Steps, st.Updates, st.Iteration
 	l.batches = st.Updates

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/policystore"
 )
 
@@ -22,7 +23,7 @@ func TestPublishQuantizedForm(t *testing.T) {
 	l, base := freshLearner(t, writeTinyBase(t))
 	base.RolloutQuantization = llama.Quantization{Bits: 8, BlockSize: 32, AccuracyLevel: 4}
 	// A step off the base weights, so the resumed weights say which version they are.
-	for _, p := range l.Model().Params {
+	for _, p := range l.Model().(*train.Model).Params {
 		for i := range p.W {
 			p.W[i] += 1e-3 * float32(i%7)
 		}
@@ -66,12 +67,12 @@ func TestPublishQuantizedForm(t *testing.T) {
 		t.Fatal("the float32 folder's config.json records a quantization")
 	}
 
-	want := l.Model().Weights()
+	want := l.Model().(*train.Model).Weights()
 	resumed, _ := freshLearner(t, base.Dir)
 	if _, err := resumed.Resume(v); err != nil {
 		t.Fatal(err)
 	}
-	got := resumed.Model().Weights()
+	got := resumed.Model().(*train.Model).Weights()
 	dq, err := llama.DequantizedWeights(base.Config, l.Model().LlamaWeights(), base.RolloutQuantization)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 
 type learnFlags struct {
 	model, in, redisURL, job, store, refModel, metricsPath, listen string
-	group, consumer, lossAgg, rolloutQuant                         string
+	group, consumer, lossAgg, rolloutQuant, precision              string
 	batch, publishEvery, keep, maxUpdates                          int
 	startVersion                                                   int64
 	temperature                                                    float64
@@ -72,6 +72,11 @@ until SIGINT/SIGTERM, which finishes and publishes the update in progress
 published (exit 0). A restarted learner acknowledges what its latest version already
 used and trains on the rest once.
 
+--precision float64 runs the forward, backward, logprobs, loss gradient and
+AdamW in float64 (gonum's Dgemm; several times slower than the float32
+default), for checking another trainer against this learner on the same
+batch; published versions stay float32 (docs/learner.md).
+
 One JSON line per update goes to --metrics; a readable line to stderr.`,
 		Example: `  toolrl learn --model models/calc --in out/advantages.jsonl --store out/policy --metrics out/learn.jsonl
   toolrl learn --model models/calc --redis redis://127.0.0.1:6379 --job calc-demo --store /shared/policy --batch 256 --kl-beta 0.01
@@ -100,6 +105,7 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 	fs.IntVar(&f.keep, "keep", 0, "keep only the newest N versions in the store (0: keep all)")
 	fs.Int64Var(&f.startVersion, "version", 0, "the policy version of --model (records are tagged with it)")
 	fs.StringVar(&f.rolloutQuant, "rollout-quantization", "", "also publish each version's quantized copy for actors (STORE/vN/quantized/): int{8,4}-b{block}-acc{0,4}[-lmhead], e.g. int8-b32-acc4")
+	fs.StringVar(&f.precision, "precision", string(train.Float32), "float32 | float64: the precision of the forward, backward and AdamW (float64: to check another trainer against this one; versions are published as float32 either way)")
 	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature of records that carry none (v1); 0: such a record is an error")
 	o := &f.opts
 	fs.Float64Var(&o.LR, "lr", o.LR, "AdamW learning rate (constant after --warmup)")
@@ -167,6 +173,10 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	if err := f.opts.Validate(); err != nil {
 		return usageErrorf("learn: %v", err)
 	}
+	precision, err := train.ParsePrecision(f.precision)
+	if err != nil {
+		return usageErrorf("learn: --precision: %v", err)
+	}
 	rolloutQuant, err := llama.ParseQuantization(f.rolloutQuant)
 	if err != nil {
 		return usageErrorf("learn: --rollout-quantization: %v", err)
@@ -184,7 +194,7 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	ctx, stop := signalContext(cmd)
 	defer stop()
 
-	model, cfg, err := learner.LoadModel(f.model)
+	model, cfg, err := learner.LoadNet(f.model, precision)
 	if err != nil {
 		return fmt.Errorf("learn: %w", err)
 	}
@@ -193,17 +203,17 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 		return fmt.Errorf("learn: %w", err)
 	}
 	base.RolloutQuantization = rolloutQuant
-	var ref *train.Model
+	var ref train.Net
 	if f.opts.Loss.KLBeta > 0 {
 		refDir := f.refModel
 		if refDir == "" {
 			refDir = f.model
 		}
-		if ref, _, err = learner.LoadModel(refDir); err != nil {
+		if ref, _, err = learner.LoadNet(refDir, precision); err != nil {
 			return fmt.Errorf("learn: --ref-model: %w", err)
 		}
 	} else if f.refModel != "" {
-		if ref, _, err = learner.LoadModel(f.refModel); err != nil {
+		if ref, _, err = learner.LoadNet(f.refModel, precision); err != nil {
 			return fmt.Errorf("learn: --ref-model: %w", err)
 		}
 	}

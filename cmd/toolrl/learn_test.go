@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,6 +193,7 @@ func TestLearnUsageErrors(t *testing.T) {
 		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--lr", "0"},
 		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--rollout-quantization", "int16"},
 		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--rollout-quantization", "int8-b32-acc2"},
+		{"learn", "--model", model, "--in", "x.jsonl", "--store", store, "--precision", "bf16"},
 	}
 	for _, args := range cases {
 		_, _, err := runToolrl(t, args...)
@@ -387,6 +389,43 @@ func TestLearnParquetEqualsJSONL(t *testing.T) {
 	a, b, c := weights(adv, "jsonl"), weights(pq, "parquet"), weights(adv, "jsonl-again")
 	if a != b || a != c {
 		t.Errorf("model.safetensors sha256: JSONL %s, Parquet %s, JSONL again %s", a, b, c)
+	}
+}
+
+// TestLearnPrecisionFloat64: `learn --precision float64` trains the batch
+// the float32 default does to float32 rounding (loss and grad_norm within
+// 1e-4 relative, not equal), publishes a float32 folder whose state names
+// the precision, and a float32 learner resumes from it.
+func TestLearnPrecisionFloat64(t *testing.T) {
+	testsupport.RequireORT(t)
+	root := testsupport.RepoRoot(t)
+	dir := t.TempDir()
+	adv := calcRecords(t, dir, 1)
+	run := func(name string, args ...string) (learner.Metrics, string) {
+		store, metrics := filepath.Join(dir, name), filepath.Join(dir, name+".jsonl")
+		_, stderr, err := runToolrl(t, append([]string{"learn", "--model", filepath.Join(root, "models", "calc"), "--in", adv,
+			"--store", store, "--metrics", metrics, "--batch", "24"}, args...)...)
+		if err != nil {
+			t.Fatalf("learn %v: %v\n%s", args, err, stderr)
+		}
+		ms := readMetricsLines(t, metrics)
+		return ms[0], stderr
+	}
+	m32, _ := run("f32")
+	m64, _ := run("f64", "--precision", "float64")
+	rel := func(a, b float64) float64 { return math.Abs(a-b) / math.Abs(b) }
+	t.Logf("float32 vs float64: loss %.10g vs %.10g, grad_norm %.10g vs %.10g; %.3fs vs %.3fs for the first update",
+		m32.Loss, m64.Loss, m32.GradNorm, m64.GradNorm, m32.Seconds, m64.Seconds)
+	if rel(m32.Loss, m64.Loss) > 1e-4 || rel(m32.GradNorm, m64.GradNorm) > 1e-4 || m32.GradNorm == m64.GradNorm {
+		t.Fatalf("float32 loss %.10g grad_norm %.10g, float64 %.10g %.10g", m32.Loss, m32.GradNorm, m64.Loss, m64.GradNorm)
+	}
+	v := latestVersion(t, filepath.Join(dir, "f64"))
+	st, err := learner.ReadState(v)
+	if err != nil || st.Precision != "float64" {
+		t.Fatalf("state %+v, %v: want precision float64", st, err)
+	}
+	if _, stderr := run("f64", "--precision", "float32"); !strings.Contains(stderr, "resumed from") {
+		t.Fatalf("a float32 learn on the float64 store did not resume:\n%s", stderr)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // architectures filled in by model/llama), head_dim, attention_bias and
 // rope_scaling as the Config says, so that a folder written from it loads
 // back as the same architecture.
-func (m *Model) LlamaConfig(bos, eos, pad int) llama.Config {
+func (m *ModelOf[F]) LlamaConfig(bos, eos, pad int) llama.Config {
 	c := m.Config
 	hf := llama.Config{
 		ModelType: c.modelType(),
@@ -53,13 +53,28 @@ func (c Config) checkFamily() error {
 	return nil
 }
 
-// LlamaWeights returns the weights under their HF names; the data aliases the model.
-func (m *Model) LlamaWeights() llama.Weights {
+// LlamaWeights returns the weights under their HF names in float32: the
+// data aliases a float32 model's weights, and is a rounded copy of a
+// float64 model's.
+func (m *ModelOf[F]) LlamaWeights() llama.Weights {
 	w := llama.Weights{}
 	for _, p := range m.Params {
-		w[p.Name] = llama.Tensor{Shape: append([]int(nil), p.Shape...), Data: p.W}
+		w[p.Name] = llama.Tensor{Shape: append([]int(nil), p.Shape...), Data: To32(p.W)}
 	}
 	return w
+}
+
+// To32 returns x as float32: x itself when F is float32, else a copy
+// rounded to nearest.
+func To32[F Float](x []F) []float32 {
+	if x32, ok := any(x).([]float32); ok {
+		return x32
+	}
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
 }
 
 // FolderFiles are the non-weight files of a model folder.
@@ -74,7 +89,7 @@ type FolderFiles struct {
 // model/llama.WriteFolder: config.json, model.safetensors (F32),
 // onnx/model.onnx (weights inline) and the given files. The bytes depend
 // only on the weights, ids and files.
-func (m *Model) WriteFolder(dir string, bos, eos, pad int, files FolderFiles) error {
+func (m *ModelOf[F]) WriteFolder(dir string, bos, eos, pad int, files FolderFiles) error {
 	if err := m.Config.checkFamily(); err != nil {
 		return fmt.Errorf("write model folder %s: %w", dir, err)
 	}

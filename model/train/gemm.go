@@ -1,10 +1,6 @@
 package train
 
-import (
-	"sync"
-
-	"gonum.org/v1/gonum/blas"
-)
+import "sync"
 
 // Tile and block sizes of the packed GEMM (gemm_simd.go): a 4×32 register
 // tile, k in blocks of 256, columns in blocks of 256.
@@ -22,14 +18,7 @@ const (
 // a fixed order, so results do not depend on goroutine scheduling.
 func sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if !useKernel || m*n*k < 32*32*32 {
-		ta, tb := blas.NoTrans, blas.NoTrans
-		if tA {
-			ta = blas.Trans
-		}
-		if tB {
-			tb = blas.Trans
-		}
-		impl.Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		impl.Sgemm(trans(tA), trans(tB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	if beta != 1 {

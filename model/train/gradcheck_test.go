@@ -154,7 +154,13 @@ func TestGradientCheckFamilies(t *testing.T) {
 // the largest relative error per kind of tensor (the name without its layer).
 func checkGradient(t *testing.T, m *Model, objective func() float64, absTol float64) {
 	t.Helper()
-	const eps = 3e-3
+	checkGradientWith(t, m, objective, 3e-3, absTol, 2e-2)
+}
+
+// checkGradientWith is checkGradient with the difference step eps and the
+// bound absTol + relTol·|numeric|, for a model of either precision.
+func checkGradientWith[F Float](t *testing.T, m *ModelOf[F], objective func() float64, eps, absTol, relTol float64) {
+	t.Helper()
 	worst := 0.0
 	byKind := map[string]float64{}
 	var kinds []string
@@ -170,15 +176,15 @@ func checkGradient(t *testing.T, m *Model, objective func() float64, absTol floa
 		}
 		for i := range p.W {
 			w := p.W[i]
-			p.W[i] = w + eps
+			p.W[i] = w + F(eps)
 			up := objective()
-			p.W[i] = w - eps
+			p.W[i] = w - F(eps)
 			down := objective()
 			p.W[i] = w
 			num := (up - down) / (2 * eps)
 			ana := float64(p.G[i])
 			diff := math.Abs(num - ana)
-			if diff > absTol+2e-2*math.Abs(num) {
+			if diff > absTol+relTol*math.Abs(num) {
 				t.Errorf("%s[%d]: analytic %.6f, numeric %.6f", p.Name, i, ana, num)
 			}
 			rel := diff / (1e-3 + math.Abs(num))
@@ -218,7 +224,7 @@ func TestRopeTables(t *testing.T) {
 				t.Fatal(err)
 			}
 			half := c.HeadDimension() / 2
-			check := func(rt ropeTables, seqLen, freqLen int) {
+			check := func(rt ropeTables[float32], seqLen, freqLen int) {
 				inv, scale := llama.RoPE(c.ropeConfig(), freqLen)
 				for p := range seqLen {
 					for i := range half {

@@ -19,10 +19,11 @@ type LogprobPass struct {
 	// Entropy[i] is the entropy (nats) of softmax(z/T) at row i.
 	Entropy []float64
 
-	p     *pass
-	invT  []float32 // per row
-	probs []float32 // [rows, Vocab] softmax(z/T), reused as dlogits by Backward
-	done  bool
+	// owner is the model that made the pass; backward (BackwardLogprobs)
+	// holds the pass's activations in the model's precision.
+	owner    any
+	backward func(dlogp []float64)
+	done     bool
 }
 
 // Rows is the number of trained tokens.
@@ -31,12 +32,12 @@ func (lp *LogprobPass) Rows() int { return len(lp.Logprobs) }
 // ForwardLogprobs runs the forward pass over seqs and scores every trained
 // token at its sequence's temperature (temperatures[s] > 0; nil means 1 for
 // every sequence). The returned pass may be given once to BackwardLogprobs.
-func (m *Model) ForwardLogprobs(seqs []Sequence, temperatures []float32) (*LogprobPass, error) {
+func (m *ModelOf[F]) ForwardLogprobs(seqs []Sequence, temperatures []float64) (*LogprobPass, error) {
 	if temperatures != nil && len(temperatures) != len(seqs) {
 		return nil, fmt.Errorf("train: %d temperatures for %d sequences", len(temperatures), len(seqs))
 	}
 	for s, t := range temperatures {
-		if !(t > 0) || math.IsInf(float64(t), 0) {
+		if !(t > 0) || math.IsInf(t, 0) {
 			return nil, fmt.Errorf("train: sequence %d has temperature %g, want a finite value > 0", s, t)
 		}
 	}
@@ -44,27 +45,28 @@ func (m *Model) ForwardLogprobs(seqs []Sequence, temperatures []float32) (*Logpr
 	if err != nil {
 		return nil, err
 	}
-	lp := &LogprobPass{p: p}
+	lp := &LogprobPass{owner: m}
+	var invTs []F // per row
 	for s, seq := range seqs {
 		for t := 1; t < len(seq.Tokens); t++ {
 			if seq.LossMask[t] != 0 {
 				lp.Seq = append(lp.Seq, s)
 				lp.Pos = append(lp.Pos, t)
-				inv := float32(1)
+				inv := F(1)
 				if temperatures != nil {
-					inv = 1 / temperatures[s]
+					inv = 1 / F(temperatures[s])
 				}
-				lp.invT = append(lp.invT, inv)
+				invTs = append(invTs, inv)
 			}
 		}
 	}
 	V, M := m.Config.Vocab, len(p.rows)
-	lp.probs = m.rowLogits(p)
+	probs := m.rowLogits(p) // [rows, Vocab] softmax(z/T), reused as dlogits by backward
 	lp.Logprobs = make([]float64, M)
 	lp.Entropy = make([]float64, M)
 	for i := range M {
-		row := lp.probs[i*V : (i+1)*V]
-		invT := lp.invT[i]
+		row := probs[i*V : (i+1)*V]
+		invT := invTs[i]
 		mx := row[0]
 		for _, v := range row {
 			mx = max(mx, v)
@@ -75,7 +77,7 @@ func (m *Model) ForwardLogprobs(seqs []Sequence, temperatures []float32) (*Logpr
 		var sum, eu float64
 		for j, v := range row {
 			u := (v - mx) * invT
-			e := exp32(u)
+			e := expF(u)
 			row[j] = e
 			sum += float64(e)
 			eu += float64(e) * float64(u)
@@ -83,10 +85,22 @@ func (m *Model) ForwardLogprobs(seqs []Sequence, temperatures []float32) (*Logpr
 		logSum := math.Log(sum)
 		lp.Logprobs[i] = float64((zt-mx)*invT) - logSum
 		lp.Entropy[i] = logSum - eu/sum
-		inv := float32(1 / sum)
+		inv := F(1 / sum)
 		for j, e := range row {
 			row[j] = e * inv
 		}
+	}
+	lp.backward = func(dlogp []float64) {
+		for i, g64 := range dlogp {
+			g := F(g64)
+			row := probs[i*V : (i+1)*V]
+			k := -g * invTs[i]
+			for j, pj := range row {
+				row[j] = k * pj
+			}
+			row[p.targets[i]] += g * invTs[i]
+		}
+		m.backwardFromLogits(p, probs)
 	}
 	return lp, nil
 }
@@ -96,8 +110,12 @@ func (m *Model) ForwardLogprobs(seqs []Sequence, temperatures []float32) (*Logpr
 //
 //	dL/dz_j = dL/dlogp · (1[j = token] − p_j) / T.
 //
-// A pass is consumed: a second call is an error.
-func (m *Model) BackwardLogprobs(lp *LogprobPass, dlogp []float32) error {
+// dlogp is rounded to the model's precision. A pass is consumed: a second
+// call is an error, as is a pass of another model.
+func (m *ModelOf[F]) BackwardLogprobs(lp *LogprobPass, dlogp []float64) error {
+	if lp.owner != any(m) {
+		return fmt.Errorf("train: BackwardLogprobs given a pass of another model")
+	}
 	if lp.done {
 		return fmt.Errorf("train: BackwardLogprobs called twice on one pass")
 	}
@@ -108,15 +126,7 @@ func (m *Model) BackwardLogprobs(lp *LogprobPass, dlogp []float32) error {
 	if lp.Rows() == 0 {
 		return nil
 	}
-	V := m.Config.Vocab
-	for i, g := range dlogp {
-		row := lp.probs[i*V : (i+1)*V]
-		k := -g * lp.invT[i]
-		for j, pj := range row {
-			row[j] = k * pj
-		}
-		row[lp.p.targets[i]] += g * lp.invT[i]
-	}
-	m.backwardFromLogits(lp.p, lp.probs)
+	lp.backward(dlogp)
+	lp.backward = nil // the activations go with it
 	return nil
 }

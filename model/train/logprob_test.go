@@ -11,7 +11,7 @@ import (
 func TestLogprobsMatchLogits(t *testing.T) {
 	m := tinyModel(t)
 	batch := tinyBatch()
-	temps := []float32{0.7, 1.3, 1}
+	temps := []float64{0.7, 1.3, 1}
 	lp, err := m.ForwardLogprobs(batch, temps)
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +27,7 @@ func TestLogprobsMatchLogits(t *testing.T) {
 			t.Fatal(err)
 		}
 		row := logits[(pos-1)*V : pos*V]
-		invT := 1 / float64(temps[s])
+		invT := 1 / float64(float32(temps[s]))
 		mx := math.Inf(-1)
 		for _, v := range row {
 			mx = math.Max(mx, float64(v)*invT)
@@ -60,8 +60,8 @@ func TestLogprobGradientCheck(t *testing.T) {
 
 func logprobGradientCheck(t *testing.T, m *Model) {
 	batch := tinyBatch()
-	temps := []float32{0.7, 1.3, 1}
-	weights := []float32{0.9, -1.7, 0.4, 1.1, -0.6}
+	temps := []float64{0.7, 1.3, 1}
+	weights := []float64{0.9, -1.7, 0.4, 1.1, -0.6}
 	objective := func() float64 {
 		lp, err := m.ForwardLogprobs(batch, temps)
 		if err != nil {
@@ -69,7 +69,7 @@ func logprobGradientCheck(t *testing.T, m *Model) {
 		}
 		var s float64
 		for i, l := range lp.Logprobs {
-			s += float64(weights[i]) * l
+			s += weights[i] * l
 		}
 		return s
 	}
@@ -105,9 +105,9 @@ func TestLogprobBackwardMatchesStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := make([]float32, lp.Rows())
+	d := make([]float64, lp.Rows())
 	for i := range d {
-		d[i] = -1 / float32(len(d))
+		d[i] = float64(-1 / float32(len(d)))
 	}
 	if err := m.BackwardLogprobs(lp, d); err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestLogprobBackwardMatchesStep(t *testing.T) {
 
 func TestForwardLogprobsRefusesBadTemperature(t *testing.T) {
 	m := tinyModel(t)
-	for _, temps := range [][]float32{{0, 1, 1}, {1, float32(math.NaN()), 1}, {1, 1}} {
+	for _, temps := range [][]float64{{0, 1, 1}, {1, math.NaN(), 1}, {1, 1}} {
 		if _, err := m.ForwardLogprobs(tinyBatch(), temps); err == nil {
 			t.Errorf("temperatures %v: no error", temps)
 		}

@@ -72,7 +72,7 @@ func (o *Options) defaults() {
 }
 
 // EvalLoss returns the mean loss per trained token over seqs, in batches.
-func (m *Model) EvalLoss(seqs []Sequence, batch int) (float64, error) {
+func (m *ModelOf[F]) EvalLoss(seqs []Sequence, batch int) (float64, error) {
 	var sum float64
 	var n int
 	for i := 0; i < len(seqs); i += batch {
@@ -92,7 +92,7 @@ func (m *Model) EvalLoss(seqs []Sequence, batch int) (float64, error) {
 // Run trains m on data with AdamW under a cosine schedule. The data order is
 // a seeded shuffle per epoch, so the same model, data and options give the
 // same weights. It stops early, returning ctx.Err(), when ctx is cancelled.
-func Run(ctx context.Context, m *Model, data []Sequence, o Options) (Result, error) {
+func Run[F Float](ctx context.Context, m *ModelOf[F], data []Sequence, o Options) (Result, error) {
 	o.defaults()
 	if o.Steps <= 0 {
 		return Result{}, fmt.Errorf("train: steps %d ≤ 0", o.Steps)
@@ -130,7 +130,7 @@ func Run(ctx context.Context, m *Model, data []Sequence, o Options) (Result, err
 		}
 		norm := ClipGradNorm(m.Params, o.ClipNorm)
 		lr := sched.At(step)
-		opt.Update(m.Params, lr, step)
+		UpdateParams(opt, m.Params, lr, step)
 		res.Steps, res.Tokens = step, res.Tokens+count
 		winLoss += loss
 		winCount += count

@@ -1,6 +1,8 @@
 // Package train trains small Llama-family causal language models (Llama,
 // Mistral, Qwen2, Qwen3) in pure Go: a hand-written forward and backward
-// pass over gonum's blas32 Sgemm, AdamW with a cosine learning-rate
+// pass over gonum's blas32 Sgemm (or the packed SIMD kernel, gemm_simd.go),
+// in float32 or, one implementation generic over the float type (ModelOf),
+// in float64 over gonum's blas64 Dgemm; AdamW with a cosine learning-rate
 // schedule, seeded initialisation and data order, and a completion-only loss
 // in which tokens injected by the environment (tool results) are masked
 // out, as they are in RL.
@@ -97,92 +99,112 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Param is one weight tensor with its gradient and AdamW moments.
-type Param struct {
+// Float is the precision a model computes in: float32 (the trainer's and
+// the learner's default, with the packed SIMD GEMM) or float64 (gonum's
+// Dgemm; for checking another trainer against this one, see Precision).
+type Float interface{ float32 | float64 }
+
+// ParamOf is one weight tensor with its gradient and AdamW moments.
+type ParamOf[F Float] struct {
 	Name  string // Hugging Face tensor name
 	Shape []int  // [out, in] for matrices
-	W     []float32
-	G     []float32 // gradient, accumulated by Model.Step
-	M, V  []float32 // AdamW first and second moments
-	Decay bool      // weight decay applies (matrices and embeddings, not norms)
+	W     []F
+	G     []F  // gradient, accumulated by Model.Step
+	M, V  []F  // AdamW first and second moments
+	Decay bool // weight decay applies (matrices and embeddings, not norms)
 }
 
-func newParam(name string, decay bool, shape ...int) *Param {
+// Param is a float32 parameter.
+type Param = ParamOf[float32]
+
+func newParam[F Float](name string, decay bool, shape ...int) *ParamOf[F] {
 	n := 1
 	for _, s := range shape {
 		n *= s
 	}
-	return &Param{Name: name, Shape: shape, W: make([]float32, n), G: make([]float32, n), M: make([]float32, n), V: make([]float32, n), Decay: decay}
+	return &ParamOf[F]{Name: name, Shape: shape, W: make([]F, n), G: make([]F, n), M: make([]F, n), V: make([]F, n), Decay: decay}
 }
 
 // layer holds one decoder layer's parameters; bq, bk, bv, bo, qNorm and
 // kNorm are nil when the config lacks the feature.
-type layer struct {
-	attnNorm, wq, wk, wv, wo, mlpNorm, wg, wu, wd *Param
-	bq, bk, bv, bo, qNorm, kNorm                  *Param
+type layer[F Float] struct {
+	attnNorm, wq, wk, wv, wo, mlpNorm, wg, wu, wd *ParamOf[F]
+	bq, bk, bv, bo, qNorm, kNorm                  *ParamOf[F]
 }
 
-// Model is the trainable model. Not safe for concurrent use.
-type Model struct {
+// ModelOf is the trainable model computing in F. Not safe for concurrent
+// use. The math is one implementation for both precisions; only the GEMM
+// differs (gemm.go).
+type ModelOf[F Float] struct {
 	Config Config
 	// Params lists every tensor in a fixed order (embedding, layers, final
 	// norm, then lm_head when untied).
-	Params    []*Param
-	embed     *Param
-	layers    []layer
-	finalNorm *Param
-	head      *Param             // the output projection: embed when tied, else lm_head.weight
-	ropeTab   ropeTables         // positions 0..MaxPos-1
-	dynRope   map[int]ropeTables // rope type dynamic: tables by sequence length
+	Params    []*ParamOf[F]
+	embed     *ParamOf[F]
+	layers    []layer[F]
+	finalNorm *ParamOf[F]
+	head      *ParamOf[F]           // the output projection: embed when tied, else lm_head.weight
+	ropeTab   ropeTables[F]         // positions 0..MaxPos-1
+	dynRope   map[int]ropeTables[F] // rope type dynamic: tables by sequence length
 }
 
-// NewModel allocates a model and initialises it from seed: matrices from
-// N(0, 0.02²), the output projections of each residual branch (o_proj,
+// Model is the float32 model.
+type Model = ModelOf[float32]
+
+// Model64 is the float64 model.
+type Model64 = ModelOf[float64]
+
+// NewModel allocates a float32 model and initialises it from seed: matrices
+// from N(0, 0.02²), the output projections of each residual branch (o_proj,
 // down_proj) scaled by 1/sqrt(2·Layers) as in GPT-2, norms to 1, biases
 // to 0.
-func NewModel(c Config, seed uint64) (*Model, error) {
+func NewModel(c Config, seed uint64) (*Model, error) { return NewModelOf[float32](c, seed) }
+
+// NewModelOf is NewModel in precision F; the initial weights are the
+// float32 model's (drawn, then rounded to float32), whatever F.
+func NewModelOf[F Float](c Config, seed uint64) (*ModelOf[F], error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Model{Config: c}
-	add := func(p *Param) *Param { m.Params = append(m.Params, p); return p }
+	m := &ModelOf[F]{Config: c}
+	add := func(p *ParamOf[F]) *ParamOf[F] { m.Params = append(m.Params, p); return p }
 	hd, aw := c.HeadDimension(), c.attnWidth()
 	kv := c.KVHeads * hd
-	m.embed = add(newParam("model.embed_tokens.weight", true, c.Vocab, c.Dim))
+	m.embed = add(newParam[F]("model.embed_tokens.weight", true, c.Vocab, c.Dim))
 	for i := range c.Layers {
 		pre := fmt.Sprintf("model.layers.%d.", i)
-		var l layer
-		l.attnNorm = add(newParam(pre+"input_layernorm.weight", false, c.Dim))
-		l.wq = add(newParam(pre+"self_attn.q_proj.weight", true, aw, c.Dim))
+		var l layer[F]
+		l.attnNorm = add(newParam[F](pre+"input_layernorm.weight", false, c.Dim))
+		l.wq = add(newParam[F](pre+"self_attn.q_proj.weight", true, aw, c.Dim))
 		if c.QKVBias {
-			l.bq = add(newParam(pre+"self_attn.q_proj.bias", false, aw))
+			l.bq = add(newParam[F](pre+"self_attn.q_proj.bias", false, aw))
 		}
-		l.wk = add(newParam(pre+"self_attn.k_proj.weight", true, kv, c.Dim))
+		l.wk = add(newParam[F](pre+"self_attn.k_proj.weight", true, kv, c.Dim))
 		if c.QKVBias {
-			l.bk = add(newParam(pre+"self_attn.k_proj.bias", false, kv))
+			l.bk = add(newParam[F](pre+"self_attn.k_proj.bias", false, kv))
 		}
-		l.wv = add(newParam(pre+"self_attn.v_proj.weight", true, kv, c.Dim))
+		l.wv = add(newParam[F](pre+"self_attn.v_proj.weight", true, kv, c.Dim))
 		if c.QKVBias {
-			l.bv = add(newParam(pre+"self_attn.v_proj.bias", false, kv))
+			l.bv = add(newParam[F](pre+"self_attn.v_proj.bias", false, kv))
 		}
-		l.wo = add(newParam(pre+"self_attn.o_proj.weight", true, c.Dim, aw))
+		l.wo = add(newParam[F](pre+"self_attn.o_proj.weight", true, c.Dim, aw))
 		if c.OBias {
-			l.bo = add(newParam(pre+"self_attn.o_proj.bias", false, c.Dim))
+			l.bo = add(newParam[F](pre+"self_attn.o_proj.bias", false, c.Dim))
 		}
 		if c.QKNorm {
-			l.qNorm = add(newParam(pre+"self_attn.q_norm.weight", false, hd))
-			l.kNorm = add(newParam(pre+"self_attn.k_norm.weight", false, hd))
+			l.qNorm = add(newParam[F](pre+"self_attn.q_norm.weight", false, hd))
+			l.kNorm = add(newParam[F](pre+"self_attn.k_norm.weight", false, hd))
 		}
-		l.mlpNorm = add(newParam(pre+"post_attention_layernorm.weight", false, c.Dim))
-		l.wg = add(newParam(pre+"mlp.gate_proj.weight", true, c.FF, c.Dim))
-		l.wu = add(newParam(pre+"mlp.up_proj.weight", true, c.FF, c.Dim))
-		l.wd = add(newParam(pre+"mlp.down_proj.weight", true, c.Dim, c.FF))
+		l.mlpNorm = add(newParam[F](pre+"post_attention_layernorm.weight", false, c.Dim))
+		l.wg = add(newParam[F](pre+"mlp.gate_proj.weight", true, c.FF, c.Dim))
+		l.wu = add(newParam[F](pre+"mlp.up_proj.weight", true, c.FF, c.Dim))
+		l.wd = add(newParam[F](pre+"mlp.down_proj.weight", true, c.Dim, c.FF))
 		m.layers = append(m.layers, l)
 	}
-	m.finalNorm = add(newParam("model.norm.weight", false, c.Dim))
+	m.finalNorm = add(newParam[F]("model.norm.weight", false, c.Dim))
 	m.head = m.embed
 	if c.UntiedHead {
-		m.head = add(newParam("lm_head.weight", true, c.Vocab, c.Dim))
+		m.head = add(newParam[F]("lm_head.weight", true, c.Vocab, c.Dim))
 	}
 	r := rand.New(rand.NewPCG(seed, 0x5851f42d4c957f2d))
 	resid := 0.02 / math.Sqrt(2*float64(c.Layers))
@@ -200,11 +222,11 @@ func NewModel(c Config, seed uint64) (*Model, error) {
 				std = resid
 			}
 			for i := range p.W {
-				p.W[i] = float32(r.NormFloat64() * std)
+				p.W[i] = F(float32(r.NormFloat64() * std))
 			}
 		}
 	}
-	rt, err := c.ropeTables(c.MaxPos, min(c.MaxPos, c.ropeMaxPos()))
+	rt, err := makeRopeTables[F](c, c.MaxPos, min(c.MaxPos, c.ropeMaxPos()))
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +235,7 @@ func NewModel(c Config, seed uint64) (*Model, error) {
 }
 
 // NumParams counts the weights (a tied embedding counted once).
-func (m *Model) NumParams() int {
+func (m *ModelOf[F]) NumParams() int {
 	n := 0
 	for _, p := range m.Params {
 		n += len(p.W)
@@ -223,16 +245,17 @@ func (m *Model) NumParams() int {
 
 // Weights returns the tensors by HF name (a tied embedding doubles as lm_head).
 // The slices alias the model's weights.
-func (m *Model) Weights() map[string][]float32 {
-	out := map[string][]float32{}
+func (m *ModelOf[F]) Weights() map[string][]F {
+	out := map[string][]F{}
 	for _, p := range m.Params {
 		out[p.Name] = p.W
 	}
 	return out
 }
 
-// SetWeights copies weights by HF name into the model; every parameter must be present.
-func (m *Model) SetWeights(w map[string][]float32) error {
+// SetWeights copies float32 weights (a checkpoint's) by HF name into the
+// model; every parameter must be present.
+func (m *ModelOf[F]) SetWeights(w map[string][]float32) error {
 	for _, p := range m.Params {
 		src, ok := w[p.Name]
 		if !ok {
@@ -241,13 +264,15 @@ func (m *Model) SetWeights(w map[string][]float32) error {
 		if len(src) != len(p.W) {
 			return fmt.Errorf("train: weight %s has %d values, want %d", p.Name, len(src), len(p.W))
 		}
-		copy(p.W, src)
+		for i, v := range src {
+			p.W[i] = F(v)
+		}
 	}
 	return nil
 }
 
 // ZeroGrad clears every gradient.
-func (m *Model) ZeroGrad() {
+func (m *ModelOf[F]) ZeroGrad() {
 	for _, p := range m.Params {
 		clear(p.G)
 	}

@@ -15,30 +15,34 @@ type AdamW struct {
 //
 //	m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
 //	w ← w − lr·( m/(1−β1ᵗ) / (sqrt(v/(1−β2ᵗ)) + ε) + λ·w )
-func (o AdamW) Update(params []*Param, lr float64, step int) {
-	b1, b2 := float32(o.Beta1), float32(o.Beta2)
+func (o AdamW) Update(params []*Param, lr float64, step int) { UpdateParams(o, params, lr, step) }
+
+// UpdateParams is AdamW.Update on parameters of either precision, the
+// moments and the step computed in F.
+func UpdateParams[F Float](o AdamW, params []*ParamOf[F], lr float64, step int) {
+	b1, b2 := F(o.Beta1), F(o.Beta2)
 	c1 := 1 / (1 - math.Pow(o.Beta1, float64(step)))
 	c2 := 1 / (1 - math.Pow(o.Beta2, float64(step)))
 	for _, p := range params {
-		wd := float32(0)
+		wd := F(0)
 		if p.Decay {
-			wd = float32(lr * o.WeightDecay)
+			wd = F(lr * o.WeightDecay)
 		}
-		a := float32(lr * c1)
-		sc2 := float32(c2)
-		eps := float32(o.Eps)
+		a := F(lr * c1)
+		sc2 := F(c2)
+		eps := F(o.Eps)
 		for i, g := range p.G {
 			m := b1*p.M[i] + (1-b1)*g
 			v := b2*p.V[i] + (1-b2)*g*g
 			p.M[i], p.V[i] = m, v
-			p.W[i] -= a*m/(float32(math.Sqrt(float64(v*sc2)))+eps) + wd*p.W[i]
+			p.W[i] -= a*m/(F(math.Sqrt(float64(v*sc2)))+eps) + wd*p.W[i]
 		}
 	}
 }
 
 // ClipGradNorm scales all gradients so their global L2 norm is at most maxNorm
 // (no-op when maxNorm ≤ 0) and returns the norm before clipping.
-func ClipGradNorm(params []*Param, maxNorm float64) float64 {
+func ClipGradNorm[F Float](params []*ParamOf[F], maxNorm float64) float64 {
 	var ss float64
 	for _, p := range params {
 		for _, g := range p.G {
@@ -47,7 +51,7 @@ func ClipGradNorm(params []*Param, maxNorm float64) float64 {
 	}
 	norm := math.Sqrt(ss)
 	if maxNorm > 0 && norm > maxNorm {
-		s := float32(maxNorm / norm)
+		s := F(maxNorm / norm)
 		for _, p := range params {
 			for i := range p.G {
 				p.G[i] *= s

@@ -11,8 +11,8 @@ import (
 
 // ropeTables are the rotary cos and sin of positions 0..n-1, [n, HeadDim/2]
 // row-major, with the attention scaling already multiplied in.
-type ropeTables struct {
-	cos, sin []float32
+type ropeTables[F Float] struct {
+	cos, sin []F
 }
 
 // ropeScaled reports whether the config has a rope_scaling object.
@@ -61,29 +61,29 @@ func (c Config) ropeFreqs(seqLen int) ([]float64, float64, error) {
 	return inv, scale, nil
 }
 
-// ropeTables fills the rotary tables of positions 0..positions-1, with the
-// frequencies of a freqLen-token sequence, the way transformers does:
+// makeRopeTables fills the rotary tables of positions 0..positions-1, with
+// the frequencies of a freqLen-token sequence, the way transformers does:
 // inv_freq in float32, angle = position·inv_freq in float32, cos and sin of
-// it multiplied by the attention scaling in float32
+// it in the model's dtype F, multiplied by the attention scaling in F
 // (LlamaRotaryEmbedding.forward).
-func (c Config) ropeTables(positions, freqLen int) (ropeTables, error) {
+func makeRopeTables[F Float](c Config, positions, freqLen int) (ropeTables[F], error) {
 	seqLen := positions
 	inv, scale, err := c.ropeFreqs(freqLen)
 	if err != nil {
-		return ropeTables{}, err
+		return ropeTables[F]{}, err
 	}
 	half := c.HeadDimension() / 2
 	if len(inv) != half {
-		return ropeTables{}, fmt.Errorf("train: rope gives %d inverse frequencies for head dim %d", len(inv), c.HeadDimension())
+		return ropeTables[F]{}, fmt.Errorf("train: rope gives %d inverse frequencies for head dim %d", len(inv), c.HeadDimension())
 	}
-	s := float32(scale)
-	rt := ropeTables{cos: make([]float32, seqLen*half), sin: make([]float32, seqLen*half)}
+	s := F(scale)
+	rt := ropeTables[F]{cos: make([]F, seqLen*half), sin: make([]F, seqLen*half)}
 	for i := range half {
 		f := float32(inv[i])
 		for p := range seqLen {
 			a := float64(float32(p) * f)
-			rt.cos[p*half+i] = float32(math.Cos(a)) * s
-			rt.sin[p*half+i] = float32(math.Sin(a)) * s
+			rt.cos[p*half+i] = F(math.Cos(a)) * s
+			rt.sin[p*half+i] = F(math.Sin(a)) * s
 		}
 	}
 	return rt, nil
@@ -99,7 +99,7 @@ func (c Config) ropeTables(positions, freqLen int) (ropeTables, error) {
 // which they were computed, so past max_position_embeddings the two would
 // disagree; the learner's LoadModel sets MaxPos to max_position_embeddings,
 // as the actor caps sequences there, so neither reaches that regime.
-func (m *Model) tablesFor(seqLen int) (ropeTables, error) {
+func (m *ModelOf[F]) tablesFor(seqLen int) (ropeTables[F], error) {
 	c := m.Config
 	if seqLen <= c.ropeMaxPos() || !c.ropeDynamic() {
 		return m.ropeTab, nil
@@ -107,12 +107,12 @@ func (m *Model) tablesFor(seqLen int) (ropeTables, error) {
 	if rt, ok := m.dynRope[seqLen]; ok {
 		return rt, nil
 	}
-	rt, err := c.ropeTables(seqLen, seqLen)
+	rt, err := makeRopeTables[F](c, seqLen, seqLen)
 	if err != nil {
-		return ropeTables{}, err
+		return ropeTables[F]{}, err
 	}
 	if m.dynRope == nil {
-		m.dynRope = map[int]ropeTables{}
+		m.dynRope = map[int]ropeTables[F]{}
 	}
 	m.dynRope[seqLen] = rt
 	return rt, nil

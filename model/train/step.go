@@ -17,33 +17,33 @@ type Sequence struct {
 }
 
 // layerCache holds one layer's activations for the backward pass.
-type layerCache struct {
-	xin, h1, q, k, v, o, xmid, h2, g, u, a []float32
-	r1, r2                                 []float32
-	probs                                  [][]float32 // per sequence: [heads][T][T]
+type layerCache[F Float] struct {
+	xin, h1, q, k, v, o, xmid, h2, g, u, a []F
+	r1, r2                                 []F
+	probs                                  [][]F // per sequence: [heads][T][T]
 	// With QKNorm: q and k before their norm (projection plus bias) and
 	// the per-head rsqrt of the norm, [n·heads].
-	qpre, kpre, rq, rk []float32
+	qpre, kpre, rq, rk []F
 }
 
 // pass holds a batch's layout and activations.
-type pass struct {
+type pass[F Float] struct {
 	n, maxT     int
 	starts, lns []int
 	tokens      []int32
-	layers      []layerCache
-	xf, hf, rf  []float32
-	ropes       []ropeTables // per sequence
-	rows        []int        // positions whose next token is trained
-	targets     []int32      // the trained next tokens
-	hm, logits  []float32
+	layers      []layerCache[F]
+	xf, hf, rf  []F
+	ropes       []ropeTables[F] // per sequence
+	rows        []int           // positions whose next token is trained
+	targets     []int32         // the trained next tokens
+	hm, logits  []F
 }
 
 // Step runs forward and backward on seqs, adds the gradient of the mean
 // cross-entropy over trained tokens to every Param.G, and returns the summed
 // loss (nats) and the number of trained tokens. A batch with no trained token
 // returns 0, 0 and leaves the gradients unchanged.
-func (m *Model) Step(seqs []Sequence) (lossSum float64, count int, err error) {
+func (m *ModelOf[F]) Step(seqs []Sequence) (lossSum float64, count int, err error) {
 	p, err := m.forward(seqs, true)
 	if err != nil {
 		return 0, 0, err
@@ -56,7 +56,7 @@ func (m *Model) Step(seqs []Sequence) (lossSum float64, count int, err error) {
 }
 
 // Loss returns the summed loss and count without touching gradients.
-func (m *Model) Loss(seqs []Sequence) (float64, int, error) {
+func (m *ModelOf[F]) Loss(seqs []Sequence) (float64, int, error) {
 	p, err := m.forward(seqs, true)
 	if err != nil {
 		return 0, 0, err
@@ -67,20 +67,20 @@ func (m *Model) Loss(seqs []Sequence) (float64, int, error) {
 
 // Logits returns the logits [len(tokens), Vocab] of one sequence, for tests
 // and for comparison with a reference forward.
-func (m *Model) Logits(tokens []int32) ([]float32, error) {
+func (m *ModelOf[F]) Logits(tokens []int32) ([]F, error) {
 	p, err := m.forward([]Sequence{{Tokens: tokens}}, false)
 	if err != nil {
 		return nil, err
 	}
 	c := m.Config
-	out := make([]float32, p.n*c.Vocab)
+	out := make([]F, p.n*c.Vocab)
 	linear(out, p.hf, m.head.W, p.n, c.Dim, c.Vocab)
 	return out, nil
 }
 
-func (m *Model) forward(seqs []Sequence, train bool) (*pass, error) {
+func (m *ModelOf[F]) forward(seqs []Sequence, train bool) (*pass[F], error) {
 	c := m.Config
-	p := &pass{}
+	p := &pass[F]{}
 	for i, s := range seqs {
 		if len(s.Tokens) > c.MaxPos {
 			return nil, fmt.Errorf("train: sequence %d has %d tokens, max %d", i, len(s.Tokens), c.MaxPos)
@@ -110,17 +110,17 @@ func (m *Model) forward(seqs []Sequence, train bool) (*pass, error) {
 	}
 	hd, aw := c.HeadDimension(), c.attnWidth()
 	n, d, kv, f := p.n, c.Dim, c.KVHeads*hd, c.FF
-	x := make([]float32, n*d)
+	x := make([]F, n*d)
 	for i, tok := range p.tokens {
 		copy(x[i*d:(i+1)*d], m.embed.W[int(tok)*d:(int(tok)+1)*d])
 	}
-	p.layers = make([]layerCache, c.Layers)
+	p.layers = make([]layerCache[F], c.Layers)
 	for li, l := range m.layers {
 		lc := &p.layers[li]
 		lc.xin = x
-		lc.h1, lc.r1 = make([]float32, n*d), make([]float32, n)
+		lc.h1, lc.r1 = make([]F, n*d), make([]F, n)
 		rmsNorm(lc.h1, lc.r1, x, l.attnNorm.W, n, d, c.NormEps)
-		lc.q, lc.k, lc.v = make([]float32, n*aw), make([]float32, n*kv), make([]float32, n*kv)
+		lc.q, lc.k, lc.v = make([]F, n*aw), make([]F, n*kv), make([]F, n*kv)
 		linear(lc.q, lc.h1, l.wq.W, n, d, aw)
 		linear(lc.k, lc.h1, l.wk.W, n, d, kv)
 		linear(lc.v, lc.h1, l.wv.W, n, d, kv)
@@ -132,59 +132,59 @@ func (m *Model) forward(seqs []Sequence, train bool) (*pass, error) {
 		if l.qNorm != nil {
 			// Qwen3Attention: q_norm/k_norm over each head's HeadDim values.
 			lc.qpre, lc.kpre = lc.q, lc.k
-			lc.q, lc.rq = make([]float32, n*aw), make([]float32, n*c.Heads)
-			lc.k, lc.rk = make([]float32, n*kv), make([]float32, n*c.KVHeads)
+			lc.q, lc.rq = make([]F, n*aw), make([]F, n*c.Heads)
+			lc.k, lc.rk = make([]F, n*kv), make([]F, n*c.KVHeads)
 			rmsNorm(lc.q, lc.rq, lc.qpre, l.qNorm.W, n*c.Heads, hd, c.NormEps)
 			rmsNorm(lc.k, lc.rk, lc.kpre, l.kNorm.W, n*c.KVHeads, hd, c.NormEps)
 		}
 		m.rope(lc.q, p, c.Heads, false)
 		m.rope(lc.k, p, c.KVHeads, false)
-		lc.o = make([]float32, n*aw)
-		lc.probs = make([][]float32, len(p.starts))
+		lc.o = make([]F, n*aw)
+		lc.probs = make([][]F, len(p.starts))
 		m.attention(p, lc)
-		attn := make([]float32, n*d)
+		attn := make([]F, n*d)
 		linear(attn, lc.o, l.wo.W, n, aw, d)
 		if l.bo != nil {
 			addBias(attn, l.bo.W)
 		}
-		lc.xmid = make([]float32, n*d)
+		lc.xmid = make([]F, n*d)
 		for i := range attn {
 			lc.xmid[i] = x[i] + attn[i]
 		}
-		lc.h2, lc.r2 = make([]float32, n*d), make([]float32, n)
+		lc.h2, lc.r2 = make([]F, n*d), make([]F, n)
 		rmsNorm(lc.h2, lc.r2, lc.xmid, l.mlpNorm.W, n, d, c.NormEps)
-		lc.g, lc.u, lc.a = make([]float32, n*f), make([]float32, n*f), make([]float32, n*f)
+		lc.g, lc.u, lc.a = make([]F, n*f), make([]F, n*f), make([]F, n*f)
 		linear(lc.g, lc.h2, l.wg.W, n, d, f)
 		linear(lc.u, lc.h2, l.wu.W, n, d, f)
 		for i, g := range lc.g {
 			lc.a[i] = silu(g) * lc.u[i]
 		}
-		mlp := make([]float32, n*d)
+		mlp := make([]F, n*d)
 		linear(mlp, lc.a, l.wd.W, n, f, d)
-		x = make([]float32, n*d)
+		x = make([]F, n*d)
 		for i := range mlp {
 			x[i] = lc.xmid[i] + mlp[i]
 		}
 	}
 	p.xf = x
-	p.hf, p.rf = make([]float32, n*d), make([]float32, n)
+	p.hf, p.rf = make([]F, n*d), make([]F, n)
 	rmsNorm(p.hf, p.rf, x, m.finalNorm.W, n, d, c.NormEps)
 	return p, nil
 }
 
-func sigmoid(x float32) float32 { return 1 / (1 + exp32(-x)) }
+func sigmoid[F Float](x F) F { return 1 / (1 + expF(-x)) }
 
-func silu(x float32) float32 { return x * sigmoid(x) }
+func silu[F Float](x F) F { return x * sigmoid(x) }
 
 // rmsNorm: y = x * rsqrt(mean(x²) + eps) * w per row; r keeps the rsqrt.
-func rmsNorm(y, r, x, w []float32, n, d int, eps float64) {
+func rmsNorm[F Float](y, r, x, w []F, n, d int, eps float64) {
 	for i := range n {
 		row := x[i*d : (i+1)*d]
 		var ss float64
 		for _, v := range row {
 			ss += float64(v) * float64(v)
 		}
-		ri := float32(1 / math.Sqrt(ss/float64(d)+eps))
+		ri := F(1 / math.Sqrt(ss/float64(d)+eps))
 		r[i] = ri
 		out := y[i*d : (i+1)*d]
 		for j, v := range row {
@@ -194,7 +194,7 @@ func rmsNorm(y, r, x, w []float32, n, d int, eps float64) {
 }
 
 // addBias adds b to every row of y ([rows, len(b)]).
-func addBias(y, b []float32) {
+func addBias[F Float](y, b []F) {
 	w := len(b)
 	for i := 0; i < len(y); i += w {
 		row := y[i : i+w]
@@ -205,7 +205,7 @@ func addBias(y, b []float32) {
 }
 
 // biasBack adds the column sums of dy ([rows, len(db)]) to db.
-func biasBack(db, dy []float32) {
+func biasBack[F Float](db, dy []F) {
 	w := len(db)
 	for i := 0; i < len(dy); i += w {
 		for j, v := range dy[i : i+w] {
@@ -216,7 +216,7 @@ func biasBack(db, dy []float32) {
 
 // rmsNormBack adds to dw and writes dx (overwrite) for y = rmsNorm(x).
 // With g = dy·w: dx = r·g − x·r³·mean(g·x).
-func rmsNormBack(dx, dw, dy, x, r, w []float32, n, d int) {
+func rmsNormBack[F Float](dx, dw, dy, x, r, w []F, n, d int) {
 	for i := range n {
 		xr, dyr, ri := x[i*d:(i+1)*d], dy[i*d:(i+1)*d], r[i]
 		var dot float64
@@ -224,7 +224,7 @@ func rmsNormBack(dx, dw, dy, x, r, w []float32, n, d int) {
 			dw[j] += dyr[j] * xr[j] * ri
 			dot += float64(dyr[j]*w[j]) * float64(xr[j])
 		}
-		k := float32(dot/float64(d)) * ri * ri * ri
+		k := F(dot/float64(d)) * ri * ri * ri
 		out := dx[i*d : (i+1)*d]
 		for j := range d {
 			out[j] = ri*dyr[j]*w[j] - xr[j]*k
@@ -235,7 +235,7 @@ func rmsNormBack(dx, dw, dy, x, r, w []float32, n, d int) {
 // rope rotates each head's halves in place (HF rotate_half): for i < hd/2,
 // (a, b) = (x[i], x[i+hd/2]) becomes (a·cos − b·sin, b·cos + a·sin).
 // inverse applies the transpose rotation (the backward pass).
-func (m *Model) rope(x []float32, p *pass, heads int, inverse bool) {
+func (m *ModelOf[F]) rope(x []F, p *pass[F], heads int, inverse bool) {
 	hd := m.Config.HeadDimension()
 	half := hd / 2
 	width := heads * hd
@@ -278,19 +278,19 @@ func parallelSeqs(n int, fn func(worker, s int)) {
 
 // attention computes causal softmax(q·kᵀ/sqrt(hd))·v per sequence and head,
 // keeping the probabilities for backward.
-func (m *Model) attention(p *pass, lc *layerCache) {
+func (m *ModelOf[F]) attention(p *pass[F], lc *layerCache[F]) {
 	c := m.Config
 	hd, aw := c.HeadDimension(), c.attnWidth()
 	kv := c.KVHeads * hd
 	group := c.Heads / c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale := F(1 / math.Sqrt(float64(hd)))
 	parallelSeqs(len(p.starts), func(_, s int) {
 		start, T := p.starts[s], p.lns[s]
-		probs := make([]float32, c.Heads*T*T)
+		probs := make([]F, c.Heads*T*T)
 		for h := range c.Heads {
 			g := h / group
 			pr := probs[h*T*T : (h+1)*T*T]
-			sgemm(false, true, T, T, hd, scale, lc.q[start*aw+h*hd:], aw, lc.k[start*kv+g*hd:], kv, 0, pr, T)
+			gemm(false, true, T, T, hd, scale, lc.q[start*aw+h*hd:], aw, lc.k[start*kv+g*hd:], kv, 0, pr, T)
 			for i := range T {
 				row := pr[i*T : (i+1)*T]
 				mx := row[0]
@@ -299,11 +299,11 @@ func (m *Model) attention(p *pass, lc *layerCache) {
 				}
 				var sum float64
 				for j := 0; j <= i; j++ {
-					e := exp32(row[j] - mx)
+					e := expF(row[j] - mx)
 					row[j] = e
 					sum += float64(e)
 				}
-				inv := float32(1 / sum)
+				inv := F(1 / sum)
 				for j := 0; j <= i; j++ {
 					row[j] *= inv
 				}
@@ -311,28 +311,28 @@ func (m *Model) attention(p *pass, lc *layerCache) {
 					row[j] = 0
 				}
 			}
-			sgemm(false, false, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*aw+h*hd:], aw)
+			gemm(false, false, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*aw+h*hd:], aw)
 		}
 		lc.probs[s] = probs
 	})
 }
 
 // attentionBack writes dq and accumulates dk, dv (zeroed by the caller) from do.
-func (m *Model) attentionBack(p *pass, lc *layerCache, do, dq, dk, dv []float32) {
+func (m *ModelOf[F]) attentionBack(p *pass[F], lc *layerCache[F], do, dq, dk, dv []F) {
 	c := m.Config
 	hd, aw := c.HeadDimension(), c.attnWidth()
 	kv := c.KVHeads * hd
 	group := c.Heads / c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale := F(1 / math.Sqrt(float64(hd)))
 	parallelSeqs(len(p.starts), func(_, s int) {
 		start, T := p.starts[s], p.lns[s]
-		dp := make([]float32, T*T)
+		dp := make([]F, T*T)
 		for h := range c.Heads {
 			g := h / group
 			pr := lc.probs[s][h*T*T : (h+1)*T*T]
 			vOff, kOff, qOff := start*kv+g*hd, start*kv+g*hd, start*aw+h*hd
-			sgemm(false, true, T, T, hd, 1, do[qOff:], aw, lc.v[vOff:], kv, 0, dp, T)
-			sgemm(true, false, T, hd, T, 1, pr, T, do[qOff:], aw, 1, dv[vOff:], kv)
+			gemm(false, true, T, T, hd, 1, do[qOff:], aw, lc.v[vOff:], kv, 0, dp, T)
+			gemm(true, false, T, hd, T, 1, pr, T, do[qOff:], aw, 1, dv[vOff:], kv)
 			// softmax backward: dS = P ∘ (dP − rowsum(dP ∘ P))
 			for i := range T {
 				prow, drow := pr[i*T:(i+1)*T], dp[i*T:(i+1)*T]
@@ -341,39 +341,39 @@ func (m *Model) attentionBack(p *pass, lc *layerCache, do, dq, dk, dv []float32)
 					dot += float64(prow[j]) * float64(drow[j])
 				}
 				for j := 0; j <= i; j++ {
-					drow[j] = prow[j] * (drow[j] - float32(dot))
+					drow[j] = prow[j] * (drow[j] - F(dot))
 				}
 				for j := i + 1; j < T; j++ {
 					drow[j] = 0
 				}
 			}
-			sgemm(false, false, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], aw)
-			sgemm(true, false, T, hd, T, scale, dp, T, lc.q[qOff:], aw, 1, dk[kOff:], kv)
+			gemm(false, false, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], aw)
+			gemm(true, false, T, hd, T, scale, dp, T, lc.q[qOff:], aw, 1, dk[kOff:], kv)
 		}
 	})
 }
 
 // rowLogits gathers the final hidden states of p's trained rows into p.hm
 // and returns their logits through the LM head, [len(p.rows), Vocab].
-func (m *Model) rowLogits(p *pass) []float32 {
+func (m *ModelOf[F]) rowLogits(p *pass[F]) []F {
 	c := m.Config
 	d, V, M := c.Dim, c.Vocab, len(p.rows)
-	p.hm = make([]float32, M*d)
+	p.hm = make([]F, M*d)
 	for i, r := range p.rows {
 		copy(p.hm[i*d:(i+1)*d], p.hf[r*d:(r+1)*d])
 	}
-	logits := make([]float32, M*V)
+	logits := make([]F, M*V)
 	linear(logits, p.hm, m.head.W, M, d, V)
 	return logits
 }
 
 // crossEntropy computes the summed loss over trained rows; with grad it also
 // returns dlogits for the mean loss.
-func (m *Model) crossEntropy(p *pass, grad bool) (float64, []float32) {
+func (m *ModelOf[F]) crossEntropy(p *pass[F], grad bool) (float64, []F) {
 	V, M := m.Config.Vocab, len(p.rows)
 	p.logits = m.rowLogits(p)
 	var loss float64
-	inv := float32(1 / float64(M))
+	inv := F(1 / float64(M))
 	for i := range M {
 		row := p.logits[i*V : (i+1)*V]
 		mx := row[0]
@@ -382,13 +382,13 @@ func (m *Model) crossEntropy(p *pass, grad bool) (float64, []float32) {
 		}
 		var sum float64
 		for _, v := range row {
-			sum += float64(exp32(v - mx))
+			sum += float64(expF(v - mx))
 		}
 		lse := float64(mx) + math.Log(sum)
 		loss += lse - float64(row[p.targets[i]])
 		if grad {
 			for j, v := range row {
-				row[j] = exp32(float32(float64(v)-lse)) * inv
+				row[j] = expF(F(float64(v)-lse)) * inv
 			}
 			row[p.targets[i]] -= inv
 		}
@@ -397,7 +397,7 @@ func (m *Model) crossEntropy(p *pass, grad bool) (float64, []float32) {
 }
 
 // backward adds the gradient of the mean loss to every Param.G and returns the summed loss.
-func (m *Model) backward(p *pass) float64 {
+func (m *ModelOf[F]) backward(p *pass[F]) float64 {
 	loss, dlogits := m.crossEntropy(p, true)
 	m.backwardFromLogits(p, dlogits)
 	return loss
@@ -406,26 +406,26 @@ func (m *Model) backward(p *pass) float64 {
 // backwardFromLogits adds to every Param.G the gradient of a loss whose
 // gradient with respect to the trained rows' logits ([len(p.rows), Vocab],
 // p.hm the rows' final hidden states) is dlogits.
-func (m *Model) backwardFromLogits(p *pass, dlogits []float32) {
+func (m *ModelOf[F]) backwardFromLogits(p *pass[F], dlogits []F) {
 	c := m.Config
 	hd, aw := c.HeadDimension(), c.attnWidth()
 	n, d, kv, f, V, M := p.n, c.Dim, c.KVHeads*hd, c.FF, c.Vocab, len(p.rows)
-	dhm := make([]float32, M*d)
+	dhm := make([]F, M*d)
 	linearBack(dhm, m.head.G, dlogits, p.hm, m.head.W, M, d, V, 0)
-	dhf := make([]float32, n*d)
+	dhf := make([]F, n*d)
 	for i, r := range p.rows {
 		copy(dhf[r*d:(r+1)*d], dhm[i*d:(i+1)*d])
 	}
-	dx := make([]float32, n*d)
+	dx := make([]F, n*d)
 	rmsNormBack(dx, m.finalNorm.G, dhf, p.xf, p.rf, m.finalNorm.W, n, d)
-	da, dg, du := make([]float32, n*f), make([]float32, n*f), make([]float32, n*f)
-	dh := make([]float32, n*d)
-	do, dq, dk, dv := make([]float32, n*aw), make([]float32, n*aw), make([]float32, n*kv), make([]float32, n*kv)
-	var dqpre, dkpre []float32 // gradients before the q/k norm
+	da, dg, du := make([]F, n*f), make([]F, n*f), make([]F, n*f)
+	dh := make([]F, n*d)
+	do, dq, dk, dv := make([]F, n*aw), make([]F, n*aw), make([]F, n*kv), make([]F, n*kv)
+	var dqpre, dkpre []F // gradients before the q/k norm
 	if c.QKNorm {
-		dqpre, dkpre = make([]float32, n*aw), make([]float32, n*kv)
+		dqpre, dkpre = make([]F, n*aw), make([]F, n*kv)
 	}
-	dxmid := make([]float32, n*d)
+	dxmid := make([]F, n*d)
 	for li := c.Layers - 1; li >= 0; li-- {
 		l, lc := m.layers[li], &p.layers[li]
 		// MLP branch: x = xmid + down(silu(g)·u)
