@@ -17,8 +17,8 @@ What it does not do (toolrl learn does): several minibatches or epochs per
 batch, warmup, dropping stale records, publishing a version. The loss, the
 ratio clamp, the dual clip, the k3 KL, TIS and the three aggregations are
 those of learner/loss.go; python/tests/test_torch_equality.py checks that the
-loss and gradient norm equal toolrl learn's on the same records
-(docs/python.md has the numbers).
+loss and gradient norm in float64 equal those of `toolrl learn --precision
+float64` on the same records (docs/python.md has the numbers).
 """
 import argparse
 import json
