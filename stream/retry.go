@@ -28,7 +28,7 @@ type Retry struct {
 // time ran out, or "stopped while retrying" when ctx ended the wait.
 func (r Retry) Do(ctx context.Context, op func() error) error {
 	var giveUp time.Time
-	backoff := 100 * time.Millisecond
+	var backoff Backoff
 	for {
 		err := op()
 		if err == nil || r.For <= 0 || !IsTransient(err) || ctx.Err() != nil {
@@ -41,17 +41,53 @@ func (r Retry) Do(ctx context.Context, op func() error) error {
 		if !now.Before(giveUp) {
 			return fmt.Errorf("%w (gave up after retrying for %s)", err, r.For)
 		}
-		wait := min(backoff, giveUp.Sub(now))
+		wait := min(backoff.Next(), giveUp.Sub(now))
 		if r.OnRetry != nil {
 			r.OnRetry(err, wait)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, wait) {
 			return fmt.Errorf("%w (stopped while retrying: %w)", err, ctx.Err())
-		case <-t.C:
 		}
-		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// Backoff is toolrl's one retry schedule: waits of 100 ms, doubling to at
+// most 2 s. Retry.Do waits by it; the advantage service's workers, which
+// ride out an outage for as long as it lasts (their health says so), wait
+// by it between failed batches. The zero value starts at 100 ms.
+type Backoff struct{ next time.Duration }
+
+// The schedule's first and longest waits.
+const (
+	backoffFirst = 100 * time.Millisecond
+	backoffMax   = 2 * time.Second
+)
+
+// Next returns the wait before the next attempt and doubles the one after.
+func (b *Backoff) Next() time.Duration {
+	if b.next == 0 {
+		b.next = backoffFirst
+	}
+	d := b.next
+	b.next = min(2*b.next, backoffMax)
+	return d
+}
+
+// Reset starts the schedule again (after a success).
+func (b *Backoff) Reset() { b.next = 0 }
+
+// Wait sleeps Next() unless ctx ends first; it reports whether it slept
+// the whole wait.
+func (b *Backoff) Wait(ctx context.Context) bool { return sleep(ctx, b.Next()) }
+
+// sleep waits d unless ctx ends first; it reports whether it waited d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }

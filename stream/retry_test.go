@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,5 +126,28 @@ func TestAddGroupsRetriesThroughRestart(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("gave up after %s, want about 500ms", d)
+	}
+}
+
+// Backoff waits 100 ms, doubling to at most 2 s, and starts again on Reset.
+func TestBackoffSchedule(t *testing.T) {
+	var b Backoff
+	var got []time.Duration
+	for range 7 {
+		got = append(got, b.Next())
+	}
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
+		1600 * time.Millisecond, 2 * time.Second, 2 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Errorf("waits %v, want %v", got, want)
+	}
+	b.Reset()
+	if d := b.Next(); d != 100*time.Millisecond {
+		t.Errorf("after Reset: %v", d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if b.Wait(ctx) {
+		t.Error("Wait on a cancelled context slept")
 	}
 }

@@ -75,6 +75,10 @@ type Options struct {
 	// record none at (v1 data); 0 means 1. The others are scored at their
 	// own (advantage.ReferenceTemperature).
 	RefTemperature float64
+	// StartRetry is how long Run keeps retrying, on connection errors
+	// (stream.IsTransient), to create its consumer group before it gives up
+	// with an error; 0 means stream.DefaultWriteRetry.
+	StartRetry time.Duration
 	// RefBatch is the most sequences per RefScorer call; 0 means 16.
 	RefBatch int
 	// MaxOutputBacklog is the most unconsumed records (pending plus
@@ -161,6 +165,9 @@ func New(client goredis.UniversalClient, opts Options) (*Service, error) {
 	if opts.RefTemperature == 0 {
 		opts.RefTemperature = 1
 	}
+	if opts.StartRetry == 0 {
+		opts.StartRetry = stream.DefaultWriteRetry
+	}
 	if opts.RefBatch <= 0 {
 		opts.RefBatch = 16
 	}
@@ -212,8 +219,9 @@ func (s *Service) setHealth(err error) {
 
 // Run consumes until ctx is cancelled, then lets every worker finish and
 // commit the batch it holds (graceful shutdown) and returns nil. Redis errors
-// are logged and retried with backoff; Run returns an error only when it
-// cannot start.
+// are logged and retried (stream.Backoff) for as long as they last; Run
+// returns an error only when it cannot start: the consumer group could not
+// be created within StartRetry of Redis failures.
 func (s *Service) Run(ctx context.Context) error {
 	consumers := make([]*stream.Consumer, s.opts.Workers)
 	for i := range consumers {
@@ -227,11 +235,14 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		consumers[i] = c
 	}
-	if err := retry(ctx, s, "create consumer group", func() error { return consumers[0].EnsureGroup(ctx) }); err != nil {
+	start := stream.Retry{For: s.opts.StartRetry, OnRetry: func(err error, wait time.Duration) {
+		s.log.Warn("create consumer group", "err", err, "retry_in", wait)
+	}}
+	if err := start.Do(ctx, func() error { return consumers[0].EnsureGroup(ctx) }); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
+		return fmt.Errorf("create consumer group %s on %s: %w", stream.AdvantageGroup, s.keys.Groups, err)
 	}
 	s.log.Info("advantage service started", "job", s.opts.Job, "stream", s.keys.Groups, "workers", s.opts.Workers,
 		"mode", s.opts.Config.Mode, "estimator", s.opts.Config.Estimator, "kl", s.opts.Config.KL, "ref_scorer", s.opts.RefScorer != nil)
@@ -250,7 +261,7 @@ func (s *Service) Run(ctx context.Context) error {
 
 // work is one worker's loop: read a batch, process and commit it.
 func (s *Service) work(ctx context.Context, c *stream.Consumer) {
-	backoff := newBackoff()
+	var backoff stream.Backoff
 	for ctx.Err() == nil {
 		if !s.waitForTrainers(ctx) {
 			return
@@ -262,10 +273,10 @@ func (s *Service) work(ctx context.Context, c *stream.Consumer) {
 			}
 			s.m.redisErrors.Inc()
 			s.log.Warn("read groups", "consumer", c.Options().Consumer, "err", err)
-			backoff.wait(ctx)
+			backoff.Wait(ctx)
 			continue
 		}
-		backoff.reset()
+		backoff.Reset()
 		if len(msgs) == 0 {
 			continue
 		}
@@ -277,7 +288,7 @@ func (s *Service) work(ctx context.Context, c *stream.Consumer) {
 				s.m.redisErrors.Inc()
 			}
 			s.log.Warn("process groups", "consumer", c.Options().Consumer, "groups", len(msgs), "err", err)
-			backoff.wait(ctx)
+			backoff.Wait(ctx)
 		}
 	}
 }
@@ -731,39 +742,4 @@ func (s *Service) readDepths(ctx context.Context) error {
 	}
 	s.m.depth.set(depths)
 	return nil
-}
-
-// retry calls f until it succeeds or ctx ends, with backoff.
-func retry(ctx context.Context, s *Service, what string, f func() error) error {
-	b := newBackoff()
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		s.log.Warn(what, "err", err)
-		if !b.wait(ctx) {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-	}
-}
-
-type backoff struct{ d time.Duration }
-
-func newBackoff() *backoff { return &backoff{d: 50 * time.Millisecond} }
-
-func (b *backoff) reset() { b.d = 50 * time.Millisecond }
-
-// wait sleeps the current delay (doubling it, up to 5 s) unless ctx ends
-// first; it reports whether it slept the whole delay.
-func (b *backoff) wait(ctx context.Context) bool {
-	t := time.NewTimer(b.d)
-	defer t.Stop()
-	b.d = min(2*b.d, 5*time.Second)
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

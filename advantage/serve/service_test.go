@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -805,5 +806,34 @@ func TestServiceShutdownCommitsBatchInFlight(t *testing.T) {
 	p, err := client.XPending(context.Background(), keys.Groups, stream.AdvantageGroup).Result()
 	if err != nil || p.Count != 0 {
 		t.Errorf("pending after the shutdown: %+v %v", p, err)
+	}
+}
+
+// A service whose Redis is unreachable does not wait forever to start: Run
+// gives up after StartRetry, naming the consumer group it could not create.
+func TestServiceStartGivesUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	client := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	defer client.Close()
+	opts := testServiceOptions("gone")
+	opts.StartRetry = 300 * time.Millisecond
+	svc, err := New(client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = svc.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "create consumer group advantage") || !strings.Contains(err.Error(), "gave up after retrying for 300ms") {
+		t.Fatalf("Run with Redis gone: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Run returned only when the test's deadline passed (%v)", time.Since(start))
 	}
 }
