@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -31,16 +30,9 @@ func newVersionCmd() *cobra.Command {
 		Example: "  toolrl version",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := version
-			if info, ok := debug.ReadBuildInfo(); ok && v == "dev" {
-				for _, s := range info.Settings {
-					if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-						v = "dev-" + s.Value[:12]
-					}
-				}
-			}
+			v, rev := build().Names()
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "toolrl %s\n%s %s/%s\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintf(out, "toolrl %s (revision %s)\n%s %s/%s\n", v, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			if err := ort.Init(); err != nil {
 				return fmt.Errorf("onnxruntime: %w", err)
 			}

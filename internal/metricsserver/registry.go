@@ -33,10 +33,11 @@ func NewRegistry(b Build) *prometheus.Registry {
 	return reg
 }
 
-// buildInfo is the toolrl_build_info gauge, always 1, its labels naming
-// the build.
-func buildInfo(b Build) prometheus.Collector {
-	version, revision := b.Version, b.Revision
+// Names returns the build's version and revision as toolrl_build_info and
+// `toolrl version` show them: the revision falls back to the vcs.revision
+// Go stamped into the binary, and either is "unknown" when nothing says.
+func (b Build) Names() (version, revision string) {
+	version, revision = b.Version, b.Revision
 	if revision == "" {
 		revision = vcsRevision()
 	}
@@ -46,6 +47,13 @@ func buildInfo(b Build) prometheus.Collector {
 	if revision == "" {
 		revision = "unknown"
 	}
+	return version, revision
+}
+
+// buildInfo is the toolrl_build_info gauge, always 1, its labels naming
+// the build.
+func buildInfo(b Build) prometheus.Collector {
+	version, revision := b.Names()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "toolrl_build_info",
 		Help: "Always 1; the labels name the toolrl build: version (git describe), revision (git commit) and goversion (the Go toolchain).",
