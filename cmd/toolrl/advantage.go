@@ -175,11 +175,13 @@ func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string
 	}
 	start := time.Now()
 	st, err := offline.Run(ctx, src, dst, opts)
-	if cerr := dst.Close(); err == nil && cerr != nil {
+	if err != nil || ctx.Err() != nil {
+		export.Abort(dst) // the file at --out is replaced only on success
+	} else if cerr := dst.Close(); cerr != nil {
 		err = fmt.Errorf("advantage: close %s: %w", out, cerr)
 	}
 	if ctx.Err() != nil {
-		return exitError{code: exitInterrupted, err: fmt.Errorf("advantage interrupted; %s is incomplete", out)}
+		return exitError{code: exitInterrupted, err: fmt.Errorf("advantage interrupted; %s not written", out)}
 	}
 	if err != nil {
 		return fmt.Errorf("advantage: %w", err)

@@ -81,3 +81,22 @@ func TestExportFailureLeavesOutputUntouched(t *testing.T) {
 		untouched("--stream " + which + " of a job without it")
 	}
 }
+
+// A failed offline advantage pass leaves an existing --out as it was (#30).
+func TestAdvantageFailureLeavesOutputUntouched(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "bad.jsonl"), filepath.Join(dir, "adv.jsonl")
+	const content = "{\"precious\": true}\n"
+	if err := os.WriteFile(in, []byte("{bad\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runToolrl(t, "advantage", "--in", in, "--out", out); err == nil {
+		t.Fatal("advantage over a corrupt input: no error")
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != content {
+		t.Errorf("--out is now %q (%v), want it untouched", got, err)
+	}
+}
