@@ -129,6 +129,10 @@ func Load(ctx context.Context, opts LoadOptions) (*Policy, error) {
 		p.Close()
 		return nil, fmt.Errorf("load policy %s: tokenizer has %d tokens but the model's logits have %d", opts.Dir, v, p.io.vocab)
 	}
+	if err := p.checkFinite(ctx); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -47,6 +47,10 @@ type Options struct {
 	// Temperature is used for records that carry none (schema v1); nil
 	// makes such a record an error.
 	Temperature *float64
+	// SkipNonFinite skips an update whose loss, gradient norm or weights are
+	// not finite (restoring the weights and optimiser, counting it in
+	// Metrics.SkippedNonFinite) instead of failing with a NonFiniteError.
+	SkipNonFinite bool
 }
 
 // DefaultOptions returns the defaults documented on Options.
@@ -196,6 +200,9 @@ type Metrics struct {
 	Mismatch      Mismatch       `json:"rollout_mismatch"`
 	Seconds       float64        `json:"seconds"`
 	TokensPerS    float64        `json:"tokens_per_s"`
+	// SkippedNonFinite is 1 for an update skipped because it diverged
+	// (Options.SkipNonFinite): nothing trained, the weights as before.
+	SkippedNonFinite int `json:"skipped_non_finite,omitempty"`
 }
 
 // sample is one record made ready to train.
@@ -318,6 +325,7 @@ func (l *Learner) Update(ctx context.Context, records []traj.AdvantageRecord) (M
 	}
 	var tokSum struct{ entropy, kl, klTokens, ratio, adv, high, low, dual, grad float64 }
 	var mismatchSeen bool
+	snap := l.takeSnapshot() // nil unless SkipNonFinite
 	for epoch := range l.opts.Epochs {
 		order := rand.New(rand.NewPCG(l.opts.Seed, uint64(l.updates)<<16|uint64(epoch))).Perm(len(samples))
 		for mb := range l.opts.Minibatches {
@@ -338,9 +346,15 @@ func (l *Learner) Update(ctx context.Context, records []traj.AdvantageRecord) (M
 				mismatchSeen = true
 			}
 			norm := l.model.ClipGrad(l.opts.ClipNorm)
+			if err := l.checkStep(st.Loss, norm); err != nil {
+				return l.refuse(met, snap, err)
+			}
 			l.step++
 			lr := l.lr()
 			l.model.AdamW(l.adam, lr, l.step)
+			if err := l.checkWeights(); err != nil {
+				return l.refuse(met, snap, err)
+			}
 			met.Steps++
 			met.LR = lr
 			w := float64(st.Tokens)

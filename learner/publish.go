@@ -104,6 +104,11 @@ func ReadBase(dir string, cfg llama.Config) (Base, error) {
 // another trainer reads).
 func (l *Learner) Publish(ctx context.Context, store *policystore.Store, base Base, consumed []string, records int) (policystore.Version, error) {
 	next := l.version + 1
+	// Never a diverged policy: actors would sample garbage from it, and
+	// latest would point to it.
+	if err := l.checkWeights(); err != nil {
+		return policystore.Version{}, fmt.Errorf("learner: publish version %d: %w", next, err)
+	}
 	st := State{Schema: StateSchema, Version: next, Steps: l.step, Updates: l.updates, Consumed: consumed, Records: records, Base: base.Dir, Iteration: l.iteration,
 		RolloutQuantization: base.RolloutQuantization.String()}
 	if p := l.model.Precision(); p != train.Float32 {

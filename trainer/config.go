@@ -123,7 +123,10 @@ type LearnerConfig struct {
 	LossNormLength   *int     `yaml:"loss_norm_length"`
 	MaxStaleness     *int64   `yaml:"max_staleness"`
 	MicroBatchTokens *int     `yaml:"micro_batch_tokens"`
-	Seed             *uint64  `yaml:"seed"`
+	// SkipNonFinite skips a diverged update (learner.Options.SkipNonFinite)
+	// instead of stopping the run.
+	SkipNonFinite bool    `yaml:"skip_non_finite"`
+	Seed          *uint64 `yaml:"seed"`
 	// RefModel is the reference of the KL term (default: the rollout model,
 	// version 0). Relative to the file.
 	RefModel string `yaml:"ref_model"`
@@ -335,6 +338,7 @@ func (c *Config) LearnerOptions() (learner.Options, error) {
 	setF(&o.Loss.KLBeta, l.KLBeta)
 	setI(&o.Loss.NormLength, l.LossNormLength)
 	setI(&o.MicroBatchTokens, l.MicroBatchTokens)
+	o.SkipNonFinite = l.SkipNonFinite
 	if l.LossAgg != "" {
 		agg, err := learner.ParseAggregation(l.LossAgg)
 		if err != nil {

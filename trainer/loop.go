@@ -418,6 +418,7 @@ func (r *run) iterate(ctx context.Context, k int, groups []traj.Group, sum *orch
 	m.Advantage.Seconds = time.Since(t).Seconds()
 	m.Seconds.Advantage = m.Advantage.Seconds
 	t = time.Now()
+	r.learner.SetIteration(k) // before Update: a diverged update names its iteration
 	met, err := r.learner.Update(ctx, records)
 	if err != nil {
 		return m, fmt.Errorf("learner update: %w", err)
@@ -440,7 +441,6 @@ func (r *run) iterate(ctx context.Context, k int, groups []traj.Group, sum *orch
 		return m, nil
 	}
 	t = time.Now()
-	r.learner.SetIteration(k)
 	v, err := r.learner.Publish(ctx, r.store, r.base, nil, len(records))
 	if err != nil {
 		return m, err

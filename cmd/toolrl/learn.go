@@ -126,6 +126,7 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 	fs.Int64Var(&o.MaxStaleness, "max-staleness", o.MaxStaleness, "drop records more than this many versions behind the learner (negative: no bound)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "minibatch order seed")
 	fs.IntVar(&o.MicroBatchTokens, "micro-batch-tokens", o.MicroBatchTokens, "tokens per forward/backward pass (gradients accumulate over a minibatch)")
+	fs.BoolVar(&o.SkipNonFinite, "skip-non-finite", false, "skip (and count) an update whose loss, gradient or weights are not finite, instead of stopping")
 	return cmd
 }
 
