@@ -15,6 +15,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/toolrl/toolrl/internal/atomicfile"
 )
 
 // Options size the charts.
@@ -388,29 +390,4 @@ func (iterationTicks) Ticks(min, max float64) []plot.Tick {
 
 // writeFile replaces path with data through a temporary file in the same
 // folder, so that a viewer never opens a half-written chart.
-func writeFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if err := f.Chmod(0o644); err != nil { // CreateTemp makes it 0600
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
+func writeFile(path string, data []byte) error { return atomicfile.WriteFile(path, data) }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/chat"
+	"github.com/toolrl/toolrl/internal/atomicfile"
 )
 
 // Settings fingerprint (resume with other settings). An output records the
@@ -421,27 +422,6 @@ func (f fileSettings) recordSettings(_ context.Context, s *Settings, _ bool) (*S
 	return s, writeFileAtomic(SettingsPath(f.out), append(data, '\n'))
 }
 
-// writeFileAtomic writes data beside path, syncs it and renames it over
-// path, so a reader sees the old file or the new one, never part of one.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename: nothing to remove
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+// writeFileAtomic replaces path with data (atomicfile: a reader sees the
+// old file or the new one, never part of one).
+func writeFileAtomic(path string, data []byte) error { return atomicfile.WriteFile(path, data) }

@@ -3,8 +3,8 @@ package orchestrator
 import (
 	"encoding/json"
 	"maps"
-	"os"
-	"path/filepath"
+
+	"github.com/toolrl/toolrl/internal/atomicfile"
 )
 
 // SummarySchema names the layout of SummaryJSON; a change that renames or
@@ -151,21 +151,5 @@ func (s *Summary) WriteJSONFile(path, out string, runErr error) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename: nothing there
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, append(data, '\n'))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/internal/atomicfile"
 	"github.com/toolrl/toolrl/internal/ort"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -426,7 +427,7 @@ func runBenchActor(ctx context.Context, w io.Writer, f benchActorFlags) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(f.jsonOut, append(b, '\n'), 0o644); err != nil {
+		if err := atomicfile.WriteFile(f.jsonOut, append(b, '\n')); err != nil {
 			return fmt.Errorf("bench actor: %w", err)
 		}
 	}

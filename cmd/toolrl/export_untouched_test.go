@@ -100,3 +100,30 @@ func TestAdvantageFailureLeavesOutputUntouched(t *testing.T) {
 		t.Errorf("--out is now %q (%v), want it untouched", got, err)
 	}
 }
+
+// A whole-file output is replaced by a rename, never truncated and
+// rewritten in place (#30): an earlier output hard-linked elsewhere (a copy
+// kept with cp -l, a snapshot) keeps its content. Before, plot --table
+// truncated the shared file.
+func TestPlotTableReplacesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "calc-smoke")
+	writePlotRun(t, run, 6, 0)
+	table, kept := filepath.Join(dir, "table.md"), filepath.Join(dir, "kept.md")
+	const old = "the table of an earlier run\n"
+	if err := os.WriteFile(kept, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(kept, table); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	if _, stderr, err := runToolrl(t, "plot", run, "--table", table); err != nil {
+		t.Fatalf("plot: %v\n%s", err, stderr)
+	}
+	if got, _ := os.ReadFile(kept); string(got) != old {
+		t.Errorf("the earlier table, linked elsewhere, is now %q", got)
+	}
+	if got, _ := os.ReadFile(table); len(got) == 0 || string(got) == old {
+		t.Errorf("--table holds %q, want the new table", got)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/curves"
+	"github.com/toolrl/toolrl/internal/atomicfile"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/orchestrator"
@@ -77,15 +78,7 @@ of the RL set: a larger --n for test adds prompts that may overlap them.`,
 			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 				return fmt.Errorf("model data: %w", err)
 			}
-			f, err := os.Create(out)
-			if err != nil {
-				return fmt.Errorf("model data: %w", err)
-			}
-			if err := calcdata.WritePrompts(f, split, problems); err != nil {
-				f.Close()
-				return fmt.Errorf("model data %s: %w", out, err)
-			}
-			if err := f.Close(); err != nil {
+			if err := atomicfile.Write(out, func(w io.Writer) error { return calcdata.WritePrompts(w, split, problems) }); err != nil {
 				return fmt.Errorf("model data %s: %w", out, err)
 			}
 			easy := 0

@@ -3,14 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/curves"
+	"github.com/toolrl/toolrl/internal/atomicfile"
 )
 
 func newPlotCmd() *cobra.Command {
@@ -82,14 +83,7 @@ where; files are replaced.`,
 			}
 			w := cmd.OutOrStdout()
 			if table != "" {
-				f, err := os.Create(table)
-				if err != nil {
-					return fmt.Errorf("plot: --table: %w", err)
-				}
-				err = curves.WriteTable(f, runs)
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
+				err := atomicfile.Write(table, func(w io.Writer) error { return curves.WriteTable(w, runs) })
 				if err != nil {
 					return fmt.Errorf("plot: --table %s: %w", table, err)
 				}
