@@ -12,7 +12,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -149,28 +148,35 @@ type source struct {
 
 func parsePackage(dir string) (*source, error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
-		return nil, fmt.Errorf("schemadoc: parse %s: %w", dir, err)
+		return nil, fmt.Errorf("schemadoc: list %s: %w", dir, err)
+	}
+	var files []*ast.File
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return nil, fmt.Errorf("schemadoc: parse %s: %w", path, err)
+		}
+		files = append(files, f)
 	}
 	s := &source{structs: map[string]*ast.StructType{}}
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok {
-					continue
-				}
-				if g.Tok == token.CONST {
-					s.consts = append(s.consts, g)
-				}
-				for _, spec := range g.Specs {
-					if ts, ok := spec.(*ast.TypeSpec); ok {
-						if st, ok := ts.Type.(*ast.StructType); ok {
-							s.structs[ts.Name.Name] = st
-						}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			if g.Tok == token.CONST {
+				s.consts = append(s.consts, g)
+			}
+			for _, spec := range g.Specs {
+				if ts, ok := spec.(*ast.TypeSpec); ok {
+					if st, ok := ts.Type.(*ast.StructType); ok {
+						s.structs[ts.Name.Name] = st
 					}
 				}
 			}
@@ -211,8 +217,7 @@ func jsonTable(b *bytes.Buffer, src *source, t reflect.Type, what string) error 
 	}
 	docs := fieldDocs(st)
 	fmt.Fprintf(b, "\n### %s\n\n%s (Go: traj.%s).\n\n| field | type | Go field | meaning |\n|---|---|---|---|\n", t.Name(), upperFirst(what), t.Name())
-	var rows func(t reflect.Type, prefix string) error
-	rows = func(t reflect.Type, prefix string) error {
+	rows := func(t reflect.Type) error {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			tag := f.Tag.Get("json")
@@ -234,7 +239,7 @@ func jsonTable(b *bytes.Buffer, src *source, t reflect.Type, what string) error 
 		}
 		return nil
 	}
-	return rows(t, "")
+	return rows(t)
 }
 
 func upperFirst(s string) string {

@@ -117,7 +117,7 @@ func TestStripControl(t *testing.T) {
 // a tool's error is its result, and results are training data (#30).
 func TestErrorsHideURLSecrets(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "upstream down", 503)
+		http.Error(w, "upstream down", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
 	dead := httptest.NewServer(http.NotFoundHandler())
