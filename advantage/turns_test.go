@@ -1,12 +1,11 @@
 package advantage
 
 import (
-	"os"
 	"slices"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/traj"
-	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // parallelGroup is traj's parallel-calls fixture (a turn of two calls
@@ -14,14 +13,7 @@ import (
 // reference logprobs so that KL can be folded in.
 func parallelGroup(t *testing.T) traj.Group {
 	t.Helper()
-	data, err := os.ReadFile("../traj/testdata/parallel-calls-group.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := wire.DecodeGroup(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testsupport.ReadGroup(t, "../traj/testdata/parallel-calls-group.json")
 	for i := range g.Trajectories {
 		tr := &g.Trajectories[i]
 		tr.RefLogprobs = make([]float32, len(tr.LossMask))

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/traj"
-	"github.com/toolrl/toolrl/traj/wire"
 )
 
 func TestSummaryCountsAndHistogram(t *testing.T) {
@@ -116,14 +116,7 @@ func TestScanRewardParts(t *testing.T) {
 // makes one, then two unanswered) turns are counted as turns, not model
 // segments: 4 turns, 5 calls, 3 results.
 func TestSummaryCountsParallelCalls(t *testing.T) {
-	data, err := os.ReadFile("../traj/testdata/parallel-calls-group.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := wire.DecodeGroup(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testsupport.ReadGroup(t, "../traj/testdata/parallel-calls-group.json")
 	s := NewSummary(Trajectories)
 	for i := range g.Trajectories {
 		s.AddTrajectory(&g.Trajectories[i])

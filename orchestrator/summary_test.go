@@ -3,12 +3,11 @@ package orchestrator
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/traj"
-	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // TestSummaryPairsParallelCalls: the rollout summary classifies each call
@@ -16,14 +15,7 @@ import (
 // where its model segment ends), counts calling turns and the most calls in
 // one, and says so in its text only when a turn made several.
 func TestSummaryPairsParallelCalls(t *testing.T) {
-	data, err := os.ReadFile("../traj/testdata/parallel-calls-group.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := wire.DecodeGroup(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testsupport.ReadGroup(t, "../traj/testdata/parallel-calls-group.json")
 	// Call 1 of turn 0 failed, call 2 succeeded: the old pairing (the tool
 	// segment starting where the model segment ends) gave call 2 call 1's
 	// result and call 1 none.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
@@ -66,14 +67,7 @@ func TestRewardOneCallPerTurnUnchanged(t *testing.T) {
 			line(path+" "+tr.ID, &tr)
 		}
 	}
-	data, err := os.ReadFile("../advantage/testdata/calc-demo-group.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := wire.DecodeGroup(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testsupport.ReadGroup(t, "../advantage/testdata/calc-demo-group.json")
 	for i := range g.Trajectories {
 		tr := &g.Trajectories[i]
 		def.Score(tr, tr.Answer)

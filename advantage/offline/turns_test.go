@@ -1,26 +1,18 @@
 package offline
 
 import (
-	"os"
 	"reflect"
 	"testing"
 
 	"github.com/toolrl/toolrl/advantage"
-	"github.com/toolrl/toolrl/traj/wire"
+	"github.com/toolrl/toolrl/internal/testsupport"
 )
 
 // TestOfflineParallelCalls: the offline pass reads trajectories whose turns
 // hold several calls (traj's parallel-calls fixture) and writes, in process
 // mode, the records advantage.Compute gives their group: one step per turn.
 func TestOfflineParallelCalls(t *testing.T) {
-	data, err := os.ReadFile("../../traj/testdata/parallel-calls-group.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := wire.DecodeGroup(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testsupport.ReadGroup(t, "../../traj/testdata/parallel-calls-group.json")
 	cfg := advantage.DefaultConfig()
 	cfg.Mode, cfg.MaxStaleness = advantage.ModeProcess, -1
 	want, _, err := advantage.Compute(&g, cfg)

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
-	"github.com/toolrl/toolrl/traj/wire"
 )
 
 // TestServiceParallelCalls: a group whose turns hold several calls (traj's
@@ -20,14 +18,7 @@ import (
 // process-mode records equal the offline pass's on the same trajectories:
 // the two agree on a step being a turn.
 func TestServiceParallelCalls(t *testing.T) {
-	data, err := os.ReadFile("../../traj/testdata/parallel-calls-group.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := wire.DecodeGroup(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testsupport.ReadGroup(t, "../../traj/testdata/parallel-calls-group.json")
 	job := g.JobID
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client := connectTest(t, r.URL())
