@@ -67,9 +67,8 @@ type Policy struct {
 	special        tokenizer.SpecialTokens
 	maxPositions   int
 	config         modelConfig // config.json, checked against the graph
-	defaults       Sampling
-	scoreBudget    int // logits bytes per scoring Run; 0: scoreLogitsBytes
-	prefillBudget  int // logits bytes per prefill Run; 0: prefillLogitsBytes
+	scoreBudget    int         // logits bytes per scoring Run; 0: scoreLogitsBytes
+	prefillBudget  int         // logits bytes per prefill Run; 0: prefillLogitsBytes
 }
 
 // Load opens the model folder described by opts. The ONNX file's inputs and
@@ -97,9 +96,6 @@ func Load(ctx context.Context, opts LoadOptions) (*Policy, error) {
 	}
 	if p.special, err = tokenizer.LoadSpecialFromConfig(opts.Dir, p.tok); err != nil {
 		return nil, fmt.Errorf("load policy %s: %w", opts.Dir, err)
-	}
-	if p.defaults, err = ReadGenerationConfig(opts.Dir); err != nil {
-		return nil, err
 	}
 
 	so, err := sessionOptions(opts)
@@ -366,11 +362,6 @@ func (p *Policy) Special() tokenizer.SpecialTokens { return p.special }
 
 // EOS returns the ids that end generation by default.
 func (p *Policy) EOS() []int32 { return append([]int32(nil), p.special.EOSIDs...) }
-
-// GenerationDefaults is the model folder's source of sampling settings
-// (ReadGenerationConfig): zero fields are unset. EOS is left nil, meaning the
-// policy's EOS ids.
-func (p *Policy) GenerationDefaults() Sampling { return p.defaults }
 
 // VocabSize is the width of the model's logits.
 func (p *Policy) VocabSize() int { return p.io.vocab }
