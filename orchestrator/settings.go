@@ -19,7 +19,7 @@ import (
 	"github.com/toolrl/toolrl/internal/atomicfile"
 )
 
-// Settings fingerprint (resume with other settings). An output records the
+// The settings record (resume with other settings). An output records the
 // settings of the run that created it: a file sink in a sidecar,
 // OUT.settings.json (SettingsPath), a Redis output in the job's settings key
 // (stream.Keys.Settings). A resumed run compares its own settings with the
@@ -419,9 +419,5 @@ func (f fileSettings) recordSettings(_ context.Context, s *Settings, _ bool) (*S
 	if err != nil {
 		return nil, err
 	}
-	return s, writeFileAtomic(SettingsPath(f.out), append(data, '\n'))
+	return s, atomicfile.WriteFile(SettingsPath(f.out), append(data, '\n'))
 }
-
-// writeFileAtomic replaces path with data (atomicfile: a reader sees the
-// old file or the new one, never part of one).
-func writeFileAtomic(path string, data []byte) error { return atomicfile.WriteFile(path, data) }
