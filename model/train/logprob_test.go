@@ -59,32 +59,46 @@ func TestLogprobGradientCheck(t *testing.T) {
 }
 
 func logprobGradientCheck(t *testing.T, m *Model) {
+	objective, lp := logprobObjective(t, m)
+	if err := m.BackwardLogprobs(lp, logprobWeights); err == nil {
+		t.Fatal("second BackwardLogprobs on one pass: no error")
+	}
+	checkGradient(t, m, objective, 5e-4)
+}
+
+// The temperatures and per-token weights of the logprob gradient checks.
+var (
+	logprobTemps   = []float64{0.7, 1.3, 1}
+	logprobWeights = []float64{0.9, -1.7, 0.4, 1.1, -0.6}
+)
+
+// logprobObjective leaves m's gradients those of Σ weights·logprobs of
+// tinyBatch at logprobTemps (BackwardLogprobs after a zeroed forward) and
+// returns that sum as a function of m's current weights, for a gradient
+// check, and the pass BackwardLogprobs consumed.
+func logprobObjective[F Float](t *testing.T, m *ModelOf[F]) (func() float64, *LogprobPass) {
+	t.Helper()
 	batch := tinyBatch()
-	temps := []float64{0.7, 1.3, 1}
-	weights := []float64{0.9, -1.7, 0.4, 1.1, -0.6}
 	objective := func() float64 {
-		lp, err := m.ForwardLogprobs(batch, temps)
+		lp, err := m.ForwardLogprobs(batch, logprobTemps)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var s float64
 		for i, l := range lp.Logprobs {
-			s += weights[i] * l
+			s += logprobWeights[i] * l
 		}
 		return s
 	}
 	m.ZeroGrad()
-	lp, err := m.ForwardLogprobs(batch, temps)
+	lp, err := m.ForwardLogprobs(batch, logprobTemps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.BackwardLogprobs(lp, weights); err != nil {
+	if err := m.BackwardLogprobs(lp, logprobWeights); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.BackwardLogprobs(lp, weights); err == nil {
-		t.Fatal("second BackwardLogprobs on one pass: no error")
-	}
-	checkGradient(t, m, objective, 5e-4)
+	return objective, lp
 }
 
 // TestLogprobBackwardMatchesStep: the SFT loss is −mean logprob at T = 1, so

@@ -65,28 +65,7 @@ func TestGradientCheckFloat64(t *testing.T) {
 // equals central differences to 1e-6 relative.
 func TestLogprobGradientCheckFloat64(t *testing.T) {
 	m := as64(t, tinyModel(t))
-	batch := tinyBatch()
-	temps := []float64{0.7, 1.3, 1}
-	weights := []float64{0.9, -1.7, 0.4, 1.1, -0.6}
-	objective := func() float64 {
-		lp, err := m.ForwardLogprobs(batch, temps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s float64
-		for i, l := range lp.Logprobs {
-			s += weights[i] * l
-		}
-		return s
-	}
-	m.ZeroGrad()
-	lp, err := m.ForwardLogprobs(batch, temps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.BackwardLogprobs(lp, weights); err != nil {
-		t.Fatal(err)
-	}
+	objective, _ := logprobObjective(t, m)
 	checkGradientWith(t, m, objective, 1e-5, 1e-8, 1e-6)
 }
 
