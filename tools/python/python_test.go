@@ -71,8 +71,7 @@ func TestRun(t *testing.T) {
 // strongest sandbox this host allows and with no namespaces at all (seccomp
 // and Landlock alone).
 func TestSandboxNoNetwork(t *testing.T) {
-	t.Run("best", func(t *testing.T) { testNoNetwork(t, Options{}) })
-	t.Run("no-namespaces", func(t *testing.T) { testNoNetwork(t, Options{skipModes: []string{"root", "user"}}) })
+	withAndWithoutNamespaces(t, testNoNetwork)
 }
 
 func testNoNetwork(t *testing.T, opts Options) {
@@ -112,8 +111,7 @@ for addr in [("127.0.0.1", %d), ("1.1.1.1", 53)]:
 // TestSandboxWritesConfined: the code can write in its own dir but not in a
 // world-writable dir outside it, nor in /tmp; with and without namespaces.
 func TestSandboxWritesConfined(t *testing.T) {
-	t.Run("best", func(t *testing.T) { testWritesConfined(t, Options{}) })
-	t.Run("no-namespaces", func(t *testing.T) { testWritesConfined(t, Options{skipModes: []string{"root", "user"}}) })
+	withAndWithoutNamespaces(t, testWritesConfined)
 }
 
 func testWritesConfined(t *testing.T, opts Options) {
@@ -455,8 +453,7 @@ func TestStaleTempDirsRemoved(t *testing.T) {
 // nor can ptrace, process_vm_readv and pidfd_getfd (another process's memory
 // and fds), with and without namespaces.
 func TestSandboxDeniesIOURing(t *testing.T) {
-	t.Run("best", func(t *testing.T) { testDeniesIOURing(t, Options{}) })
-	t.Run("no-namespaces", func(t *testing.T) { testDeniesIOURing(t, Options{skipModes: []string{"root", "user"}}) })
+	withAndWithoutNamespaces(t, testDeniesIOURing)
 }
 
 func testDeniesIOURing(t *testing.T, opts Options) {
@@ -494,8 +491,7 @@ print("pidfd_getfd", "OPENED" if libc.syscall(438, pfd, 1, 0) >= 0 else "denied"
 // close-on-exec (a secret, a log) is neither readable nor writable in the
 // sandbox, by its number or through /proc/self/fd (#30).
 func TestSandboxClosesInheritedFiles(t *testing.T) {
-	t.Run("best", func(t *testing.T) { testClosesInheritedFiles(t, Options{}) })
-	t.Run("no-namespaces", func(t *testing.T) { testClosesInheritedFiles(t, Options{skipModes: []string{"root", "user"}}) })
+	withAndWithoutNamespaces(t, testClosesInheritedFiles)
 }
 
 func testClosesInheritedFiles(t *testing.T, opts Options) {
@@ -668,8 +664,7 @@ func testDiesWithParent(t *testing.T, sig syscall.Signal, skip string) {
 // read another running call's program or files (#30); with and without
 // namespaces.
 func TestSandboxCallsDoNotSeeEachOther(t *testing.T) {
-	t.Run("best", func(t *testing.T) { testCallsDoNotSeeEachOther(t, Options{}) })
-	t.Run("no-namespaces", func(t *testing.T) { testCallsDoNotSeeEachOther(t, Options{skipModes: []string{"root", "user"}}) })
+	withAndWithoutNamespaces(t, testCallsDoNotSeeEachOther)
 }
 
 func testCallsDoNotSeeEachOther(t *testing.T, opts Options) {
@@ -773,8 +768,7 @@ except OSError as e:
 // while the interpreter, its standard library and system commands work
 // (#30); with and without namespaces.
 func TestSandboxHostFilesUnreadable(t *testing.T) {
-	t.Run("best", func(t *testing.T) { testHostFilesUnreadable(t, Options{}) })
-	t.Run("no-namespaces", func(t *testing.T) { testHostFilesUnreadable(t, Options{skipModes: []string{"root", "user"}}) })
+	withAndWithoutNamespaces(t, testHostFilesUnreadable)
 }
 
 func testHostFilesUnreadable(t *testing.T, opts Options) {
@@ -911,4 +905,12 @@ print("child", [subprocess.run(["echo", "ok"], capture_output=True, text=True).s
 	if !strings.Contains(out.Stdout, "child ['ok', 'ok', 'ok']") {
 		t.Errorf("a call failed to start a process while another was at its limit: %s%s", out.Stdout, out.Stderr)
 	}
+}
+
+// withAndWithoutNamespaces runs a sandbox test with the best isolation the
+// host gives ("best") and again without namespaces ("no-namespaces"), where
+// Landlock and seccomp must hold alone.
+func withAndWithoutNamespaces(t *testing.T, test func(*testing.T, Options)) {
+	t.Run("best", func(t *testing.T) { test(t, Options{}) })
+	t.Run("no-namespaces", func(t *testing.T) { test(t, Options{skipModes: []string{"root", "user"}}) })
 }
