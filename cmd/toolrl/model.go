@@ -1,22 +1,17 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/bytesize"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/model/safetensors"
@@ -161,12 +156,17 @@ func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
 		if !f.safetensors {
 			return usageErrorf("model build: --max-shard-size applies to --safetensors only")
 		}
-		if shardBytes, err = parseByteSize(f.maxShardSize); err != nil {
+		if shardBytes, err = bytesize.Parse(f.maxShardSize); err != nil {
 			return usageErrorf("model build: --max-shard-size %q: %v", f.maxShardSize, err)
 		}
 	}
 	if cmd.Flags().Changed("dtype") && !f.safetensors {
 		return usageErrorf("model build: --dtype is the dtype of model.safetensors and applies to --safetensors only (the ONNX graph's is --onnx-dtype)")
+	}
+	if f.random {
+		if _, err := llama.ShapeConfig(f.shape); err != nil {
+			return usageErrorf("model build: %v", err)
+		}
 	}
 	// The live heap is the float32 weights; every transposed or converted
 	// tensor is garbage once written. Go's default GOGC=100 lets the heap
@@ -180,182 +180,32 @@ func runModelBuild(cmd *cobra.Command, f modelBuildFlags) error {
 	}
 	start := time.Now()
 	progress := newBuildProgress(cmd.ErrOrStderr())
-	spec := llama.FolderSpec{ONNX: llama.ONNXOptions{External: ext, Quantize: quant, Float16: half, Progress: progress.update},
-		Safetensors: f.safetensors, SafetensorsDType: dtype, SafetensorsShardBytes: shardBytes}
-	source := ""
-
-	// The tokenizer: --tokenizer, else the checkpoint's, else the default.
-	tokPath := f.tokenizer
-	if tokPath == "" && f.fromSafetensors != "" {
-		if p := filepath.Join(f.fromSafetensors, "tokenizer.json"); modelBuildFileExists(p) {
-			tokPath = p
-		}
-	}
-	if tokPath != "" {
-		b, err := os.ReadFile(tokPath)
-		if err != nil {
-			return fmt.Errorf("model build: tokenizer: %w", err)
-		}
-		spec.TokenizerJSON = b
-		if b, err := modelBuildReadOptional(filepath.Join(filepath.Dir(tokPath), "tokenizer_config.json")); err != nil {
-			return fmt.Errorf("model build: %w", err)
-		} else {
-			spec.TokenizerConfig = b
-		}
-	}
-
-	if f.random {
-		cfg, err := llama.ShapeConfig(f.shape)
-		if err != nil {
-			return usageErrorf("model build: %v", err)
-		}
-		if spec.TokenizerJSON != nil {
-			bos, eos, pad, size, err := llama.TokenizerSpecials(spec.TokenizerJSON, spec.TokenizerConfig)
-			if err != nil {
-				return fmt.Errorf("model build: %s: %w", tokPath, err)
-			}
-			cfg.BOSTokenID, cfg.EOSTokenID, cfg.PadTokenID = bos, eos, pad
-			if size > cfg.VocabSize {
-				grown := (size + 63) / 64 * 64
-				fmt.Fprintf(cmd.ErrOrStderr(), "model build: tokenizer has %d tokens; vocab_size %d -> %d\n", size, cfg.VocabSize, grown)
-				cfg.VocabSize = grown
-			}
-		}
-		w, err := llama.RandomWeights(cfg, f.seed)
-		if err != nil {
-			return fmt.Errorf("model build: %w", err)
-		}
-		spec.Config, spec.Weights = cfg, w
-		source = fmt.Sprintf("random (shape %s, seed %d)", f.shape, f.seed)
-	} else {
-		cfg, err := llama.LoadConfig(f.fromSafetensors)
-		if err != nil {
-			return fmt.Errorf("model build: %w", err)
-		}
-		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("model build: %s: %w", filepath.Join(f.fromSafetensors, "config.json"), err)
-		}
-		ck, err := describeCheckpoint(f.fromSafetensors)
-		if err != nil {
-			return fmt.Errorf("model build: %w", err)
-		}
-		w, err := llama.LoadSafetensorsProgress(f.fromSafetensors, cfg, progress.update)
-		if err != nil {
-			return fmt.Errorf("model build: %w", err)
-		}
-		spec.Config, spec.Weights = cfg, w
-		source = ck
-		if spec.TokenizerJSON == nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "model build: no tokenizer.json in %s and no --tokenizer: shipping the default byte-level tokenizer\n", f.fromSafetensors)
-		}
-		spec.ExtraFiles = map[string][]byte{}
-		// prompt_format.json and tools.yaml make a toolrl policy folder: a
-		// quantized copy for actors needs them as the original does.
-		for _, name := range []string{"generation_config.json", "special_tokens_map.json", "prompt_format.json", "tools.yaml"} {
-			b, err := modelBuildReadOptional(filepath.Join(f.fromSafetensors, name))
-			if err != nil {
-				return fmt.Errorf("model build: %w", err)
-			}
-			if b == nil {
-				continue
-			}
-			if name == "generation_config.json" {
-				spec.GenerationConfig = b
-			} else {
-				spec.ExtraFiles[name] = b
-			}
-		}
-	}
-
-	folder, err := llama.ReplaceFolder(f.out, spec)
+	opts := llama.BuildFolderOptions{FromSafetensors: f.fromSafetensors, Shape: f.shape, Seed: f.seed, Tokenizer: f.tokenizer,
+		Folder: llama.FolderSpec{ONNX: llama.ONNXOptions{External: ext, Quantize: quant, Float16: half, Progress: progress.update},
+			Safetensors: f.safetensors, SafetensorsDType: dtype, SafetensorsShardBytes: shardBytes},
+		Note: func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "model build: %s\n", s) }}
+	built, err := llama.BuildFolder(f.out, opts)
 	progress.finish()
 	if err != nil {
 		return fmt.Errorf("model build: %w", err)
 	}
-	cfg := spec.Config
-	precision := "float32"
-	switch {
-	case quant.Enabled():
-		precision = quant.String()
-	case half:
-		precision = "float16 (norms, softmax, RoPE in float32; float32 logits)"
-	}
-	var written int64
-	for _, name := range folder.Files {
-		st, err := os.Stat(filepath.Join(folder.Dir, name))
-		if err != nil {
-			return fmt.Errorf("model build: %w", err)
-		}
-		written += st.Size()
-	}
+	cfg, precision := built.Config, opts.Folder.ONNX.Precision()
 	// One summary a person reads: what went in, what came out, what it cost.
 	o := cmd.OutOrStdout()
-	fmt.Fprintf(o, "wrote %s in %.1fs: %s, %.1fM parameters, %s\n", folder.Dir, time.Since(start).Seconds(), cfg.ModelType, float64(cfg.NumParams())/1e6, precision)
+	fmt.Fprintf(o, "wrote %s in %.1fs: %s, %.1fM parameters, %s\n", built.Dir, time.Since(start).Seconds(), cfg.ModelType, float64(cfg.NumParams())/1e6, precision)
 	fmt.Fprintf(o, "  architecture  %d layers, hidden %d, %d heads (%d kv, head_dim %d), intermediate %d, vocab %d, %s embeddings\n",
 		cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.KVHeads(), cfg.HeadDimension(), cfg.IntermediateSize, cfg.VocabSize,
 		map[bool]string{true: "tied", false: "untied"}[cfg.TieWordEmbeddings])
-	fmt.Fprintf(o, "  weights in    %s\n", source)
+	fmt.Fprintf(o, "  weights in    %s\n", built.Source)
 	fmt.Fprintf(o, "  onnx          %s\n", precision)
-	fmt.Fprintf(o, "  written       %s in %d files\n", modelBuildSize(written), len(folder.Files))
+	fmt.Fprintf(o, "  written       %s in %d files\n", bytesize.Format(built.Bytes()), len(built.Files))
 	if rss := peakRSS(); rss > 0 {
-		fmt.Fprintf(o, "  peak RSS      %s\n", modelBuildSize(rss))
+		fmt.Fprintf(o, "  peak RSS      %s\n", bytesize.Format(rss))
 	}
-	for _, name := range folder.Files {
-		st, err := os.Stat(filepath.Join(folder.Dir, name))
-		if err != nil {
-			return fmt.Errorf("model build: %w", err)
-		}
-		fmt.Fprintf(o, "  %-36s %s\n", name, modelBuildSize(st.Size()))
+	for i, name := range built.Files {
+		fmt.Fprintf(o, "  %-36s %s\n", name, bytesize.Format(built.Sizes[i]))
 	}
 	return nil
-}
-
-// describeCheckpoint says what a safetensors checkpoint holds, for the
-// summary: its dtypes, shard count and bytes.
-func describeCheckpoint(dir string) (string, error) {
-	ck, err := safetensors.OpenDir(dir)
-	if err != nil {
-		return "", err
-	}
-	defer ck.Close()
-	dtypes := map[safetensors.DType]int64{}
-	files := map[string]bool{}
-	var total int64
-	for _, n := range ck.Names() {
-		info, _ := ck.Info(n)
-		dtypes[info.DType] += info.End - info.Begin
-		files[ck.File(n)] = true
-		total += info.End - info.Begin
-	}
-	var kinds []string
-	for dt := range dtypes {
-		kinds = append(kinds, string(dt))
-	}
-	sort.Strings(kinds)
-	shards := fmt.Sprintf("%d shards", len(files))
-	if len(files) == 1 {
-		shards = "1 file"
-	}
-	return fmt.Sprintf("%s: %s, %s, %s", dir, strings.Join(kinds, "+"), shards, modelBuildSize(total)), nil
-}
-
-// parseByteSize reads a size as save_pretrained's max_shard_size does:
-// a number with an optional unit, KB/MB/GB in powers of 1000, KiB/MiB/GiB in
-// powers of 1024 (no unit: bytes).
-func parseByteSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := len(t)
-	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
-		i--
-	}
-	num, unit := t[:i], strings.ToUpper(strings.TrimSpace(t[i:]))
-	mult := map[string]float64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-		"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}[unit]
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || mult == 0 || !(v > 0) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("want a positive size such as 500MB or 2GiB")
-	}
-	return int64(v * mult), nil
 }
 
 // buildProgress shows model build's read and write steps: a bar of bytes on
@@ -402,7 +252,7 @@ func (p *buildProgress) update(pr llama.Progress) {
 			return
 		}
 		p.logged = tenth
-		fmt.Fprintf(p.out, "model build: %s, %s of %s (%.1fs)\n", desc, modelBuildSize(pr.Bytes), modelBuildSize(pr.TotalBytes), time.Since(p.started).Seconds())
+		fmt.Fprintf(p.out, "model build: %s, %s of %s (%.1fs)\n", desc, bytesize.Format(pr.Bytes), bytesize.Format(pr.TotalBytes), time.Since(p.started).Seconds())
 	}
 }
 
@@ -442,27 +292,4 @@ func modelBuildQuantization(cmd *cobra.Command, f modelBuildFlags) (llama.Quanti
 		return q, usageErrorf("model build: --accuracy-level %d: want 0 or 4", f.accuracyLevel)
 	}
 	return q, nil
-}
-
-func modelBuildFileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
-
-// modelBuildReadOptional reads a file that may be absent (nil, nil).
-func modelBuildReadOptional(p string) ([]byte, error) {
-	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return b, err
-}
-
-func modelBuildSize(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	exp := int(math.Log(float64(n)) / math.Log(1024))
-	exp = min(exp, 4)
-	return fmt.Sprintf("%.1f %ciB", float64(n)/math.Pow(1024, float64(exp)), "KMGT"[exp-1])
 }

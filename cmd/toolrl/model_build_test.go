@@ -313,17 +313,3 @@ func TestModelBuildRefusesBadDTypeFlags(t *testing.T) {
 		wantUsageError(t, args, err, c.want...)
 	}
 }
-
-func TestParseByteSize(t *testing.T) {
-	for in, want := range map[string]int64{"500MB": 500e6, "2GiB": 2 << 30, "1.5 GB": 15e8, "4096": 4096, "10kib": 10240} {
-		got, err := parseByteSize(in)
-		if err != nil || got != want {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "MB", "-1GB", "1XB", "NaN"} {
-		if _, err := parseByteSize(in); err == nil {
-			t.Errorf("parseByteSize(%q) accepted", in)
-		}
-	}
-}

@@ -29,7 +29,7 @@ var layers = []struct {
 	name     string
 	packages []string
 }{
-	{"helpers the leaf libraries share", []string{"internal/urlredact", "internal/atomicfile"}},
+	{"helpers the leaf libraries share", []string{"internal/urlredact", "internal/atomicfile", "internal/bytesize"}},
 	{"data, formats and leaf libraries", []string{
 		"traj", "tokenizer", "tokenizer/internal/genunicode", "policystore",
 		"model/safetensors", "setting", "internal/ort", "internal/samefile", "internal/metricsserver", "internal/strictyaml", "internal/interrupt", "internal/fastmath", "chat",
