@@ -153,11 +153,7 @@ result record (as a trajectory stores it) is printed instead, on stdout.`,
 
 func callTool(ctx context.Context, reg *tools.Registry, name, rawArgs string, f toolsCallFlags, out, errOut io.Writer) error {
 	ex := tools.NewExecutor(reg, tools.ExecutorOptions{DefaultTimeout: f.timeout, MaxOutputTokens: f.maxOutput})
-	c := tools.Call{Name: name, Arguments: json.RawMessage(rawArgs), Raw: rawArgs}
-	if !json.Valid(c.Arguments) {
-		c.ErrorClass, c.Error = tools.ClassBadJSON, "arguments are not valid JSON"
-	}
-	res := ex.Execute(ctx, c)
+	res := ex.ExecuteText(ctx, name, rawArgs)
 	if f.asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -237,53 +233,24 @@ them is required: there is no default format.`,
 	return cmd
 }
 
-// parseTools prints the calls p finds in text. With exec it runs them and
-// prints what is injected after each: format's injection when a model folder
-// gave the format, else the call form's own.
+// parseTools prints the calls p finds in text, one JSON line each. With
+// exec it runs them and prints what is injected after each: format's
+// injection when a model folder gave the format, else the call form's own.
 func parseTools(ctx context.Context, reg *tools.Registry, p tools.Parser, form string, format orchestrator.Format, text string, exec bool, out io.Writer) error {
-	ex := tools.NewExecutor(reg, tools.ExecutorOptions{})
-	enc := json.NewEncoder(out)
-	chunk, done := text, true
-	for {
-		r := p.Add(chunk, done)
-		for _, c := range r.Calls {
-			line := struct {
-				Call   traj.ToolCall    `json:"call"`
-				Result *traj.ToolResult `json:"result,omitempty"`
-				Inject string           `json:"inject,omitempty"`
-			}{Call: c.Traj()}
-			if exec {
-				res := ex.Execute(ctx, c)
-				line.Result = &res
-				switch {
-				case format != nil:
-					turn, err := format.Injection([]traj.ToolResult{res})
-					if err != nil {
-						return fmt.Errorf("tools parse: inject the result of %s: %w", c.Name, err)
-					}
-					line.Inject = turn.Text
-				case form == tools.FormHermes:
-					line.Inject = tools.HermesInjection(res)
-				case form == tools.FormLlama3JSON || form == tools.FormMistral:
-					// The tool message's content: the model's chat template
-					// renders the turn around it (ipython, [TOOL_RESULTS]).
-					line.Inject = res.Content
-				default:
-					line.Inject = tools.BracketInjection(res)
-				}
-			}
-			if err := enc.Encode(line); err != nil {
-				return err
-			}
-		}
-		if r.Rest == "" {
-			if len(r.Calls) > 0 {
-				// A call ended the text: let the parser see the end.
-				chunk = ""
-				continue
-			}
-			return nil
-		}
-		chunk = r.Rest
+	var ex *tools.Executor
+	if exec {
+		ex = tools.NewExecutor(reg, tools.ExecutorOptions{})
 	}
+	inject := func(r traj.ToolResult) (string, error) { return tools.FormInjection(form, r), nil }
+	if format != nil {
+		inject = func(r traj.ToolResult) (string, error) {
+			turn, err := format.Injection([]traj.ToolResult{r})
+			return turn.Text, err
+		}
+	}
+	enc := json.NewEncoder(out)
+	if err := tools.ParseText(ctx, p, text, ex, inject, func(c tools.FoundCall) error { return enc.Encode(c) }); err != nil {
+		return fmt.Errorf("tools parse: %w", err)
+	}
+	return nil
 }
