@@ -3,9 +3,7 @@ package actor
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -282,64 +280,6 @@ func (p *Policy) checkConfig() error {
 		}
 	}
 	return nil
-}
-
-// ReadGenerationConfig reads the sampling settings of a model folder's
-// generation_config.json, as one source of a rollout job's sampling (see
-// Sampling): only the keys the file sets are set, so the rest fall through
-// to toolrl's defaults, not to transformers' (top_k 50 when sampling).
-// do_sample: false is Greedy (the sampling keys are then ignored, as
-// transformers ignores them); temperature 0 is Greedy too; max_new_tokens is
-// MaxNewTokens (per model turn, as in generate()). A folder without the file
-// sets nothing. Values out of range are an error naming the file and key.
-func ReadGenerationConfig(dir string) (Sampling, error) {
-	path := filepath.Join(dir, "generation_config.json")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Sampling{}, nil
-	}
-	if err != nil {
-		return Sampling{}, fmt.Errorf("load policy: %w", err)
-	}
-	var g struct {
-		DoSample     *bool    `json:"do_sample"`
-		Temperature  *float64 `json:"temperature"`
-		TopK         *int     `json:"top_k"`
-		TopP         *float64 `json:"top_p"`
-		MinP         *float64 `json:"min_p"`
-		MaxNewTokens *int     `json:"max_new_tokens"`
-	}
-	if err := json.Unmarshal(b, &g); err != nil {
-		return Sampling{}, fmt.Errorf("load policy: parse %s: %w", path, err)
-	}
-	var s Sampling
-	if g.MaxNewTokens != nil {
-		if *g.MaxNewTokens < 1 {
-			return Sampling{}, fmt.Errorf("load policy: %s: max_new_tokens %d, want ≥ 1", path, *g.MaxNewTokens)
-		}
-		s.MaxNewTokens = *g.MaxNewTokens
-	}
-	if g.DoSample != nil && !*g.DoSample {
-		s.Greedy = true
-		return s, nil
-	}
-	if g.Temperature != nil {
-		s.Temperature = *g.Temperature
-		s.Greedy = *g.Temperature == 0
-	}
-	if g.TopK != nil {
-		s.TopK = *g.TopK
-	}
-	if g.TopP != nil {
-		s.TopP = *g.TopP
-	}
-	if g.MinP != nil {
-		s.MinP = *g.MinP
-	}
-	if err := s.Validate(); err != nil {
-		return Sampling{}, fmt.Errorf("load policy: %s: %w", path, err)
-	}
-	return s, nil
 }
 
 // Close releases the ONNX Runtime session. The policy and every engine on

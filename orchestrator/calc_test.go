@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -21,8 +22,8 @@ func calcJob(t *testing.T, out string) Job {
 	if _, err := os.Stat(filepath.Join(model, "onnx", "model.onnx")); err != nil {
 		t.Fatalf("the default policy is missing: %v", err)
 	}
-	return Job{ID: "calc-test", Model: model, Prompts: filepath.Join(root, "data", "calc", "prompts.jsonl"),
-		Limit: 12, GroupSize: 4, Seed: 3, Batch: 16, Threads: 1, Out: out}
+	return Job{ID: setting.Of("calc-test"), Model: setting.Of(model), Prompts: setting.Of(filepath.Join(root, "data", "calc", "prompts.jsonl")),
+		Limit: setting.Of(12), GroupSize: setting.Of(4), Seed: setting.Of[uint64](3), Batch: setting.Of(16), Threads: setting.Of(1), Out: setting.Of(out)}
 }
 
 // TestRolloutOnTheDefaultPolicyExecutesCalls runs the real default policy:
@@ -90,7 +91,7 @@ func TestRolloutAsyncToolsGivesValidGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := calcJob(t, async)
-	job.AsyncTools = true
+	job.AsyncTools = setting.Of(true)
 	sum, err := quietRun(t, context.Background(), job, RunOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 )
 
@@ -57,7 +58,7 @@ func TestDistributedWorkersWriteEachGroupOnce(t *testing.T) {
 		}
 		feeds[i] = feed
 		jobSpec := tinyJob(model, "redis", srv.URL())
-		jobSpec.ID = job
+		jobSpec.ID = setting.Of(job)
 		g.Go(func() error {
 			s, err := quietRun(t, ctx, jobSpec, RunOptions{Feed: feed})
 			sums[i] = s

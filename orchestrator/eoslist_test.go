@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/tokenizer"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -52,8 +53,8 @@ func TestGenerationConfigEOSListStopsOnEveryID(t *testing.T) {
 	os.WriteFile(prompts, []byte(`{"id":"a","messages":[{"role":"user","content":"2+2?"}],"answer":"4"}`+"\n"+`{"id":"b","messages":[{"role":"user","content":"3+3?"}],"answer":"6"}`+"\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "eos.jsonl")
 	job := tinyJob(model, prompts, out)
-	job.Format = "chat"
-	job.Sampling.MaxNewTokens = 64
+	job.Format = setting.Of("chat")
+	job.Sampling.MaxNewTokens = setting.Of(64)
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}

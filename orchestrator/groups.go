@@ -28,7 +28,7 @@ func (r *runner) finished(ctx context.Context, sr *sampleRun) error {
 	}
 	written, err := r.sink.WriteGroup(ctx, &group)
 	if err != nil {
-		return fmt.Errorf("write group %s to %s: %w", g.id, DisplayOut(r.job.Out), err)
+		return fmt.Errorf("write group %s to %s: %w", g.id, DisplayOut(r.job.Out.Get()), err)
 	}
 	if err := r.feed.Done(ctx, g.prompt); err != nil {
 		return fmt.Errorf("mark prompt %s done: %w", g.prompt.Key(), err)
@@ -60,8 +60,8 @@ func (r *runner) buildGroup(ctx context.Context, g *groupRun) (traj.Group, []boo
 		// greedy: a learner recomputes them at it.
 		temperature := r.sampling.Temperature
 		t := traj.Trajectory{
-			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(r.job.ID, g.prompt.ID, g.prompt.Iteration, s.Index()),
-			JobID: r.job.ID, PromptID: g.prompt.ID, Iteration: g.prompt.Iteration, GroupID: g.id, GroupSize: len(g.samples),
+			Schema: traj.TrajectorySchema, ID: traj.TrajectoryID(r.job.ID.Get(), g.prompt.ID, g.prompt.Iteration, s.Index()),
+			JobID: r.job.ID.Get(), PromptID: g.prompt.ID, Iteration: g.prompt.Iteration, GroupID: g.id, GroupSize: len(g.samples),
 			SampleIndex: s.Index(), PolicyVersion: g.version, Seed: s.Seed(), Temperature: &temperature, Model: g.model,
 			Tokens: s.Tokens(), PromptLen: s.PromptLen(), LossMask: s.LossMask(), Logprobs: s.Logprobs(),
 			Segments: r.attachCalls(s, s.Segments(), sr.calls), FinishReason: sr.finish,

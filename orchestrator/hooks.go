@@ -63,7 +63,7 @@ func (r *runner) newDetectors() (func() actor.CallDetector, error) {
 	if ps == nil {
 		return func() actor.CallDetector { return newCallDetector(r.newParser(), r.format.TurnCalls()) }, nil
 	}
-	intervals := make([]int, r.job.GroupSize)
+	intervals := make([]int, r.job.GroupSize.Get())
 	for i := range intervals {
 		if intervals[i] = ps.Interval(i); intervals[i] <= 0 {
 			return nil, fmt.Errorf("pause schedule: sample %d: interval %d, want > 0", i, intervals[i])

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -62,7 +63,7 @@ func checkIterationGroups(t *testing.T, ts []traj.Trajectory, job Job, prompts [
 	var want []string
 	for _, k := range iterations {
 		for _, p := range prompts {
-			want = append(want, traj.GroupID(job.ID, p, k))
+			want = append(want, traj.GroupID(job.ID.Get(), p, k))
 		}
 	}
 	if !slices.Equal(order, want) {
@@ -70,24 +71,24 @@ func checkIterationGroups(t *testing.T, ts []traj.Trajectory, job Job, prompts [
 	}
 	for _, p := range prompts {
 		for _, k := range iterations {
-			members := byGroup[traj.GroupID(job.ID, p, k)]
-			if len(members) != job.GroupSize {
-				t.Fatalf("group %s has %d trajectories, want %d (written once)", traj.GroupID(job.ID, p, k), len(members), job.GroupSize)
+			members := byGroup[traj.GroupID(job.ID.Get(), p, k)]
+			if len(members) != job.GroupSize.Get() {
+				t.Fatalf("group %s has %d trajectories, want %d (written once)", traj.GroupID(job.ID.Get(), p, k), len(members), job.GroupSize.Get())
 			}
 			key := p
 			if k > 0 {
 				key = p + "@" + strconv.Itoa(k)
 			}
 			for i, tr := range members {
-				if tr.Iteration != k || tr.PromptID != p || tr.SampleIndex != i || tr.ID != traj.TrajectoryID(job.ID, p, k, i) {
+				if tr.Iteration != k || tr.PromptID != p || tr.SampleIndex != i || tr.ID != traj.TrajectoryID(job.ID.Get(), p, k, i) {
 					t.Errorf("trajectory %s: iteration %d prompt %s sample %d, want %d %s %d", tr.ID, tr.Iteration, tr.PromptID, tr.SampleIndex, k, p, i)
 				}
-				if want := actor.SampleSeed(job.Seed, key, i); tr.Seed != want {
+				if want := actor.SampleSeed(job.Seed.Get(), key, i); tr.Seed != want {
 					t.Errorf("trajectory %s: seed %d, want SampleSeed(job seed, %q, %d) = %d", tr.ID, tr.Seed, key, i, want)
 				}
 			}
 		}
-		first, later := byGroup[traj.GroupID(job.ID, p, 0)], byGroup[traj.GroupID(job.ID, p, iterations[len(iterations)-1])]
+		first, later := byGroup[traj.GroupID(job.ID.Get(), p, 0)], byGroup[traj.GroupID(job.ID.Get(), p, iterations[len(iterations)-1])]
 		same := true
 		for i := range first {
 			same = same && slices.Equal(first[i].Tokens, later[i].Tokens)
@@ -128,7 +129,7 @@ func TestIterationsOfOnePromptAreSeparateGroups(t *testing.T) {
 			if sum.GroupsWritten != 0 || sum.GroupsResumed != 2 {
 				t.Fatalf("iteration 1 again: wrote %d, resumed %d; want 0 and 2", sum.GroupsWritten, sum.GroupsResumed)
 			}
-			checkIterationGroups(t, readSink(t, out, job.ID), job, []string{"p00", "p01"}, []int{0, 1, 2})
+			checkIterationGroups(t, readSink(t, out, job.ID.Get()), job, []string{"p00", "p01"}, []int{0, 1, 2})
 		})
 	}
 }
@@ -157,7 +158,7 @@ func TestFedIterationsWriteEachGroupOnce(t *testing.T) {
 	for _, ext := range []string{".jsonl", ".parquet"} {
 		t.Run(ext, func(t *testing.T) {
 			job := tinyJob(model, "fed", filepath.Join(t.TempDir(), "fed"+ext))
-			job.Batch = 4 // one group at a time: the repeat comes after its first is written
+			job.Batch = setting.Of(4) // one group at a time: the repeat comes after its first is written
 			sum, err := quietRun(t, context.Background(), job, RunOptions{Feed: feed(0, 1, 2, 1)})
 			if err != nil {
 				t.Fatal(err)
@@ -172,7 +173,7 @@ func TestFedIterationsWriteEachGroupOnce(t *testing.T) {
 			if sum.GroupsWritten != 1 || sum.GroupsResumed != 1 {
 				t.Fatalf("second run: wrote %d, resumed %d; want 1 and 1", sum.GroupsWritten, sum.GroupsResumed)
 			}
-			checkIterationGroups(t, readSink(t, job.Out, job.ID), job, []string{"p00"}, []int{0, 1, 2, 3})
+			checkIterationGroups(t, readSink(t, job.Out.Get(), job.ID.Get()), job, []string{"p00"}, []int{0, 1, 2, 3})
 		})
 	}
 	// A fed prompt must name a group unambiguously.
@@ -274,7 +275,7 @@ func TestDistributedIterations(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobSpec := tinyJob(model, "redis", srv.URL())
-	jobSpec.ID = job
+	jobSpec.ID = setting.Of(job)
 	sum, err := quietRun(t, ctx, jobSpec, RunOptions{Feed: feed})
 	if err != nil {
 		t.Fatal(err)

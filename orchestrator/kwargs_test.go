@@ -10,6 +10,7 @@ import (
 	"github.com/toolrl/toolrl/chat"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/setting"
 )
 
 // TestChatTemplateKwargsAreASetting: a job file's chat_template_kwargs
@@ -46,7 +47,7 @@ func TestChatTemplateKwargsAreASetting(t *testing.T) {
 	os.WriteFile(prompts, []byte(`{"id":"m","messages":[{"role":"user","content":"2+2?"}],"answer":"4"}`+"\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "k.jsonl")
 	first := tinyJob(model, prompts, out)
-	first.Format = "chat"
+	first.Format = setting.Of("chat")
 	first.ChatTemplateKwargs, _ = chat.ParseKwargs(`{"enable_thinking": false}`)
 	if _, err := quietRun(t, context.Background(), first, RunOptions{}); err != nil {
 		t.Fatal(err)
@@ -76,15 +77,15 @@ func TestChatFormatRefusesAnotherToolCallFormat(t *testing.T) {
 	prompts := filepath.Join(t.TempDir(), "p.jsonl")
 	os.WriteFile(prompts, []byte(`{"id":"m","prompt":"2+2?","answer":"4"}`+"\n"), 0o644)
 	job := tinyJob(model, prompts, filepath.Join(t.TempDir(), "o.jsonl"))
-	job.Format, job.ToolCallFormat = "chat", "bracket"
-	job.Tools = filepath.Join(testsupport.RepoRoot(t), "tools", "testdata", "calc.yaml")
+	job.Format, job.ToolCallFormat = setting.Of("chat"), setting.Of("bracket")
+	job.Tools = setting.Of(filepath.Join(testsupport.RepoRoot(t), "tools", "testdata", "calc.yaml"))
 	_, err := quietRun(t, context.Background(), job, RunOptions{})
 	for _, want := range []string{"tool_call_format: bracket", chat.TemplateFile, "renders hermes calls"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want it to contain %q", err, want)
 		}
 	}
-	job.ToolCallFormat = "hermes"
+	job.ToolCallFormat = setting.Of("hermes")
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 		t.Errorf("tool_call_format: hermes with a Hermes template: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -30,8 +31,8 @@ func (*failingSink) WriteGroup(context.Context, *traj.Group) (bool, error) {
 func TestAsyncToolCallsEndWithRun(t *testing.T) {
 	model := tinyPolicy(t)
 	job := tinyJob(model, writePrompts(t, 3), filepath.Join(t.TempDir(), "unused.jsonl"))
-	job.GroupSize = 2
-	job.AsyncTools = true
+	job.GroupSize = setting.Of(2)
+	job.AsyncTools = setting.Of(true)
 	var (
 		mu      sync.Mutex
 		blocked []context.Context

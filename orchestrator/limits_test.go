@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -16,12 +17,12 @@ import (
 func TestLoadJobMaxToolCalls(t *testing.T) {
 	dir := t.TempDir()
 	for body, want := range map[string]int{
-		"":                                  DefaultMaxToolCalls,
-		"limits:\n  max_turns: 2\n":         DefaultMaxToolCalls,
+		"":                                  3,
+		"limits:\n  max_turns: 2\n":         3,
 		"limits:\n  max_tool_calls: 0\n":    0,
 		"limits:\n  max_tool_calls: 5\n":    5,
 		"limits:\n  max_tool_calls: -1\n":   -1,
-		"limits:\n  max_tool_calls: null\n": DefaultMaxToolCalls,
+		"limits:\n  max_tool_calls: null\n": 3,
 	} {
 		path := filepath.Join(dir, "job.yaml")
 		if err := os.WriteFile(path, []byte("model: m\nprompts: p.jsonl\n"+body), 0o644); err != nil {
@@ -41,7 +42,7 @@ func TestLoadJobMaxToolCalls(t *testing.T) {
 			t.Errorf("%q: %v", body, err)
 			continue
 		}
-		if got := *job.Limits.MaxToolCalls; got != want {
+		if got := job.Limits.MaxToolCalls.Get(); got != want {
 			t.Errorf("%q: max_tool_calls %d, want %d", body, got, want)
 		}
 	}
@@ -54,7 +55,7 @@ func TestLoadJobMaxToolCalls(t *testing.T) {
 func TestRolloutMaxToolCallsZeroExecutesNoCall(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "nocalls.jsonl")
 	job := calcJob(t, out)
-	job.Limits.MaxToolCalls = IntPtr(0)
+	job.Limits.MaxToolCalls = setting.Of(0)
 	sum, err := quietRun(t, context.Background(), job, RunOptions{})
 	if err != nil {
 		t.Fatal(err)

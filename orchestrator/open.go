@@ -19,22 +19,22 @@ import (
 func (r *runner) open(ctx context.Context) error {
 	job := r.job
 	var err error
-	r.pol, err = actor.Load(ctx, actor.LoadOptions{Dir: job.Model, Provider: job.Provider, IntraOpThreads: job.Threads})
+	r.pol, err = actor.Load(ctx, actor.LoadOptions{Dir: job.Model.Get(), Provider: job.Provider.Get(), IntraOpThreads: job.Threads.Get()})
 	if err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
-	if job.RefModel != "" {
-		r.ref, err = actor.Load(ctx, actor.LoadOptions{Dir: job.RefModel, Provider: job.Provider, IntraOpThreads: job.Threads})
+	if job.RefModel.Get() != "" {
+		r.ref, err = actor.Load(ctx, actor.LoadOptions{Dir: job.RefModel.Get(), Provider: job.Provider.Get(), IntraOpThreads: job.Threads.Get()})
 		if err != nil {
 			return fmt.Errorf("ref_model: %w", err)
 		}
 	}
-	r.model, err = modelRef(job.Model, r.pol)
+	r.model, err = modelRef(job.Model.Get(), r.pol)
 	if err != nil {
 		return err
 	}
 	if r.opts.Policy != nil {
-		if r.tokenizerHash, err = fileSHA256(filepath.Join(job.Model, "tokenizer.json")); err != nil {
+		if r.tokenizerHash, err = fileSHA256(filepath.Join(job.Model.Get(), "tokenizer.json")); err != nil {
 			return fmt.Errorf("model: %w", err)
 		}
 	}
@@ -45,18 +45,17 @@ func (r *runner) open(ctx context.Context) error {
 	if r.format, err = r.openFormat(); err != nil {
 		return err
 	}
-	if lim := MaxCallsPerTurn(r.format); lim > 0 && lim < r.job.Limits.MaxToolCallsPerTurn {
+	if lim := MaxCallsPerTurn(r.format); lim > 0 && lim < r.job.Limits.MaxToolCallsPerTurn.Get() {
 		// The template renders no more calls per turn: more could not be
 		// shown to the model as the conversation it sees at inference.
-		r.log.Info("per-turn call cap lowered to the chat template's", "max_tool_calls_per_turn", lim, "job", r.job.Limits.MaxToolCallsPerTurn)
-		r.job.Limits.MaxToolCallsPerTurn = lim
+		r.log.Info("per-turn call cap lowered to the chat template's", "max_tool_calls_per_turn", lim, "job", r.job.Limits.MaxToolCallsPerTurn.Get())
+		r.job.Limits.MaxToolCallsPerTurn.Set(lim, r.job.Limits.MaxToolCallsPerTurn.Source())
 		r.exec = r.newExecutor()
 	}
 	// Normalize resolved the job's sampling (flag > job > the model folder's
 	// generation_config.json > default); max_tokens bounds the whole
 	// response, injections included, also while sampling.
-	r.sampling = job.Sampling
-	r.sampling.MaxResponseTokens = job.Limits.MaxTokens
+	r.sampling = job.Decoding()
 	r.summary.Sampling = job.SamplingReport()
 	if h := r.opts.Hooks.Sampling; h != nil {
 		h(&r.sampling)
@@ -68,7 +67,7 @@ func (r *runner) open(ctx context.Context) error {
 	r.feed = r.opts.Feed
 	var prompts []Prompt
 	if r.feed == nil {
-		set, err := ReadPrompts(job.Prompts, job.Limit, job.SkipInvalid)
+		set, err := ReadPrompts(job.Prompts.Get(), job.Limit.Get(), job.SkipInvalid.Get())
 		if err != nil {
 			return fmt.Errorf("prompts: %w", err)
 		}
@@ -88,13 +87,13 @@ func (r *runner) open(ctx context.Context) error {
 	if err := r.checkSettings(ctx); err != nil {
 		return err
 	}
-	if *job.Resume {
+	if job.Resume.Get() {
 		// Resume keys by the versioned group id, so a rerun of iteration k
 		// skips k's written groups only. It applies to fed prompts too (the
 		// file sinks also need Resume before appending: it cuts a
 		// half-written group, and the Parquet sink keeps the old groups).
 		if r.done, err = r.sink.Resume(ctx); err != nil {
-			return fmt.Errorf("resume from %s: %w", DisplayOut(job.Out), err)
+			return fmt.Errorf("resume from %s: %w", DisplayOut(job.Out.Get()), err)
 		}
 	}
 	// The progress total: unknown (-1) for a feed such as a worker's, which
@@ -116,7 +115,7 @@ func (r *runner) open(ctx context.Context) error {
 		total = len(kept)
 	}
 	r.progress = NewProgress(r.opts.ProgressOut, total, r.log)
-	r.eng = actor.NewEngine(r.pol, actor.EngineOptions{MaxBatch: job.Batch})
+	r.eng = actor.NewEngine(r.pol, actor.EngineOptions{MaxBatch: job.Batch.Get()})
 	if h := r.opts.Hooks.Engine; h != nil {
 		h(r.eng)
 	}
@@ -127,7 +126,7 @@ func (r *runner) openSink(ctx context.Context) (Sink, error) {
 	if r.opts.Sink != nil {
 		return r.opts.Sink, nil
 	}
-	return OpenSink(ctx, r.job.Out, r.job.ID, !*r.job.Resume)
+	return OpenSink(ctx, r.job.Out.Get(), r.job.ID.Get(), !r.job.Resume.Get())
 }
 
 // openTools loads the registry: the job's tools file, else the model
@@ -154,10 +153,10 @@ func (r *runner) openTools(ctx context.Context) error {
 func (r *runner) newExecutor() *tools.Executor {
 	tok := r.pol.Tokenizer()
 	return tools.NewExecutor(r.registry, tools.ExecutorOptions{
-		GlobalLimit:           r.job.ToolConcurrency,
-		MaxCallsPerTurn:       r.job.Limits.MaxToolCallsPerTurn,
-		MaxCallsPerTrajectory: *r.job.Limits.MaxToolCalls,
-		NoCalls:               *r.job.Limits.MaxToolCalls == 0,
+		GlobalLimit:           r.job.ToolConcurrency.Get(),
+		MaxCallsPerTurn:       r.job.Limits.MaxToolCallsPerTurn.Get(),
+		MaxCallsPerTrajectory: r.job.Limits.MaxToolCalls.Get(),
+		NoCalls:               r.job.Limits.MaxToolCalls.Get() == 0,
 		Logger:                r.log,
 		CountTokens: func(s string) int {
 			ids, err := tok.Encode(s, false)
@@ -174,8 +173,8 @@ func (r *runner) openFormat() (Format, error) {
 		return r.opts.Hooks.Format, nil
 	}
 	job := r.job
-	return OpenFormat(job.Model, r.pol.Tokenizer(), FormatOptions{
-		Format: job.Format, ToolCallFormat: job.ToolCallFormat, System: job.SystemPrompt,
+	return OpenFormat(job.Model.Get(), r.pol.Tokenizer(), FormatOptions{
+		Format: job.Format.Get(), ToolCallFormat: job.ToolCallFormat.Get(), System: job.SystemPrompt.Get(),
 		Kwargs: job.ChatTemplateKwargs, Tools: r.registry.Specs(),
 	})
 }

@@ -66,8 +66,8 @@ func TestLoadJobExplicitTemperatureZeroIsGreedy(t *testing.T) {
 		if err := job.Normalize(); err != nil {
 			t.Fatal(err)
 		}
-		if job.Sampling.Temperature != want || job.Sampling.Greedy != (want == 0) {
-			t.Errorf("%q: temperature %g greedy %v, want %g", body, job.Sampling.Temperature, job.Sampling.Greedy, want)
+		if d := job.Decoding(); d.Temperature != want || d.Greedy != (want == 0) {
+			t.Errorf("%q: temperature %g greedy %v, want %g", body, d.Temperature, d.Greedy, want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/setting"
 )
 
 // TestRolloutFromQuantizedPolicy (#19.2): an actor sampling with a quantized
@@ -29,7 +30,7 @@ func TestRolloutFromQuantizedPolicy(t *testing.T) {
 			for _, ref := range []string{model, fp32} {
 				out := filepath.Join(t.TempDir(), "q.jsonl")
 				job := tinyJob(model, prompts, out)
-				job.RefModel = ref
+				job.RefModel = setting.Of(ref)
 				if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 					t.Fatal(err)
 				}

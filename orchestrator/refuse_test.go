@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 )
 
@@ -52,7 +53,7 @@ func TestOverLongPromptIsRefusedAlone(t *testing.T) {
 	model := tinyPolicy(t)
 	out := filepath.Join(t.TempDir(), "r.jsonl")
 	job := tinyJob(model, promptsWithLong(t, 4), out)
-	job.SkipInvalid = true
+	job.SkipInvalid = setting.Of(true)
 	var log lockedLog
 	sum, err := loggedRun(context.Background(), job, RunOptions{}, &log)
 	if err != nil {
@@ -112,7 +113,7 @@ func TestDistributedWorkerRefusesOverLongPromptAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := tinyJob(model, "redis", srv.URL())
-	spec.ID = job
+	spec.ID = setting.Of(job)
 	sum, err := quietRun(t, ctx, spec, RunOptions{Feed: feed})
 	if err != nil {
 		t.Fatalf("the worker failed on the over-long prompt: %v", err)
@@ -208,7 +209,7 @@ func TestWorkerSurvivesRedisRestart(t *testing.T) {
 	}
 	feed := &outageFeed{RedisFeed: rf, srv: srv, after: 3, killed: make(chan struct{})}
 	spec := tinyJob(model, "redis", srv.URL())
-	spec.ID = job
+	spec.ID = setting.Of(job)
 	type result struct {
 		sum *Summary
 		err error

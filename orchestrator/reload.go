@@ -115,7 +115,7 @@ func (r *runner) reload(ctx context.Context) {
 	r.eng.Close()
 	r.pol.Close()
 	r.pol, r.model, r.version = pol, model, ref.Version
-	r.eng = actor.NewEngine(pol, actor.EngineOptions{MaxBatch: r.job.Batch})
+	r.eng = actor.NewEngine(pol, actor.EngineOptions{MaxBatch: r.job.Batch.Get()})
 	elapsed := time.Since(start)
 	r.summary.addReload(ref.Version, elapsed)
 	r.log.Info("loaded policy version", "version", ref.Version, "dir", ref.Dir, "seconds", elapsed.Seconds())
@@ -152,9 +152,9 @@ func (r *runner) loadVersion(ctx context.Context, ref PolicyRef) (*actor.Policy,
 	}
 	if h != r.tokenizerHash {
 		return nil, traj.ModelRef{}, fmt.Errorf("%s differs from the running policy's (%s): the prompt format and tool markup were tokenized with it; a new tokenizer needs a new run",
-			tokPath, filepath.Join(r.job.Model, "tokenizer.json"))
+			tokPath, filepath.Join(r.job.Model.Get(), "tokenizer.json"))
 	}
-	pol, err := actor.Load(ctx, actor.LoadOptions{Dir: dir, Provider: r.job.Provider, IntraOpThreads: r.job.Threads})
+	pol, err := actor.Load(ctx, actor.LoadOptions{Dir: dir, Provider: r.job.Provider.Get(), IntraOpThreads: r.job.Threads.Get()})
 	if err != nil {
 		return nil, traj.ModelRef{}, err
 	}

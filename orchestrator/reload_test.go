@@ -18,6 +18,7 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -405,7 +406,7 @@ func TestGateWaitsForMinPolicyVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobSpec := tinyJob(model, "redis", srv.URL())
-	jobSpec.ID = job
+	jobSpec.ID = setting.Of(job)
 	type result struct {
 		sum *Summary
 		err error
@@ -487,7 +488,7 @@ func TestFollowingWorkerWaitsForNewEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobSpec := tinyJob(model, "redis", srv.URL())
-	jobSpec.ID = job
+	jobSpec.ID = setting.Of(job)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	type result struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -55,8 +56,8 @@ func writePrompts(t *testing.T, n int) string {
 }
 
 func tinyJob(model, prompts, out string) Job {
-	return Job{ID: "t", Model: model, Prompts: prompts, GroupSize: 4, Seed: 11, Batch: 8, Threads: 1,
-		Sampling: Sampling{Temperature: 1, MaxNewTokens: 24}, Out: out}
+	return Job{ID: setting.Of("t"), Model: setting.Of(model), Prompts: setting.Of(prompts), GroupSize: setting.Of(4), Seed: setting.Of[uint64](11), Batch: setting.Of(8), Threads: setting.Of(1),
+		Sampling: SamplingSpec{Temperature: setting.Of[float64](1), MaxNewTokens: setting.Of(24)}, Out: setting.Of(out)}
 }
 
 func quietRun(t *testing.T, ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
@@ -121,7 +122,7 @@ func TestRolloutWritesWholeValidGroupsAndIsReproducible(t *testing.T) {
 
 	// The same job with another batch size gives byte-identical output.
 	job := tinyJob(model, prompts, out2)
-	job.Batch = 4
+	job.Batch = setting.Of(4)
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,9 +131,9 @@ func TestRolloutWritesWholeValidGroupsAndIsReproducible(t *testing.T) {
 	if !sameTokens(t, out1, out2) {
 		t.Fatal("batch 8 and batch 4 sampled different tokens")
 	}
-	job.Batch = 8
+	job.Batch = setting.Of(8)
 	out3 := filepath.Join(dir, "c.jsonl")
-	job.Out = out3
+	job.Out = setting.Of(out3)
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestRolloutResumesAndCutsAHalfWrittenGroup(t *testing.T) {
 	prompts := writePrompts(t, 5)
 	out := filepath.Join(t.TempDir(), "r.jsonl")
 	job := tinyJob(model, prompts, out)
-	job.Limit = 3
+	job.Limit = setting.Of(3)
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestRolloutResumesAndCutsAHalfWrittenGroup(t *testing.T) {
 	if err := os.WriteFile(out, crashed, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	job.Limit = 0
+	job.Limit = setting.Of(0)
 	sum, err := quietRun(t, context.Background(), job, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +214,7 @@ func TestRolloutStopsCleanlyOnCancel(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "s.jsonl")
 	ctx, cancel := context.WithCancel(context.Background())
 	job := tinyJob(model, prompts, out)
-	job.Batch = 4
+	job.Batch = setting.Of(4)
 	feed := &cancelAfter{n: 3, cancel: cancel}
 	set, err := ReadPrompts(prompts, 0, false)
 	if err != nil {
@@ -261,7 +262,7 @@ func TestRolloutRejectsBadJobs(t *testing.T) {
 	model := tinyPolicy(t)
 	prompts := writePrompts(t, 2)
 	job := tinyJob(model, prompts, filepath.Join(t.TempDir(), "x.jsonl"))
-	job.Batch, job.GroupSize = 2, 4
+	job.Batch, job.GroupSize = setting.Of(2), setting.Of(4)
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err == nil || !strings.Contains(err.Error(), "batch") {
 		t.Errorf("batch < group size: %v", err)
 	}
@@ -271,7 +272,7 @@ func TestRolloutRejectsBadJobs(t *testing.T) {
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err == nil || !strings.Contains(err.Error(), bad+":2") {
 		t.Errorf("malformed prompt line: %v, want the file:line", err)
 	}
-	job.SkipInvalid = true
+	job.SkipInvalid = setting.Of(true)
 	sum, err := quietRun(t, context.Background(), job, RunOptions{})
 	if err != nil || sum.PromptsSkipped != 1 || sum.GroupsWritten != 1 {
 		t.Errorf("skip-invalid: %v, %+v", err, sum)
@@ -285,7 +286,7 @@ func TestRolloutWithoutResumeReplacesTheOutput(t *testing.T) {
 	job := tinyJob(model, prompts, out)
 	for range 2 {
 		no := false
-		job.Resume = &no
+		job.Resume = setting.Of(no)
 		if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -300,11 +301,11 @@ func TestRolloutToParquetResumes(t *testing.T) {
 	prompts := writePrompts(t, 4)
 	out := filepath.Join(t.TempDir(), "r.parquet")
 	job := tinyJob(model, prompts, out)
-	job.Limit = 2
+	job.Limit = setting.Of(2)
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	job.Limit = 0
+	job.Limit = setting.Of(0)
 	sum, err := quietRun(t, context.Background(), job, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -340,8 +341,8 @@ func TestRolloutWithReferenceModel(t *testing.T) {
 	for _, temperature := range []float64{1, 0.7} {
 		out := filepath.Join(t.TempDir(), "ref.jsonl")
 		job := tinyJob(model, writePrompts(t, 2), out)
-		job.RefModel = model
-		job.Sampling.Temperature = temperature
+		job.RefModel = setting.Of(model)
+		job.Sampling.Temperature = setting.Of(temperature)
 		if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -366,16 +367,16 @@ func TestRolloutRecordsTheSamplingTemperature(t *testing.T) {
 	prompts := writePrompts(t, 2)
 	for _, c := range []struct {
 		name     string
-		sampling Sampling
+		sampling SamplingSpec
 		want     float64
 	}{
-		{"T=0.7", Sampling{Temperature: 0.7}, 0.7},
-		{"default", Sampling{}, 1},
-		{"greedy", Sampling{Greedy: true, Temperature: 0.7}, 0},
+		{"T=0.7", SamplingSpec{Temperature: setting.Of(0.7)}, 0.7},
+		{"default", SamplingSpec{}, 1},
+		{"greedy", SamplingSpec{Greedy: setting.From(true, setting.Flag), Temperature: setting.Of(0.7)}, 0},
 	} {
 		out := filepath.Join(t.TempDir(), "temperature.jsonl")
 		job := tinyJob(model, prompts, out)
-		c.sampling.MaxNewTokens = 8
+		c.sampling.MaxNewTokens = setting.Of(8)
 		job.Sampling = c.sampling
 		if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 			t.Fatal(err)
@@ -412,7 +413,7 @@ func TestRolloutChatFormat(t *testing.T) {
 	os.WriteFile(prompts, []byte(`{"id":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"2+2?"}],"answer":"4"}`+"\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "chat.jsonl")
 	job := tinyJob(dir, prompts, out)
-	job.Format = "chat"
+	job.Format = setting.Of("chat")
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -451,9 +452,9 @@ func TestRolloutResponseCapOnDefaultPolicy(t *testing.T) {
 	afterInjection, turnCapped := 0, 0
 	for _, c := range []struct{ maxTokens, maxNew int }{{14, 64}, {17, 64}, {20, 64}, {23, 64}, {26, 64}, {64, 6}, {64, 9}} {
 		out := filepath.Join(t.TempDir(), "caps.jsonl")
-		job := Job{ID: "caps", Model: model, Prompts: filepath.Join(root, "data", "calc", "prompts.jsonl"), Limit: 6,
-			GroupSize: 4, Seed: 3, Batch: 24, Threads: 1, Out: out,
-			Sampling: Sampling{Temperature: 1, MaxNewTokens: c.maxNew}, Limits: Limits{MaxTokens: c.maxTokens}}
+		job := Job{ID: setting.Of("caps"), Model: setting.Of(model), Prompts: setting.Of(filepath.Join(root, "data", "calc", "prompts.jsonl")), Limit: setting.Of(6),
+			GroupSize: setting.Of(4), Seed: setting.Of[uint64](3), Batch: setting.Of(24), Threads: setting.Of(1), Out: setting.Of(out),
+			Sampling: SamplingSpec{Temperature: setting.Of[float64](1), MaxNewTokens: setting.Of(c.maxNew)}, Limits: Limits{MaxTokens: setting.Of(c.maxTokens)}}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		_, err := quietRun(t, ctx, job, RunOptions{})
 		cancel()

@@ -21,15 +21,15 @@ type RunOptions struct {
 	Logger *slog.Logger
 	// ProgressOut receives the progress bar or lines (default os.Stderr).
 	ProgressOut io.Writer
-	// Feed overrides reading job.Prompts.
+	// Feed overrides reading job.Prompts.Get().
 	Feed PromptFeed
-	// Sink overrides opening job.Out.
+	// Sink overrides opening job.Out.Get().
 	Sink Sink
 	// Abort, once closed, abandons in-flight groups at once (the second
 	// Ctrl-C). Cancelling Run's ctx only stops taking new prompts and lets
 	// in-flight groups finish. nil: never.
 	Abort <-chan struct{}
-	// Iteration is set on every prompt read from job.Prompts (Prompt.Iteration):
+	// Iteration is set on every prompt read from job.Prompts.Get() (Prompt.Iteration):
 	// the closed loop runs the same job once per iteration, and each run
 	// samples every prompt as a new group, job/prompt@Iteration (0, the
 	// default, is a plain rollout: job/prompt). Prompts from Feed carry
@@ -41,7 +41,7 @@ type RunOptions struct {
 	// new one and stamps its number on every later trajectory. It also opens
 	// the gate of prompts that need a newer version (Prompt.MinPolicyVersion).
 	// nil: the job's model is used for the whole run, and a prompt that needs
-	// a newer version than job.PolicyVersion is an error.
+	// a newer version than job.PolicyVersion.Get() is an error.
 	Policy PolicySource
 	// PolicyPoll is the least time between two polls of Policy (default
 	// 200 ms); a prompt that needs a newer version polls at once.
@@ -196,8 +196,8 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	if opts.ProgressOut == nil {
 		opts.ProgressOut = os.Stderr
 	}
-	if job.Batch < job.GroupSize {
-		return nil, fmt.Errorf("batch: %d is smaller than group_size %d; a group is decoded together", job.Batch, job.GroupSize)
+	if job.Batch.Get() < job.GroupSize.Get() {
+		return nil, fmt.Errorf("batch: %d is smaller than group_size %d; a group is decoded together", job.Batch.Get(), job.GroupSize.Get())
 	}
 	if opts.Iteration < 0 {
 		return nil, fmt.Errorf("iteration: %d, want ≥ 0", opts.Iteration)
@@ -205,11 +205,11 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	if opts.PolicyPoll <= 0 {
 		opts.PolicyPoll = defaultPolicyPoll
 	}
-	r := &runner{job: job, opts: opts, log: opts.Logger, summary: newSummary(job.ID), seen: map[string]bool{},
+	r := &runner{job: job, opts: opts, log: opts.Logger, summary: newSummary(job.ID.Get()), seen: map[string]bool{},
 		bySeq: map[*actor.Sequence]*sampleRun{}, correct: map[*sampleRun]bool{},
-		toolDone: make(chan toolOutcome, 4*job.Batch), toolStop: make(chan struct{}),
-		version: job.PolicyVersion, refused: map[int64]bool{}}
-	r.summary.PolicyVersion = job.PolicyVersion
+		toolDone: make(chan toolOutcome, 4*job.Batch.Get()), toolStop: make(chan struct{}),
+		version: job.PolicyVersion.Get(), refused: map[int64]bool{}}
+	r.summary.PolicyVersion = job.PolicyVersion.Get()
 	r.summary.Watching = opts.Policy != nil
 	defer r.close()
 	if err := r.open(ctx); err != nil {
@@ -228,7 +228,7 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	}
 	r.publish()
 	if cerr := r.sink.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("close sink %s: %w", DisplayOut(job.Out), cerr)
+		err = fmt.Errorf("close sink %s: %w", DisplayOut(job.Out.Get()), cerr)
 	}
 	r.sink = nil
 	return r.summary, err
@@ -239,7 +239,7 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 // flight.
 func (r *runner) loop(ctx context.Context) error {
 	// Work beyond the batch keeps the engine busy while sequences wait on tools.
-	maxInflight := 2 * r.job.Batch
+	maxInflight := 2 * r.job.Batch.Get()
 	// In-flight groups finish under drain even after ctx is cancelled, unless
 	// Abort is closed. drain ends with loop, which cancels any tool call still
 	// running (close then waits for it).
@@ -268,7 +268,7 @@ func (r *runner) loop(ctx context.Context) error {
 				r.reload(ctx)
 			}
 		}
-		for !stopping && r.next == nil && r.inflight+r.job.GroupSize <= maxInflight {
+		for !stopping && r.next == nil && r.inflight+r.job.GroupSize.Get() <= maxInflight {
 			var p Prompt
 			fresh := r.held == nil
 			if !fresh {
@@ -350,7 +350,7 @@ func (r *runner) loop(ctx context.Context) error {
 }
 
 // groupID is the id of p's group in this job: (job, prompt, iteration).
-func (r *runner) groupID(p Prompt) string { return traj.GroupID(r.job.ID, p.ID, p.Iteration) }
+func (r *runner) groupID(p Prompt) string { return traj.GroupID(r.job.ID.Get(), p.ID, p.Iteration) }
 
 // alreadyDone reports whether p's group was written before the run (resume)
 // or was started earlier in it (a prompt fed twice), counting it and telling
@@ -391,9 +391,9 @@ func (r *runner) startGroup(ctx context.Context, p Prompt) error {
 	// Seeds derive from the prompt's key: its id in iteration 0 (the seeds
 	// of a plain rollout), id@k in iteration k, so each iteration samples
 	// anew and none can take another prompt's seeds (ids have no '@').
-	seeds := make([]uint64, r.job.GroupSize)
+	seeds := make([]uint64, r.job.GroupSize.Get())
 	for i := range seeds {
-		seeds[i] = actor.SampleSeed(r.job.Seed, p.Key(), i)
+		seeds[i] = actor.SampleSeed(r.job.Seed.Get(), p.Key(), i)
 	}
 	detectors, err := r.newDetectors()
 	if err != nil {
@@ -463,7 +463,7 @@ func (r *runner) handle(ctx context.Context, events []actor.Event) error {
 				return fmt.Errorf("sequence %s/%d paused without a parsed call", sr.group.id, ev.Seq.Index())
 			}
 			turn := sr.seq.Turn()
-			if turn+1 >= r.job.Limits.MaxTurns {
+			if turn+1 >= r.job.Limits.MaxTurns.Get() {
 				// No turn is left to read the results in: record the calls unexecuted.
 				sr.record(turn, calls)
 				if err := r.end(ctx, sr, traj.FinishMaxTurns); err != nil {
@@ -483,7 +483,7 @@ func (r *runner) handle(ctx context.Context, events []actor.Event) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	if r.job.AsyncTools {
+	if r.job.AsyncTools.Get() {
 		for _, j := range jobs {
 			r.pendingTools++
 			r.toolWG.Add(1)

@@ -9,46 +9,74 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/tinymodel"
+	"github.com/toolrl/toolrl/setting"
 )
 
-// TestResolveSamplingPrecedence: each key comes from the job (a flag marked
-// as such) when it sets it, else from generation_config.json, else from the
-// default; an explicit zero the job marks beats the model folder.
+// TestResolveSamplingPrecedence: each key comes from the highest layer that
+// sets it (flag > file > generation_config.json > default), an explicit zero
+// included, and greedy is temperature 0 from whichever layer says it.
 func TestResolveSamplingPrecedence(t *testing.T) {
-	model := Sampling{Temperature: 0.5, TopK: 20, MaxNewTokens: 64}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"temperature": 0.5, "top_k": 20, "max_new_tokens": 64}`), 0o644)
+	greedyDir := t.TempDir()
+	os.WriteFile(filepath.Join(greedyDir, "generation_config.json"), []byte(`{"do_sample": false, "temperature": 0.5}`), 0o644)
+	file, flag := setting.File, setting.Flag
 	for _, c := range []struct {
-		name    string
-		job     Sampling
-		marked  map[string]string
-		want    Sampling
-		sources map[string]string
+		name, model string
+		spec        SamplingSpec
+		want        string // SamplingReport
+		greedy      bool
 	}{
-		{"model over default", Sampling{}, nil, Sampling{Temperature: 0.5, TopK: 20, TopP: 1, MaxNewTokens: 64},
-			map[string]string{"temperature": SourceModel, "top_k": SourceModel, "top_p": SourceDefault, "max_new_tokens": SourceModel}},
-		{"job over model", Sampling{Temperature: 0.7, MaxNewTokens: 32}, nil, Sampling{Temperature: 0.7, TopK: 20, TopP: 1, MaxNewTokens: 32},
-			map[string]string{"temperature": SourceJob, "max_new_tokens": SourceJob}},
-		{"flag over model", Sampling{Temperature: 0.9}, map[string]string{"temperature": SourceFlag}, Sampling{Temperature: 0.9, TopK: 20, TopP: 1, MaxNewTokens: 64},
-			map[string]string{"temperature": SourceFlag}},
-		{"explicit top_k 0", Sampling{}, map[string]string{"top_k": SourceJob}, Sampling{Temperature: 0.5, TopP: 1, MaxNewTokens: 64},
-			map[string]string{"top_k": SourceJob}},
-		{"greedy job", Sampling{Greedy: true, Temperature: 0.7}, nil, Sampling{Greedy: true, TopK: 20, TopP: 1, MaxNewTokens: 64},
-			map[string]string{"temperature": SourceJob}},
+		{"model over default", dir, SamplingSpec{},
+			"temperature 0.5 (generation_config.json), top_k 20 (generation_config.json), top_p 1 (default), min_p 0 (default), max_new_tokens 64 (generation_config.json)", false},
+		{"file over model", dir, SamplingSpec{Temperature: setting.From(0.7, file), MaxNewTokens: setting.From(32, file)},
+			"temperature 0.7 (file), top_k 20 (generation_config.json), top_p 1 (default), min_p 0 (default), max_new_tokens 32 (file)", false},
+		{"explicit top_k 0 over model", dir, SamplingSpec{TopK: setting.From(0, file)},
+			"temperature 0.5 (generation_config.json), top_k 0 (file), top_p 1 (default), min_p 0 (default), max_new_tokens 64 (generation_config.json)", false},
+		{"file greedy", dir, SamplingSpec{Greedy: setting.From(true, file)},
+			"temperature 0 (greedy) (file), top_k 20 (generation_config.json)", true},
+		{"flag temperature over file greedy", dir, SamplingSpec{Greedy: setting.From(true, file), Temperature: setting.From(0.9, flag)},
+			"temperature 0.9 (flag)", false},
+		{"flag greedy over file temperature", dir, SamplingSpec{Temperature: setting.From(0.9, file), Greedy: setting.From(true, flag)},
+			"temperature 0 (greedy) (flag)", true},
+		{"flag temperature 0 is greedy", dir, SamplingSpec{Temperature: setting.From(0.0, flag)},
+			"temperature 0 (greedy) (flag)", true},
+		{"flag greedy=false over file temperature 0", dir, SamplingSpec{Temperature: setting.From(0.0, file), Greedy: setting.From(false, flag)},
+			"temperature 0.5 (generation_config.json)", false},
+		{"model do_sample false", greedyDir, SamplingSpec{},
+			"temperature 0 (greedy) (generation_config.json)", true},
+		{"file over model do_sample false", greedyDir, SamplingSpec{Temperature: setting.From(0.7, file)},
+			"temperature 0.7 (file)", false},
 	} {
-		got, sources := ResolveSampling(c.job, c.marked, model)
-		if got.Temperature != c.want.Temperature || got.Greedy != c.want.Greedy || got.TopK != c.want.TopK ||
-			got.TopP != c.want.TopP || got.MinP != c.want.MinP || got.MaxNewTokens != c.want.MaxNewTokens {
-			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		j := Job{Model: setting.Of(c.model), Prompts: setting.Of("p.jsonl"), Sampling: c.spec}
+		if err := j.Normalize(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
 		}
-		for k, v := range c.sources {
-			if sources[k] != v {
-				t.Errorf("%s: %s from %q, want %q", c.name, k, sources[k], v)
-			}
+		if got := j.SamplingReport(); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: %s, want it to begin %s", c.name, got, c.want)
+		}
+		if d := j.Decoding(); d.Greedy != c.greedy || (d.Greedy && d.Temperature != 0) {
+			t.Errorf("%s: decoding %+v, greedy %v", c.name, d, c.greedy)
+		}
+		again := j
+		if err := again.Normalize(); err != nil || again.SamplingReport() != j.SamplingReport() {
+			t.Errorf("%s: a second Normalize changed %s into %s (%v)", c.name, j.SamplingReport(), again.SamplingReport(), err)
 		}
 	}
-	// do_sample: false in the model folder: greedy unless the job says otherwise.
-	got, sources := ResolveSampling(Sampling{}, nil, Sampling{Greedy: true})
-	if !got.Greedy || got.Temperature != 0 || sources["temperature"] != SourceModel {
-		t.Errorf("model greedy: %+v from %s, want greedy from %s", got, sources["temperature"], SourceModel)
+	for _, c := range []struct {
+		name string
+		spec SamplingSpec
+		want string
+	}{
+		{"one layer, greedy and a temperature", SamplingSpec{Greedy: setting.From(true, file), Temperature: setting.From(0.7, file)}, "greedy with temperature 0.7 (the file)"},
+		{"one layer, greedy false and temperature 0", SamplingSpec{Greedy: setting.From(false, flag), Temperature: setting.From(0.0, flag)}, "--temperature 0 with --greedy false"},
+		{"explicit top_p 0", SamplingSpec{TopP: setting.From(0.0, file)}, "sampling.top_p: 0 (the file)"},
+		{"explicit max_new_tokens 0", SamplingSpec{MaxNewTokens: setting.From(0, flag)}, "--max-new-tokens: 0 (the flags)"},
+	} {
+		j := Job{Model: setting.Of(dir), Prompts: setting.Of("p.jsonl"), Sampling: c.spec}
+		if err := j.Normalize(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
 	}
 }
 
@@ -68,8 +96,8 @@ func TestJobFileSamplingKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.SamplingSources["top_k"] != SourceJob {
-		t.Errorf("top_k: 0 not marked as given: %v", job.SamplingSources)
+	if !job.Sampling.TopK.IsSet() || job.Sampling.TopK.Source() != setting.File {
+		t.Errorf("top_k: 0 not a setting of the file: %+v", job.Sampling.TopK)
 	}
 	for body, key := range map[string]string{
 		"sampling:\n  temperature: -1\n":    "sampling.temperature",
@@ -107,14 +135,16 @@ func TestRolloutSamplingFromGenerationConfig(t *testing.T) {
 		report      string
 	}{
 		{"model folder", model, func(*Job) {}, 0.5, "temperature 0.5 (generation_config.json)"},
-		{"job key", model, func(j *Job) { j.Sampling.Temperature = 0.7 }, 0.7, "temperature 0.7 (job)"},
-		{"flag", model, func(j *Job) { j.Sampling.Temperature = 0.9; j.MarkSampling("temperature", SourceFlag) }, 0.9, "temperature 0.9 (flag)"},
+		{"job key", model, func(j *Job) { j.Sampling.Temperature = setting.From(0.7, setting.File) }, 0.7, "temperature 0.7 (file)"},
+		{"flag", model, func(j *Job) {
+			j.Sampling.Temperature = setting.From(0.9, setting.Flag)
+		}, 0.9, "temperature 0.9 (flag)"},
 		{"do_sample false", greedyModel, func(*Job) {}, 0, "temperature 0 (greedy) (generation_config.json)"},
-		{"job over do_sample false", greedyModel, func(j *Job) { j.Sampling.Temperature = 0.7 }, 0.7, "temperature 0.7 (job)"},
+		{"job over do_sample false", greedyModel, func(j *Job) { j.Sampling.Temperature = setting.From(0.7, setting.File) }, 0.7, "temperature 0.7 (file)"},
 	} {
 		out := filepath.Join(t.TempDir(), "out.jsonl")
 		job := tinyJob(c.model, prompts, out)
-		job.Sampling = Sampling{MaxNewTokens: 8}
+		job.Sampling = SamplingSpec{MaxNewTokens: setting.Of(8)}
 		c.edit(&job)
 		sum, err := quietRun(t, context.Background(), job, RunOptions{})
 		if err != nil {

@@ -145,7 +145,9 @@ func flattenSettings(prefix string, v reflect.Value, out map[string]string) {
 			continue
 		}
 		fv := v.Field(i)
-		if fv.Kind() == reflect.Struct {
+		if sv, ok := fv.Interface().(interface{ Any() any }); ok {
+			fv = reflect.ValueOf(sv.Any())
+		} else if fv.Kind() == reflect.Struct {
 			flattenSettings(key+".", fv, out)
 			continue
 		}
@@ -183,15 +185,15 @@ func (r *runner) settings() (*Settings, error) {
 	values := jobSettings(job)
 	values["model.weights"] = r.model.Hash
 	var err error
-	if values["model.tokenizer"], err = fileIdentity(filepath.Join(job.Model, "tokenizer.json")); err != nil {
+	if values["model.tokenizer"], err = fileIdentity(filepath.Join(job.Model.Get(), "tokenizer.json")); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if values["model.config"], err = filesIdentity(job.Model, modelConfigFiles); err != nil {
+	if values["model.config"], err = filesIdentity(job.Model.Get(), modelConfigFiles); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	values["ref_model.weights"] = "none"
 	if r.ref != nil {
-		ref, err := modelRef(job.RefModel, r.ref)
+		ref, err := modelRef(job.RefModel.Get(), r.ref)
 		if err != nil {
 			return nil, fmt.Errorf("ref_model: %w", err)
 		}
@@ -204,10 +206,10 @@ func (r *runner) settings() (*Settings, error) {
 	if r.opts.Feed == nil {
 		// A feed's prompts (a distributed worker's) come from the job's
 		// prompts stream: what was enqueued, not a file of this run.
-		if values["prompts"], err = fileIdentity(job.Prompts); err != nil {
+		if values["prompts"], err = fileIdentity(job.Prompts.Get()); err != nil {
 			return nil, fmt.Errorf("prompts: %w", err)
 		}
-		if abs, err := filepath.Abs(job.Prompts); err == nil {
+		if abs, err := filepath.Abs(job.Prompts.Get()); err == nil {
 			info["prompts_path"] = abs
 		}
 	}
@@ -217,11 +219,11 @@ func (r *runner) settings() (*Settings, error) {
 // toolsFile is the tools registry a job loads: its tools file, else the
 // model folder's tools.yaml (or .yml, .json), else "" (no registry).
 func toolsFile(job Job) string {
-	if job.Tools != "" {
-		return job.Tools
+	if job.Tools.Get() != "" {
+		return job.Tools.Get()
 	}
 	for _, name := range []string{"tools.yaml", "tools.yml", "tools.json"} {
-		candidate := filepath.Join(job.Model, name)
+		candidate := filepath.Join(job.Model.Get(), name)
 		if _, err := os.Stat(candidate); err == nil {
 			return candidate
 		}
@@ -291,14 +293,14 @@ func (r *runner) checkSettings(ctx context.Context) error {
 	if !ok || r.opts.Sink != nil {
 		return nil
 	}
-	out := DisplayOut(r.job.Out)
+	out := DisplayOut(r.job.Out.Get())
 	cur, err := r.settings()
 	if err != nil {
 		return fmt.Errorf("settings of %s: %w", out, err)
 	}
 	old, holds, err := store.storedSettings(ctx)
 	if err != nil {
-		if !r.job.ForceResume {
+		if !r.job.ForceResume.Get() {
 			return fmt.Errorf("resume %s: %w (use --force-resume to replace the record)", out, err)
 		}
 		r.log.Warn("force resume: replacing an unreadable settings record", "out", out, "record", store.settingsWhere(), "err", err)
@@ -322,8 +324,8 @@ func (r *runner) checkSettings(ctx context.Context) error {
 		old = won // another worker of the job recorded first: agree with it
 	}
 	diffs := diffSettings(old.Values, cur.Values)
-	if len(diffs) > 0 && !r.job.ForceResume {
-		return &SettingsMismatchError{Out: out, Where: store.settingsWhere(), Redis: isRedisOut(r.job.Out), Diffs: diffs}
+	if len(diffs) > 0 && !r.job.ForceResume.Get() {
+		return &SettingsMismatchError{Out: out, Where: store.settingsWhere(), Redis: isRedisOut(r.job.Out.Get()), Diffs: diffs}
 	}
 	if len(diffs) > 0 {
 		attrs := []any{"out", out, "record", store.settingsWhere()}

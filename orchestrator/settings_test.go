@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 )
 
@@ -48,7 +49,7 @@ func TestResumeWithOtherSettingsIsRefused(t *testing.T) {
 		t.Run(ext, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "r."+ext)
 			job := tinyJob(model, prompts, out)
-			job.Limit = 1
+			job.Limit = setting.Of(1)
 			if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +65,7 @@ func TestResumeWithOtherSettingsIsRefused(t *testing.T) {
 			before := readAll(t, out)
 
 			other := job
-			other.Seed, other.Sampling.Temperature, other.GroupSize = 12, 0.7, 2
+			other.Seed, other.Sampling.Temperature, other.GroupSize = setting.Of[uint64](12), setting.Of(0.7), setting.Of(2)
 			_, err := quietRun(t, context.Background(), other, RunOptions{})
 			if got := strings.Join(mismatchKeys(t, err), ","); got != "group_size,sampling.temperature,seed" {
 				t.Errorf("differing keys %s, want group_size,sampling.temperature,seed", got)
@@ -79,7 +80,7 @@ func TestResumeWithOtherSettingsIsRefused(t *testing.T) {
 			}
 
 			// Another --limit (and batch) is not another setting.
-			job.Limit, job.Batch = 2, 4
+			job.Limit, job.Batch = setting.Of(2), setting.Of(4)
 			sum, err := quietRun(t, context.Background(), job, RunOptions{})
 			if err != nil {
 				t.Fatalf("resume with another limit: %v", err)
@@ -88,7 +89,7 @@ func TestResumeWithOtherSettingsIsRefused(t *testing.T) {
 				t.Fatalf("resumed %d, wrote %d; want 1 and 1", sum.GroupsResumed, sum.GroupsWritten)
 			}
 
-			other.ForceResume, other.Limit = true, 3
+			other.ForceResume, other.Limit = setting.Of(true), setting.Of(3)
 			var log lockedLog
 			sum, err = loggedRun(context.Background(), other, RunOptions{}, &log)
 			logs := log.buf.String()
@@ -106,7 +107,7 @@ func TestResumeWithOtherSettingsIsRefused(t *testing.T) {
 				t.Errorf("after force resume the record holds seed %s and replaced %v; want 12, and 11 replaced", rec.Values["seed"], rec.Replaced)
 			}
 			// The forced settings are now the output's: a plain resume with them goes on.
-			other.ForceResume = false
+			other.ForceResume = setting.Of(false)
 			if _, err := quietRun(t, context.Background(), other, RunOptions{}); err != nil {
 				t.Fatalf("resume with the recorded (forced) settings: %v", err)
 			}
@@ -120,14 +121,14 @@ func TestResumeOfAnOutputWithoutSettings(t *testing.T) {
 	model := tinyPolicy(t)
 	out := filepath.Join(t.TempDir(), "old.jsonl")
 	job := tinyJob(model, writePrompts(t, 2), out)
-	job.Limit = 1
+	job.Limit = setting.Of(1)
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(SettingsPath(out)); err != nil {
 		t.Fatal(err)
 	}
-	job.Limit, job.Seed = 0, 99 // nothing to compare with: not refused
+	job.Limit, job.Seed = setting.Of(0), setting.Of[uint64](99) // nothing to compare with: not refused
 	var log lockedLog
 	sum, err := loggedRun(context.Background(), job, RunOptions{}, &log)
 	logs := log.buf.String()
@@ -155,7 +156,7 @@ func TestFreshRunReplacesTheSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	no := false
-	job.Resume, job.Seed = &no, 5
+	job.Resume, job.Seed = setting.Of(no), setting.Of[uint64](5)
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestWorkerWithOtherSettingsIsRefused(t *testing.T) {
 		return err
 	}
 	spec := tinyJob(model, "redis", srv.URL())
-	spec.ID = job
+	spec.ID = setting.Of(job)
 	if err := worker(spec); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestWorkerWithOtherSettingsIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	hot := spec
-	hot.Sampling.Temperature = 0.7
+	hot.Sampling.Temperature = setting.Of[float64](0.7)
 	err = worker(hot)
 	if got := strings.Join(mismatchKeys(t, err), ","); got != "sampling.temperature" {
 		t.Errorf("differing keys %s, want sampling.temperature", got)
@@ -221,7 +222,7 @@ func TestWorkerWithOtherSettingsIsRefused(t *testing.T) {
 	if n, _ := client.XLen(ctx, stream.JobKeys(job).Groups).Result(); n != 1 {
 		t.Errorf("groups stream holds %d entries after the refused worker, want 1", n)
 	}
-	spec.Batch = 4
+	spec.Batch = setting.Of(4)
 	if err := worker(spec); err != nil {
 		t.Fatalf("worker with another batch: %v", err)
 	}

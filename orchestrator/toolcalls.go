@@ -79,7 +79,7 @@ func (r *runner) deliver(ctx context.Context, o toolOutcome) error {
 		return unanswered(traj.FinishMaxToolCalls)
 	}
 	for i := range o.results {
-		if !r.job.RecordLatency {
+		if !r.job.RecordLatency.Get() {
 			o.results[i].LatencyMS = 0
 		}
 	}
@@ -89,7 +89,7 @@ func (r *runner) deliver(ctx context.Context, o toolOutcome) error {
 	}
 	ids := turn.IDs
 	at := sr.seq.Len() - sr.seq.PromptLen()
-	if at+len(ids) > r.job.Limits.MaxTokens {
+	if at+len(ids) > r.job.Limits.MaxTokens.Get() {
 		return unanswered(traj.FinishLength)
 	}
 	if err := sr.seq.Inject(ids); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/reward"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/tokenizer"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
@@ -141,9 +142,9 @@ func parallelCallsInOneTurn(t *testing.T, async bool) {
 	os.WriteFile(prompts, []byte(`{"id":"m","messages":`+user+`,"answer":"2"}`+"\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "o.jsonl")
 	job := tinyJob(dir, prompts, out)
-	job.Format, job.GroupSize, job.RefModel, job.AsyncTools = "chat", 1, dir, async
-	job.Sampling.MaxNewTokens = 600
-	job.Limits.MaxTokens = 1000
+	job.Format, job.GroupSize, job.RefModel, job.AsyncTools = setting.Of("chat"), setting.Of(1), setting.Of(dir), setting.Of(async)
+	job.Sampling.MaxNewTokens = setting.Of(600)
+	job.Limits.MaxTokens = setting.Of(1000)
 	sum, err := quietRun(t, context.Background(), job, RunOptions{Hooks: Hooks{Tools: reg, Forced: func(int) []int32 { return forced }}})
 	if err != nil {
 		t.Fatal(err)
@@ -281,9 +282,9 @@ func TestPerTurnCallCap(t *testing.T) {
 	os.WriteFile(prompts, []byte(`{"id":"m","prompt":"go","answer":"x"}`+"\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "o.jsonl")
 	job := tinyJob(dir, prompts, out)
-	job.Format, job.GroupSize = "chat", 1
-	job.Sampling.MaxNewTokens = 600
-	job.Limits.MaxTokens, job.Limits.MaxToolCallsPerTurn = 1000, 2
+	job.Format, job.GroupSize = setting.Of("chat"), setting.Of(1)
+	job.Sampling.MaxNewTokens = setting.Of(600)
+	job.Limits.MaxTokens, job.Limits.MaxToolCallsPerTurn = setting.Of(1000), setting.Of(2)
 	if _, err := quietRun(t, context.Background(), job, RunOptions{Hooks: Hooks{Tools: reg, Forced: func(int) []int32 { return forced }}}); err != nil {
 		t.Fatal(err)
 	}
@@ -380,9 +381,9 @@ func TestLlama3JSONToolTurn(t *testing.T) {
 	os.WriteFile(prompts, []byte(`{"id":"m","messages":`+user+`,"answer":"1"}`+"\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "o.jsonl")
 	job := tinyJob(dir, prompts, out)
-	job.Format, job.GroupSize, job.ChatTemplateKwargs = "chat", 1, kwargs
-	job.Sampling.MaxNewTokens = 200
-	job.Limits.MaxTokens = 1000
+	job.Format, job.GroupSize, job.ChatTemplateKwargs = setting.Of("chat"), setting.Of(1), kwargs
+	job.Sampling.MaxNewTokens = setting.Of(200)
+	job.Limits.MaxTokens = setting.Of(1000)
 	if _, err := quietRun(t, context.Background(), job, RunOptions{Hooks: Hooks{Tools: reg, Forced: func(int) []int32 { return forced }}}); err != nil {
 		t.Fatal(err)
 	}

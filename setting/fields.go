@@ -175,6 +175,17 @@ func mergeValue(d, s reflect.Value, over bool) {
 	}
 }
 
+// Name is how an error names the setting at key: its flag ("--group-size")
+// when a flag set it, else its key ("group_size").
+func Name(spec any, key string) string {
+	for _, f := range Fields(spec) {
+		if f.Key == key && f.Flag != "" && f.Source() == Flag {
+			return "--" + f.Flag
+		}
+	}
+	return key
+}
+
 // Entry is one setting's resolved value and the layer that set it.
 type Entry struct {
 	Key, Value string

@@ -45,6 +45,22 @@ const (
 	Code Source = "code"
 )
 
+// Rank orders the layers: a value from a higher rank overrides one from a
+// lower. Unset is 0, Default 1, Model 2, File and Code 3, Flag 4.
+func (s Source) Rank() int {
+	switch s {
+	case Default:
+		return 1
+	case Model:
+		return 2
+	case File, Code:
+		return 3
+	case Flag:
+		return 4
+	}
+	return 0
+}
+
 // Value is one setting: a value of type T and the layer that set it. The
 // zero Value is unset. T is bool, int, int64, uint64, float64, string,
 // time.Duration or []string.
@@ -61,6 +77,10 @@ func From[T any](v T, src Source) Value[T] { return Value[T]{v: v, src: src} }
 
 // Get returns the value (T's zero value when unset).
 func (x Value[T]) Get() T { return x.v }
+
+// Any returns the value as an interface, for code that walks settings by
+// reflection (the run's settings record).
+func (x Value[T]) Any() any { return x.v }
 
 // Or returns the value when set, else def.
 func (x Value[T]) Or(def T) T {

@@ -137,3 +137,13 @@ func TestNilPointerSectionsAreSkippedAndFilled(t *testing.T) {
 		t.Errorf("%d fields with opt, want 11", n)
 	}
 }
+
+func TestMarkdownListsEveryDeclaration(t *testing.T) {
+	var s spec
+	md := Markdown(&s, "x.")
+	for _, w := range []string{"| `x.group_size` | `--group-size` | int | `8` | samples per prompt |", "| `x.timeout` |  | duration | `10m` | how long |", "| `x.sampling.stop` | `--stop` | strings | — | stop strings |"} {
+		if !strings.Contains(md, w) {
+			t.Errorf("table lacks %q:\n%s", w, md)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/setting"
 )
 
 // Config is a training run, as read from a YAML file with strict keys.
@@ -163,13 +164,9 @@ func LoadConfig(path string) (Config, error) {
 	if err := strictyaml.Decode(data, &c); err != nil {
 		return Config{}, fmt.Errorf("train config %s: %w", path, err)
 	}
-	// The rollout key follows a job file's rules on explicit values (an
-	// explicit 0 that would mean the default is refused, temperature 0 is
-	// greedy, max_tool_calls 0 is no calls): the same check as LoadJob's.
 	// The loop's own keys whose zero value means "the default" refuse an
-	// explicit 0 the same way.
+	// explicit 0.
 	var keys struct {
-		Rollout          yaml.Node `yaml:"rollout"`
 		IterationTimeout yaml.Node `yaml:"iteration_timeout"`
 		Quantization     struct {
 			BlockSize yaml.Node `yaml:"block_size"`
@@ -180,11 +177,6 @@ func LoadConfig(path string) (Config, error) {
 		} `yaml:"eval"`
 	}
 	if err := yaml.Unmarshal(data, &keys); err == nil {
-		if keys.Rollout.Kind == yaml.MappingNode {
-			if err := orchestrator.CheckJobKeys(&keys.Rollout, &c.Rollout); err != nil {
-				return Config{}, fmt.Errorf("train config %s: rollout.%w", path, err)
-			}
-		}
 		for _, k := range []struct {
 			key, def string
 			explicit bool
@@ -200,7 +192,8 @@ func LoadConfig(path string) (Config, error) {
 		}
 	}
 	base := filepath.Dir(path)
-	for _, p := range []*string{&c.Rollout.Model, &c.Rollout.RefModel, &c.Rollout.Prompts, &c.Rollout.Tools, &c.Eval.Prompts, &c.Out, &c.Learner.RefModel} {
+	c.Rollout.ResolvePaths(base)
+	for _, p := range []*string{&c.Eval.Prompts, &c.Out, &c.Learner.RefModel} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(base, *p)
 		}
@@ -222,27 +215,27 @@ func (c *Config) Normalize() error {
 }
 
 func (c *Config) normalize() error {
-	if c.Rollout.Out != "" {
+	if c.Rollout.Out.IsSet() {
 		return fmt.Errorf("rollout.out: the trainer writes OUT/trajectories.jsonl itself; remove the key")
 	}
-	if c.Rollout.Resume != nil {
+	if c.Rollout.Resume.IsSet() {
 		return fmt.Errorf("rollout.resume: use toolrl train --resume; remove the key")
 	}
-	if c.Rollout.Model == "" || c.Rollout.Prompts == "" {
+	if c.Rollout.Model.Get() == "" || c.Rollout.Prompts.Get() == "" {
 		return fmt.Errorf("rollout.model and rollout.prompts are required")
 	}
-	if c.Rollout.ID == "" {
-		c.Rollout.ID = "train"
+	if !c.Rollout.ID.IsSet() {
+		c.Rollout.ID.Set("train", setting.Default)
 	}
-	c.Rollout.Out = filepath.Join(c.Out, "trajectories.jsonl")
+	c.Rollout.Out.Set(filepath.Join(c.Out, "trajectories.jsonl"), setting.Default)
 	if err := c.Rollout.Normalize(); err != nil {
 		return fmt.Errorf("rollout: %w", err)
 	}
-	c.Rollout.Resume = nil
-	if c.Rollout.Sampling.Greedy || c.Rollout.Sampling.Temperature == 0 {
+	c.Rollout.Resume = setting.Value[bool]{}
+	if t := c.Rollout.Sampling.Temperature; t.Get() == 0 {
 		// Normalize resolved the sampling, so a greedy model folder
 		// (generation_config.json do_sample: false) is caught here too.
-		return fmt.Errorf("rollout.sampling: greedy samples cannot be trained with a ratio (temperature from %s); set a temperature > 0", c.Rollout.SamplingSources["temperature"])
+		return fmt.Errorf("rollout.sampling: greedy samples cannot be trained with a ratio (temperature 0 from %s); set a temperature > 0", t.Source())
 	}
 	if c.Iterations < 1 {
 		return fmt.Errorf("iterations: %d, want ≥ 1", c.Iterations)
@@ -266,7 +259,7 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("eval.every: %d, want ≥ 1", c.Eval.Every)
 	}
 	if c.Eval.GroupSize == 0 {
-		c.Eval.GroupSize = c.Rollout.GroupSize
+		c.Eval.GroupSize = c.Rollout.GroupSize.Get()
 	}
 	if c.Eval.GroupSize < 1 {
 		return fmt.Errorf("eval.group_size: %d, want ≥ 1", c.Eval.GroupSize)
@@ -354,7 +347,7 @@ func (c *Config) LearnerOptions() (learner.Options, error) {
 	if l.Seed != nil {
 		o.Seed = *l.Seed
 	} else {
-		o.Seed = c.Rollout.Seed
+		o.Seed = c.Rollout.Seed.Get()
 	}
 	if c.Async && o.MaxStaleness >= 0 && o.MaxStaleness < 1 {
 		return o, fmt.Errorf("learner.max_staleness: %d with async: true drops every record (async rollouts are one version behind)", o.MaxStaleness)

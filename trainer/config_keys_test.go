@@ -8,11 +8,11 @@ import (
 )
 
 // TestLoadConfigKeysFollowJobFileRules: the rollout key of a train
-// config gets a job file's rules on explicit values (orchestrator.CheckJobKeys):
-// an explicit 0 that would silently mean the default is refused naming the
-// key, temperature 0 is greedy (which a train run refuses), max_tool_calls 0
-// means no calls and a negative one is refused. Before, rollout.group_size: 0
-// ran with 8 and temperature: 0 trained at temperature 1.
+// config is a job (orchestrator.Job, one declaration): an explicit 0 is a
+// value, refused naming the key where it is out of range, temperature 0 is
+// greedy (which a train run refuses), max_tool_calls 0 means no calls and a
+// negative one is refused. Before, rollout.group_size: 0 ran with 8 and
+// temperature: 0 trained at temperature 1.
 func TestLoadConfigKeysFollowJobFileRules(t *testing.T) {
 	dir := t.TempDir()
 	head := "iterations: 1\nprompts_per_iteration: 2\nout: o\nrollout:\n  model: m\n  prompts: p.jsonl\n"
@@ -20,10 +20,10 @@ func TestLoadConfigKeysFollowJobFileRules(t *testing.T) {
 		body, wantErr string
 		wantCalls     int
 	}{
-		{body: "  group_size: 0\n", wantErr: "rollout.group_size: 0 is not a valid value"},
-		{body: "  limits:\n    max_turns: 0\n", wantErr: "rollout.limits.max_turns: 0 is not a valid value"},
+		{body: "  group_size: 0\n", wantErr: "rollout: group_size: 0, want ≥ 1"},
+		{body: "  limits:\n    max_turns: 0\n", wantErr: "rollout: limits.max_turns: 0, want ≥ 1"},
 		{body: "  sampling:\n    temperature: 0\n", wantErr: "greedy samples cannot be trained"},
-		{body: "  sampling:\n    temperature: 0\n    greedy: false\n", wantErr: "rollout.sampling: temperature 0 with greedy: false"},
+		{body: "  sampling:\n    temperature: 0\n    greedy: false\n", wantErr: "rollout: sampling: temperature 0 with greedy false (the file)"},
 		{body: "  limits:\n    max_tool_calls: -2\n", wantErr: "limits.max_tool_calls: -2"},
 		{body: "  limits:\n    max_tool_calls: 0\n", wantCalls: 0},
 		{body: "  group_size: 4\n", wantCalls: 3},
@@ -56,7 +56,7 @@ func TestLoadConfigKeysFollowJobFileRules(t *testing.T) {
 			t.Errorf("%q: %v", c.body, err)
 			continue
 		}
-		if got := *cfg.Rollout.Limits.MaxToolCalls; got != c.wantCalls {
+		if got := cfg.Rollout.Limits.MaxToolCalls.Get(); got != c.wantCalls {
 			t.Errorf("%q: rollout max_tool_calls %d, want %d", c.body, got, c.wantCalls)
 		}
 	}

@@ -33,9 +33,9 @@ const DriverConsumer = "train-driver"
 // records, publishes and announces the next version.
 func (r *run) distributed(ctx, work context.Context, client goredis.UniversalClient, first int, res *Result) error {
 	cfg := r.cfg
-	keys := stream.JobKeys(cfg.Rollout.ID)
+	keys := stream.JobKeys(cfg.Rollout.ID.Get())
 	src, err := learner.NewStreamSource(work, client, learner.StreamOptions{
-		Job: cfg.Rollout.ID, Consumer: DriverConsumer, Size: 1 << 20, MaxWait: 200 * time.Millisecond, Logger: r.log,
+		Job: cfg.Rollout.ID.Get(), Consumer: DriverConsumer, Size: 1 << 20, MaxWait: 200 * time.Millisecond, Logger: r.log,
 	})
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 		for i := range ps {
 			ps[i].MinPolicyVersion = minVersion
 		}
-		_, err := orchestrator.Enqueue(work, client, cfg.Rollout.ID, ps)
+		_, err := orchestrator.Enqueue(work, client, cfg.Rollout.ID.Get(), ps)
 		return err
 	}
 	for k := first; k <= cfg.Iterations; k++ {
@@ -99,10 +99,10 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 				return fmt.Errorf("iteration %d: enqueue: %w", k+1, err)
 			}
 		}
-		it := &iterationSource{src: src, groups: groups, client: client, keys: keys, groupSize: cfg.Rollout.GroupSize,
+		it := &iterationSource{src: src, groups: groups, client: client, keys: keys, groupSize: cfg.Rollout.GroupSize.Get(),
 			timeout: cfg.IterationTimeout}
 		for _, p := range r.promptsFor(k) {
-			it.expect(traj.GroupID(cfg.Rollout.ID, p.ID, k))
+			it.expect(traj.GroupID(cfg.Rollout.ID.Get(), p.ID, k))
 		}
 		m := IterationMetrics{Iteration: k, RolloutVersion: r.learner.Version()}
 		r.learner.SetIteration(k)

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -17,11 +18,12 @@ import (
 // evaluation's fixed seed, writes one line to eval.jsonl and returns it.
 func (r *run) evaluate(ctx context.Context, k int) (EvalMetrics, error) {
 	job := r.cfg.Rollout
-	job.ID = job.ID + "-eval"
-	job.Model, job.PolicyVersion = r.modelDir, r.learner.Version()
-	job.GroupSize = r.cfg.Eval.GroupSize
+	job.ID.Set(job.ID.Get()+"-eval", setting.Code)
+	job.Model.Set(r.modelDir, setting.Code)
+	job.PolicyVersion.Set(r.learner.Version(), setting.Code)
+	job.GroupSize.Set(r.cfg.Eval.GroupSize, setting.Code)
 	if r.cfg.Eval.Seed != nil {
-		job.Seed = *r.cfg.Eval.Seed
+		job.Seed.Set(*r.cfg.Eval.Seed, setting.Code)
 	}
 	ev, _, err := Evaluate(ctx, job, r.eval, r.cfg.Eval.SplitBy, r.log)
 	if err != nil {
@@ -37,24 +39,24 @@ func (r *run) evaluate(ctx context.Context, k int) (EvalMetrics, error) {
 	return ev, nil
 }
 
-// Evaluate samples job.GroupSize completions of every prompt with job's
+// Evaluate samples job.GroupSize.Get() completions of every prompt with job's
 // model through the orchestrator (the rollout's own loop, tools, scoring and
-// accounting; nothing is written: job.Out is not opened) and returns the
+// accounting; nothing is written: job.Out.Get() is not opened) and returns the
 // figures, overall and split by the values of each prompt meta field in
 // splitBy, with the groups sampled.
 func Evaluate(ctx context.Context, job orchestrator.Job, prompts []orchestrator.Prompt, splitBy []string, logger *slog.Logger) (EvalMetrics, []traj.Group, error) {
 	if err := job.Normalize(); err != nil {
 		return EvalMetrics{}, nil, err
 	}
-	job.Batch = max(job.Batch, job.GroupSize)
+	job.Batch.Set(max(job.Batch.Get(), job.GroupSize.Get()), job.Batch.Source())
 	sink := &orchestrator.MemorySink{}
 	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
 		Logger: logger, ProgressOut: io.Discard, Feed: &orchestrator.PromptList{Prompts: prompts}, Sink: sink,
 	})
 	if err != nil {
-		return EvalMetrics{}, nil, fmt.Errorf("evaluate %s (version %d): %w", job.Model, job.PolicyVersion, err)
+		return EvalMetrics{}, nil, fmt.Errorf("evaluate %s (version %d): %w", job.Model.Get(), job.PolicyVersion.Get(), err)
 	}
-	ev := EvalMetrics{PolicyVersion: job.PolicyVersion, Prompts: len(prompts), Overall: statsOf(sum)}
+	ev := EvalMetrics{PolicyVersion: job.PolicyVersion.Get(), Prompts: len(prompts), Overall: statsOf(sum)}
 	if len(splitBy) > 0 {
 		ev.Split = map[string]map[string]RolloutStats{}
 		for _, field := range splitBy {

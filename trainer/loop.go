@@ -19,6 +19,7 @@ import (
 	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -97,7 +98,7 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	r := &run{cfg: cfg, opts: opts, log: opts.Logger, modelDir: cfg.Rollout.Model, actorDir: cfg.Rollout.Model}
+	r := &run{cfg: cfg, opts: opts, log: opts.Logger, modelDir: cfg.Rollout.Model.Get(), actorDir: cfg.Rollout.Model.Get()}
 	defer r.close()
 	first, err := r.open(ctx)
 	if err != nil {
@@ -209,11 +210,11 @@ func (r *run) open(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	r.learnerOpts = lopts
-	model, mcfg, err := learner.LoadModel(cfg.Rollout.Model)
+	model, mcfg, err := learner.LoadModel(cfg.Rollout.Model.Get())
 	if err != nil {
 		return 0, fmt.Errorf("rollout.model: %w", err)
 	}
-	if r.base, err = learner.ReadBase(cfg.Rollout.Model, mcfg); err != nil {
+	if r.base, err = learner.ReadBase(cfg.Rollout.Model.Get(), mcfg); err != nil {
 		return 0, err
 	}
 	if r.base.RolloutQuantization, err = cfg.Quantization(); err != nil {
@@ -223,13 +224,13 @@ func (r *run) open(ctx context.Context) (int, error) {
 	if lopts.Loss.KLBeta > 0 {
 		refDir := cfg.Learner.RefModel
 		if refDir == "" {
-			refDir = cfg.Rollout.Model
+			refDir = cfg.Rollout.Model.Get()
 		}
 		if ref, _, err = learner.LoadModel(refDir); err != nil {
 			return 0, fmt.Errorf("learner.ref_model: %w", err)
 		}
 	}
-	if r.learner, err = learner.New(model, ref, cfg.Rollout.PolicyVersion, lopts); err != nil {
+	if r.learner, err = learner.New(model, ref, cfg.Rollout.PolicyVersion.Get(), lopts); err != nil {
 		return 0, err
 	}
 	if r.store, err = policystore.Open(filepath.Join(cfg.Out, PolicyDir)); err != nil {
@@ -273,12 +274,12 @@ func (r *run) open(ctx context.Context) (int, error) {
 		}
 		r.actorDir = dir
 	}
-	set, err := orchestrator.ReadPrompts(cfg.Rollout.Prompts, cfg.Rollout.Limit, cfg.Rollout.SkipInvalid)
+	set, err := orchestrator.ReadPrompts(cfg.Rollout.Prompts.Get(), cfg.Rollout.Limit.Get(), cfg.Rollout.SkipInvalid.Get())
 	if err != nil {
 		return 0, fmt.Errorf("rollout.prompts: %w", err)
 	}
 	if len(set.Prompts) < cfg.PromptsPerIteration {
-		return 0, fmt.Errorf("rollout.prompts %s: %d prompts, fewer than prompts_per_iteration %d", cfg.Rollout.Prompts, len(set.Prompts), cfg.PromptsPerIteration)
+		return 0, fmt.Errorf("rollout.prompts %s: %d prompts, fewer than prompts_per_iteration %d", cfg.Rollout.Prompts.Get(), len(set.Prompts), cfg.PromptsPerIteration)
 	}
 	r.prompts = set.Prompts
 	if cfg.Eval.Prompts != "" {
@@ -301,7 +302,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 	if r.evals, err = os.OpenFile(filepath.Join(cfg.Out, EvalFile), flags, 0o644); err != nil {
 		return 0, err
 	}
-	if r.trajOut, err = orchestrator.OpenSink(ctx, filepath.Join(cfg.Out, TrajectoriesFile), cfg.Rollout.ID, first == 1); err != nil {
+	if r.trajOut, err = orchestrator.OpenSink(ctx, filepath.Join(cfg.Out, TrajectoriesFile), cfg.Rollout.ID.Get(), first == 1); err != nil {
 		return 0, err
 	}
 	return first, nil
@@ -356,7 +357,7 @@ func (r *run) promptsFor(k int) []orchestrator.Prompt {
 	next := func() int {
 		if pos/n != pass {
 			pass = pos / n
-			perm = rand.New(rand.NewPCG(r.cfg.Rollout.Seed, uint64(pass)+0x9e3779b97f4a7c15)).Perm(n)
+			perm = rand.New(rand.NewPCG(r.cfg.Rollout.Seed.Get(), uint64(pass)+0x9e3779b97f4a7c15)).Perm(n)
 		}
 		i := perm[pos%n]
 		pos++
@@ -385,7 +386,8 @@ func (r *run) promptsFor(k int) []orchestrator.Prompt {
 // rollout samples iteration k's groups with the version in dir.
 func (r *run) rollout(ctx context.Context, k int, dir string, version int64) ([]traj.Group, *orchestrator.Summary, error) {
 	job := r.cfg.Rollout
-	job.Model, job.PolicyVersion = dir, version
+	job.Model.Set(dir, setting.Code)
+	job.PolicyVersion.Set(version, setting.Code)
 	sink := &orchestrator.MemorySink{}
 	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
 		Logger: r.log, ProgressOut: io.Discard, Feed: &orchestrator.PromptList{Prompts: r.promptsFor(k)}, Sink: sink,

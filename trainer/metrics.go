@@ -121,7 +121,7 @@ type EvalMetrics struct {
 // groupStats folds groups into RolloutStats with the orchestrator's
 // accounting and the job's own answer check (the job must be normalized).
 func groupStats(groups []traj.Group, job *orchestrator.Job) RolloutStats {
-	sum := orchestrator.NewSummary(job.ID)
+	sum := orchestrator.NewSummary(job.ID.Get())
 	for i := range groups {
 		g := &groups[i]
 		correct := make([]bool, len(g.Trajectories))

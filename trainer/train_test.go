@@ -13,6 +13,7 @@ import (
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/setting"
 )
 
 // smallConfig is a quick loop on the default policy: 3 iterations of 8 RL
@@ -27,13 +28,13 @@ func smallConfig(t *testing.T, out string, async bool) Config {
 		Learner: LearnerConfig{LR: &lr},
 		Eval:    EvalConfig{Prompts: filepath.Join(root, "data", "calc", "prompts.jsonl"), Limit: 16, GroupSize: 2, Seed: &seed, SplitBy: []string{"difficulty"}},
 	}
-	c.Rollout.ID = "t"
-	c.Rollout.Model = filepath.Join(root, "models", "calc")
-	c.Rollout.Prompts = filepath.Join(root, "data", "calc", "rl.jsonl")
-	c.Rollout.GroupSize = 4
-	c.Rollout.Seed = 1
-	c.Rollout.Sampling.MaxNewTokens = 48
-	c.Rollout.Limits.MaxTokens = 96
+	c.Rollout.ID = setting.Of("t")
+	c.Rollout.Model = setting.Of(filepath.Join(root, "models", "calc"))
+	c.Rollout.Prompts = setting.Of(filepath.Join(root, "data", "calc", "rl.jsonl"))
+	c.Rollout.GroupSize = setting.Of(4)
+	c.Rollout.Seed = setting.Of[uint64](1)
+	c.Rollout.Sampling.MaxNewTokens = setting.Of(48)
+	c.Rollout.Limits.MaxTokens = setting.Of(96)
 	return c
 }
 
@@ -195,10 +196,10 @@ func TestTrainAsync(t *testing.T) {
 func TestConfigRefusals(t *testing.T) {
 	root := testsupport.RepoRoot(t)
 	cases := map[string]func(c *Config){
-		"rollout.out":           func(c *Config) { c.Rollout.Out = "x.jsonl" },
+		"rollout.out":           func(c *Config) { c.Rollout.Out = setting.Of("x.jsonl") },
 		"iterations":            func(c *Config) { c.Iterations = 0 },
 		"prompts_per_iteration": func(c *Config) { c.PromptsPerIteration = 0 },
-		"greedy":                func(c *Config) { c.Rollout.Sampling.Greedy = true },
+		"greedy":                func(c *Config) { c.Rollout.Sampling.Greedy = setting.Of(true) },
 		"loss_agg":              func(c *Config) { c.Learner.LossAgg = "sum" },
 		"max_staleness":         func(c *Config) { z := int64(0); c.Learner.MaxStaleness = &z; c.Async = true },
 	}
@@ -239,8 +240,8 @@ func TestLoadConfigStrict(t *testing.T) {
 		if err := c.Normalize(); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
-		if !filepath.IsAbs(c.Rollout.Model) || !strings.HasSuffix(c.Rollout.Model, filepath.Join("models", "calc")) {
-			t.Errorf("%s: rollout.model %q not resolved against the file", f, c.Rollout.Model)
+		if !filepath.IsAbs(c.Rollout.Model.Get()) || !strings.HasSuffix(c.Rollout.Model.Get(), filepath.Join("models", "calc")) {
+			t.Errorf("%s: rollout.model %q not resolved against the file", f, c.Rollout.Model.Get())
 		}
 	}
 }
@@ -250,7 +251,7 @@ func TestLoadConfigStrict(t *testing.T) {
 // pass covers the set.
 func TestPromptsForNeverRepeatsWithinAnIteration(t *testing.T) {
 	r := &run{cfg: Config{PromptsPerIteration: 3}}
-	r.cfg.Rollout.Seed = 5
+	r.cfg.Rollout.Seed = setting.Of[uint64](5)
 	for i := range 7 {
 		r.prompts = append(r.prompts, orchestrator.Prompt{ID: string(rune('a' + i))})
 	}

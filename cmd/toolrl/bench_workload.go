@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -318,10 +319,10 @@ func measureRunner(ctx context.Context, w runnerWorkload) (throughputResult, err
 	// Every sampled token may end a turn, and every turn a call.
 	turns := w.newTokens + 1
 	job := orchestrator.Job{
-		ID: "bench", Model: w.model, Prompts: "(bench actor: synthetic prompts)", GroupSize: w.groupSize, Seed: w.jobSeed,
-		Batch: w.concurrency, Threads: w.threads, Resume: &no,
-		Limits: orchestrator.Limits{MaxTurns: turns, MaxToolCalls: orchestrator.IntPtr(turns), MaxToolCallsPerTurn: 1,
-			MaxTokens: w.newTokens + turns*w.injectTokens},
+		ID: setting.Of("bench"), Model: setting.Of(w.model), Prompts: setting.Of("(bench actor: synthetic prompts)"), GroupSize: setting.Of(w.groupSize), Seed: setting.Of(w.jobSeed),
+		Batch: setting.Of(w.concurrency), Threads: setting.Of(w.threads), Resume: setting.Of(no),
+		Limits: orchestrator.Limits{MaxTurns: setting.Of(turns), MaxToolCalls: setting.Of(turns), MaxToolCallsPerTurn: setting.Of(1),
+			MaxTokens: setting.Of(w.newTokens + turns*w.injectTokens)},
 	}
 	hooks := orchestrator.Hooks{
 		Format: benchFormat{},

@@ -23,6 +23,7 @@ import (
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/recipe/bpetrain"
 	"github.com/toolrl/toolrl/recipe/calcdata"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/trainer"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -320,20 +321,20 @@ func calcEvalJob(f calcEvalFlags) (orchestrator.Job, []orchestrator.Prompt, erro
 		return orchestrator.Job{}, nil, usageErrorf("--model %s: not a model folder", f.model)
 	}
 	job := orchestrator.Job{
-		ID: calcEvalJobID, Model: f.model, Prompts: f.prompts, Limit: f.limit,
-		GroupSize: f.samples, Seed: f.seed, Threads: f.threads,
+		ID: setting.Of(calcEvalJobID), Model: setting.Of(f.model), Prompts: setting.Of(f.prompts), Limit: setting.Of(f.limit),
+		GroupSize: setting.Of(f.samples), Seed: setting.Of(f.seed), Threads: setting.Of(f.threads),
 		// Temperature 0 means "default" in a job; the flag's 0 is greedy.
-		Sampling: orchestrator.Sampling{Temperature: f.temperature, Greedy: f.temperature == 0, MaxNewTokens: f.maxNew},
+		Sampling: orchestrator.SamplingSpec{Temperature: setting.Of(f.temperature), Greedy: setting.Of(f.temperature == 0), MaxNewTokens: setting.Of(f.maxNew)},
 	}
 	if err := job.Normalize(); err != nil {
 		return job, nil, usageError{err}
 	}
-	set, err := orchestrator.ReadPrompts(job.Prompts, job.Limit, false)
+	set, err := orchestrator.ReadPrompts(job.Prompts.Get(), job.Limit.Get(), false)
 	if err != nil {
 		return job, nil, usageErrorf("--prompts: %v", err)
 	}
 	if len(set.Prompts) == 0 {
-		return job, nil, usageErrorf("--prompts %s: no prompts", job.Prompts)
+		return job, nil, usageErrorf("--prompts %s: no prompts", job.Prompts.Get())
 	}
 	return job, set.Prompts, nil
 }
@@ -356,7 +357,7 @@ func runCalcEval(cmd *cobra.Command, f calcEvalFlags) error {
 		if err := checkEvalOutput(f); err != nil {
 			return err
 		}
-		if sink, err = orchestrator.OpenSink(ctx, f.samplesOut, job.ID, true); err != nil {
+		if sink, err = orchestrator.OpenSink(ctx, f.samplesOut, job.ID.Get(), true); err != nil {
 			return usageErrorf("--samples-out: %v", err)
 		}
 	}
@@ -380,12 +381,12 @@ func runCalcEval(cmd *cobra.Command, f calcEvalFlags) error {
 	if f.asJSON {
 		return json.NewEncoder(out).Encode(ev)
 	}
-	temperature := fmt.Sprintf("T=%g", job.Sampling.Temperature)
-	if job.Sampling.Greedy {
+	temperature := fmt.Sprintf("T=%g", job.Sampling.Temperature.Get())
+	if job.Sampling.Temperature.Get() == 0 {
 		temperature = "greedy"
 	}
 	fmt.Fprintf(out, "model eval: %s on %d prompts of %s, %d samples each, %s, seed %d: %.1f s\n",
-		job.Model, ev.Prompts, job.Prompts, job.GroupSize, temperature, job.Seed, ev.Overall.Seconds)
+		job.Model.Get(), ev.Prompts, job.Prompts.Get(), job.GroupSize.Get(), temperature, job.Seed.Get(), ev.Overall.Seconds)
 	return writeEvalTable(out, &job, ev, groups, f.splitBy)
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/trainer"
 )
 
@@ -46,8 +47,8 @@ func TestModelEvalIsTrainerEvaluate(t *testing.T) {
 
 	// The job the flags describe, written out here rather than taken from
 	// the command's own code.
-	job := orchestrator.Job{ID: "eval", Model: model, Prompts: prompts, Limit: 8, GroupSize: 4, Seed: 3,
-		Sampling: orchestrator.Sampling{Temperature: 1, MaxNewTokens: 64}}
+	job := orchestrator.Job{ID: setting.Of("eval"), Model: setting.Of(model), Prompts: setting.Of(prompts), Limit: setting.Of(8), GroupSize: setting.Of(4), Seed: setting.Of[uint64](3),
+		Sampling: orchestrator.SamplingSpec{Temperature: setting.Of[float64](1), MaxNewTokens: setting.Of(64)}}
 	if err := job.Normalize(); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"time"
 
@@ -15,15 +14,15 @@ import (
 	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 )
 
 func newRolloutCmd() *cobra.Command {
 	var (
 		jobFile   string
-		flags     orchestrator.Job
-		resume    bool
-		greedy    bool
+		flags     orchestrator.Job // the flags layer: set only where a flag is given
+		overrides []string
 		kwargs    string
 		iteration int
 		dist      distributedFlags
@@ -35,8 +34,11 @@ func newRolloutCmd() *cobra.Command {
 		Long: `rollout samples G trajectories per prompt with an ONNX policy, executes the
 tool calls the policy writes, scores staged rewards (outcome, format, tool
 success, result used, call cost) and writes whole groups to JSONL, Parquet or a
-Redis stream. Settings come from a YAML job file (--job-file); flags override
-its common fields. Rerunning the same job skips the groups already written;
+Redis stream. Settings come from a YAML job file (--job-file); flags, then
+--set KEY=VALUE for any job-file key, override it, and the model folder's
+generation_config.json fills the sampling keys neither gives; the defaults
+shown below come last (docs/settings.md lists every key). The summary says
+where each sampling value came from. Rerunning the same job skips the groups already written;
 a rerun with other settings (seed, group size, sampling, model, tools,
 rewards, prompts file...) is refused, naming each one, unless --force-resume
 (OUT.settings.json or the job's Redis key records them; --limit, --batch and
@@ -81,61 +83,12 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 				}
 			}
 			set := cmd.Flags().Changed
-			if err := checkRolloutFlags(set, flags, greedy, dist); err != nil {
-				return err
+			if set("claim-idle") && dist.claimIdle <= 0 {
+				return usageErrorf("--claim-idle %v: want a duration > 0", dist.claimIdle)
 			}
-			if set("job") {
-				job.ID = flags.ID
-			}
-			if set("model") {
-				job.Model = flags.Model
-			}
-			if set("ref-model") {
-				job.RefModel = flags.RefModel
-			}
-			if set("prompts") {
-				job.Prompts = flags.Prompts
-			}
-			if set("tools") {
-				job.Tools = flags.Tools
-			}
-			if set("group-size") {
-				job.GroupSize = flags.GroupSize
-			}
-			if set("limit") {
-				job.Limit = flags.Limit
-			}
-			if set("seed") {
-				job.Seed = flags.Seed
-			}
-			if set("temperature") {
-				// An explicit --temperature 0 is greedy, as documented; a
-				// positive one overrides a job file's greedy: true.
-				job.Sampling.Temperature = flags.Sampling.Temperature
-				job.Sampling.Greedy = flags.Sampling.Temperature == 0
-				job.MarkSampling("temperature", orchestrator.SourceFlag)
-			}
-			if set("greedy") {
-				job.Sampling.Greedy = greedy
-				if greedy {
-					job.MarkSampling("temperature", orchestrator.SourceFlag)
-				}
-			}
-			if set("max-new-tokens") {
-				job.Sampling.MaxNewTokens = flags.Sampling.MaxNewTokens
-				job.MarkSampling("max_new_tokens", orchestrator.SourceFlag)
-			}
-			if set("batch") {
-				job.Batch = flags.Batch
-			}
-			if set("threads") {
-				job.Threads = flags.Threads
-			}
-			if set("provider") {
-				job.Provider = flags.Provider
-			}
-			if set("format") {
-				job.Format = flags.Format
+			setting.Overlay(&job, &flags)
+			if err := setting.SetAll(&job, overrides, setting.Flag); err != nil {
+				return usageErrorf("--set %v", err)
 			}
 			if set("chat-template-kwargs") {
 				kw, err := chat.ParseKwargs(kwargs)
@@ -143,21 +96,6 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 					return usageErrorf("--chat-template-kwargs: %w", err)
 				}
 				job.ChatTemplateKwargs = kw
-			}
-			if set("out") {
-				job.Out = flags.Out
-			}
-			if set("skip-invalid") {
-				job.SkipInvalid = flags.SkipInvalid
-			}
-			if set("resume") {
-				job.Resume = &resume
-			}
-			if set("force-resume") {
-				job.ForceResume = flags.ForceResume
-			}
-			if set("policy-version") {
-				job.PolicyVersion = flags.PolicyVersion
 			}
 			if iteration < 0 {
 				return usageErrorf("--iteration %d: want ≥ 0", iteration)
@@ -193,6 +131,9 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 				return usageErrorf("--min-policy-version is for enqueueing into --redis")
 			}
 			if err := job.Normalize(); err != nil {
+				if jobFile != "" && !strings.HasPrefix(err.Error(), "--") {
+					return usageErrorf("job file %s: %w", jobFile, err)
+				}
 				return usageError{err}
 			}
 			if err := checkRolloutOutput(job, jobFile); err != nil {
@@ -211,27 +152,9 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&jobFile, "job-file", "", "YAML job file (flags override its fields)")
-	f.StringVar(&flags.ID, "job", "", "job id: trajectory ids are JOB/prompt/sample, JOB/prompt@N/sample in --iteration N (default rollout)")
-	f.StringVar(&flags.Model, "model", "", "model folder (config.json, tokenizer.json, onnx/model.onnx)")
-	f.StringVar(&flags.RefModel, "ref-model", "", "reference model folder: its logprobs go into ref_log_prob")
-	f.StringVar(&flags.Prompts, "prompts", "", "prompts JSONL: {id, prompt | messages, answer, meta}")
-	f.StringVar(&flags.Tools, "tools", "", "tools registry file (default: the model folder's tools.yaml)")
-	f.IntVar(&flags.GroupSize, "group-size", 8, "G, samples per prompt (≥ 1)")
-	f.IntVar(&flags.Limit, "limit", 0, "use at most N prompts (0 = all)")
-	f.Uint64Var(&flags.Seed, "seed", 0, "job seed")
-	f.Float64Var(&flags.Sampling.Temperature, "temperature", 0, "sampling temperature; 0: greedy, as --greedy (default: the job file's, else generation_config.json's, else 1)")
-	f.BoolVar(&greedy, "greedy", false, "greedy decoding (temperature 0)")
-	f.IntVar(&flags.Sampling.MaxNewTokens, "max-new-tokens", 0, "most tokens sampled per model turn (default: the job file's, else generation_config.json's, else 256)")
-	f.IntVar(&flags.Batch, "batch", 64, "most sequences decoded together")
-	f.IntVar(&flags.Threads, "threads", 0, "ONNX Runtime intra-op threads (0 = one per core)")
-	f.StringVar(&flags.Provider, "provider", "cpu", "execution provider: cpu or cuda")
-	f.StringVar(&flags.Format, "format", "auto", "prompt format: auto, plain or chat")
+	setting.Bind(f, &flags)
+	f.StringArrayVar(&overrides, "set", nil, "set any job-file key, KEY=VALUE (e.g. limits.max_tool_calls=0); repeatable, applied after the other flags (docs/settings.md)")
 	f.StringVar(&kwargs, "chat-template-kwargs", "", `chat format: JSON object of extra chat-template variables, e.g. '{"enable_thinking": false}' (replaces the job file's chat_template_kwargs)`)
-	f.StringVar(&flags.Out, "out", "", "output: FILE.jsonl, FILE.parquet or redis://host:port/db (default out/JOB.jsonl)")
-	f.BoolVar(&flags.SkipInvalid, "skip-invalid", false, "skip malformed prompt lines (counted) instead of stopping")
-	f.BoolVar(&resume, "resume", true, "skip groups already in the output")
-	f.BoolVar(&flags.ForceResume, "force-resume", false, "resume even when the output was written with other settings (they mix; this run's are recorded)")
-	f.Int64Var(&flags.PolicyVersion, "policy-version", 0, "policy version recorded in every trajectory")
 	f.IntVar(&iteration, "iteration", 0, "closed-loop iteration: every prompt is a new group JOB/prompt@N with its own seeds (0 = JOB/prompt)")
 	f.StringVar(&dist.url, "redis", "", "distributed job: enqueue the prompts into this Redis (with --job), or claim them with --worker")
 	f.BoolVar(&dist.worker, "worker", false, "run as a distributed worker: claim prompts from --redis until the job's prompts are done (with --follow: until Ctrl-C)")
@@ -244,54 +167,16 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 	return cmd
 }
 
-// checkRolloutFlags refuses flag values that the job would otherwise read as
-// "unset" and replace by a default (--group-size 0 became 8), and negative
-// ones, naming the flag. set reports whether a flag was given.
-func checkRolloutFlags(set func(string) bool, flags orchestrator.Job, greedy bool, dist distributedFlags) error {
-	for _, f := range []struct {
-		name  string
-		value int
-	}{{"group-size", flags.GroupSize}, {"max-new-tokens", flags.Sampling.MaxNewTokens}, {"batch", flags.Batch}} {
-		if set(f.name) && f.value < 1 {
-			return usageErrorf("--%s %d: want ≥ 1", f.name, f.value)
-		}
-	}
-	if set("threads") && flags.Threads < 0 {
-		return usageErrorf("--threads %d: want ≥ 0 (0: one per core)", flags.Threads)
-	}
-	if set("limit") && flags.Limit < 0 {
-		return usageErrorf("--limit %d: want ≥ 0 (0: all prompts)", flags.Limit)
-	}
-	if set("policy-version") && flags.PolicyVersion < 0 {
-		return usageErrorf("--policy-version %d: want ≥ 0", flags.PolicyVersion)
-	}
-	if set("claim-idle") && dist.claimIdle <= 0 {
-		return usageErrorf("--claim-idle %v: want a duration > 0", dist.claimIdle)
-	}
-	if set("temperature") {
-		t := flags.Sampling.Temperature
-		switch {
-		case !(t >= 0) || math.IsInf(t, 0):
-			return usageErrorf("--temperature %g: want a finite value ≥ 0 (0: greedy)", t)
-		case set("greedy") && greedy && t > 0:
-			return usageErrorf("--temperature %g with --greedy: greedy decoding is temperature 0; give one of them", t)
-		case set("greedy") && !greedy && t == 0:
-			return usageErrorf("--temperature 0 with --greedy=false: temperature 0 is greedy decoding")
-		}
-	}
-	return nil
-}
-
 // checkRolloutOutput refuses a file output that is one of the job's input
 // files (the same file, not only the same name): writing it would destroy
 // the prompts, tools registry or job file.
 func checkRolloutOutput(job orchestrator.Job, jobFile string) error {
-	if strings.Contains(job.Out, "://") {
+	if strings.Contains(job.Out.Get(), "://") {
 		return nil
 	}
-	return usageErrorIf(samefile.Refuse(samefile.Path{Flag: "--out", Path: job.Out},
-		samefile.Path{Flag: "--prompts", Path: job.Prompts},
-		samefile.Path{Flag: "--tools", Path: job.Tools},
+	return usageErrorIf(samefile.Refuse(samefile.Path{Flag: "--out", Path: job.Out.Get()},
+		samefile.Path{Flag: "--prompts", Path: job.Prompts.Get()},
+		samefile.Path{Flag: "--tools", Path: job.Tools.Get()},
 		samefile.Path{Flag: "--job-file", Path: jobFile}))
 }
 
@@ -324,7 +209,7 @@ type reportFlags struct {
 
 // runDistributed enqueues the job's prompts, or runs a worker on them.
 func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFlags, iteration int, report reportFlags) error {
-	if !cmd.Flags().Changed("job") && job.ID == "" {
+	if !cmd.Flags().Changed("job") && job.ID.Get() == "" {
 		return usageErrorf("--redis needs --job J: the job names the streams workers share")
 	}
 	ctx := cmd.Context()
@@ -334,10 +219,10 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 	}
 	defer client.Close()
 	if !dist.worker {
-		if job.Prompts == "" {
+		if job.Prompts.Get() == "" {
 			return usageErrorf("enqueueing needs --prompts FILE (or start workers with --worker)")
 		}
-		set, err := orchestrator.ReadPrompts(job.Prompts, job.Limit, job.SkipInvalid)
+		set, err := orchestrator.ReadPrompts(job.Prompts.Get(), job.Limit.Get(), job.SkipInvalid.Get())
 		if err != nil {
 			return usageError{err}
 		}
@@ -345,19 +230,19 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 			set.Prompts[i].Iteration = iteration
 			set.Prompts[i].MinPolicyVersion = dist.minPolicyVersion
 		}
-		n, err := orchestrator.Enqueue(ctx, client, job.ID, set.Prompts)
+		n, err := orchestrator.Enqueue(ctx, client, job.ID.Get(), set.Prompts)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "enqueued %d prompts (%d already queued, %d malformed lines skipped) into %s\n",
-			n, len(set.Prompts)-n, len(set.Skipped), stream.JobKeys(job.ID).Prompts)
+			n, len(set.Prompts)-n, len(set.Skipped), stream.JobKeys(job.ID.Get()).Prompts)
 		return nil
 	}
-	if job.Out == "" {
-		job.Out = dist.url
+	if job.Out.Get() == "" {
+		job.Out.Set(dist.url, setting.Default)
 	}
-	if job.Prompts == "" {
-		job.Prompts = "redis" // the feed replaces the file
+	if job.Prompts.Get() == "" {
+		job.Prompts.Set("redis", setting.Default) // the feed replaces the file
 	}
 	if err := job.Normalize(); err != nil {
 		return usageError{err}
@@ -369,7 +254,7 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 	switch dist.watch {
 	case "":
 	case watchRedis:
-		if policy, err = orchestrator.NewRedisPolicySource(client, job.ID); err != nil {
+		if policy, err = orchestrator.NewRedisPolicySource(client, job.ID.Get()); err != nil {
 			return usageError{err}
 		}
 	default:
@@ -382,7 +267,7 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 	if err != nil {
 		return usageError{err}
 	}
-	feed, err := orchestrator.NewRedisFeed(ctx, client, orchestrator.RedisFeedOptions{Job: job.ID, ClaimIdle: dist.claimIdle, Follow: dist.follow,
+	feed, err := orchestrator.NewRedisFeed(ctx, client, orchestrator.RedisFeedOptions{Job: job.ID.Get(), ClaimIdle: dist.claimIdle, Follow: dist.follow,
 		Retry: stream.Retry{For: retry}})
 	if err != nil {
 		return err
@@ -399,9 +284,9 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.PromptFeed, iteration int, policy orchestrator.PolicySource, report reportFlags) error {
 	if report.summaryJSON != "" {
 		paths := []samefile.Path{{Flag: "--summary-json", Path: report.summaryJSON},
-			{Flag: "--prompts", Path: job.Prompts}, {Flag: "--tools", Path: job.Tools}}
-		if !strings.Contains(job.Out, "://") {
-			paths = append(paths, samefile.Path{Flag: "--out", Path: job.Out})
+			{Flag: "--prompts", Path: job.Prompts.Get()}, {Flag: "--tools", Path: job.Tools.Get()}}
+		if !strings.Contains(job.Out.Get(), "://") {
+			paths = append(paths, samefile.Path{Flag: "--out", Path: job.Out.Get()})
 		}
 		if err := samefile.Refuse(paths[0], paths[1:]...); err != nil {
 			return usageError{err}
@@ -430,14 +315,14 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 		Live: live})
 	if summary != nil {
 		summary.Write(cmd.OutOrStdout())
-		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", orchestrator.DisplayOut(job.Out))
+		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", orchestrator.DisplayOut(job.Out.Get()))
 	}
 	if report.summaryJSON != "" {
 		s := summary
 		if s == nil {
-			s = orchestrator.NewSummary(job.ID) // the run failed before it began: say so
+			s = orchestrator.NewSummary(job.ID.Get()) // the run failed before it began: say so
 		}
-		if werr := s.WriteJSONFile(report.summaryJSON, job.Out, err); werr != nil {
+		if werr := s.WriteJSONFile(report.summaryJSON, job.Out.Get(), err); werr != nil {
 			werr = fmt.Errorf("--summary-json %s: %w", report.summaryJSON, werr)
 			if err == nil {
 				return werr

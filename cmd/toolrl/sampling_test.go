@@ -38,7 +38,7 @@ func TestRolloutSamplingPrecedence(t *testing.T) {
 	}{
 		{"model folder", []string{"--model", model, "--prompts", prompts}, 0.5,
 			"temperature 0.5 (generation_config.json), top_k 0 (default), top_p 1 (default), min_p 0 (default), max_new_tokens 6 (generation_config.json)"},
-		{"job file", []string{"--job-file", jobFile}, 0.7, "temperature 0.7 (job)"},
+		{"job file", []string{"--job-file", jobFile}, 0.7, "temperature 0.7 (file)"},
 		{"flag", []string{"--job-file", jobFile, "--temperature", "0.9", "--max-new-tokens", "4"}, 0.9, "temperature 0.9 (flag)"},
 		{"greedy flag", []string{"--job-file", jobFile, "--greedy"}, 0, "temperature 0 (greedy) (flag)"},
 	} {

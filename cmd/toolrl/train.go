@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/internal/interrupt"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/trainer"
 )
@@ -73,7 +74,7 @@ SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
 			if cmd.Flags().Changed("seed") {
 				// The rollout's seed (and the learner's when the config sets
 				// none); the evaluation keeps its own, so runs compare.
-				cfg.Rollout.Seed = seed
+				cfg.Rollout.Seed.Set(seed, setting.Flag)
 			}
 			if err := cfg.Normalize(); err != nil {
 				return usageErrorf("train: %s: %v", configPath, err)
@@ -123,7 +124,7 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 		defer client.Close()
 		opts.Redis = client
 		mode += fmt.Sprintf(", distributed on %s (job %s: start workers with toolrl rollout --worker --follow --watch redis --redis URL --job %s, and toolrl advantage serve --redis URL --job %s)",
-			stream.Redact(redisURL), cfg.Rollout.ID, cfg.Rollout.ID, cfg.Rollout.ID)
+			stream.Redact(redisURL), cfg.Rollout.ID.Get(), cfg.Rollout.ID.Get(), cfg.Rollout.ID.Get())
 	}
 	if q, _ := cfg.Quantization(); q.Enabled() {
 		mode += fmt.Sprintf(", %s rollouts (actors sample each version's quantized copy; the learner trains float32", q)
@@ -133,7 +134,7 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 		mode += ")"
 	}
 	fmt.Fprintf(stderr, "train: %d iterations × %d prompts × G=%d, %s, out %s\n",
-		cfg.Iterations, cfg.PromptsPerIteration, cfg.Rollout.GroupSize, mode, cfg.Out)
+		cfg.Iterations, cfg.PromptsPerIteration, cfg.Rollout.GroupSize.Get(), mode, cfg.Out)
 	type outcome struct {
 		res trainer.Result
 		err error
