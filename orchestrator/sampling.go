@@ -117,6 +117,8 @@ func layerName(src setting.Source) string {
 		return "the file"
 	case setting.Flag:
 		return "the flags"
+	case setting.Override:
+		return "--set"
 	case setting.Model:
 		return "generation_config.json"
 	}

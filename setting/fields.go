@@ -94,7 +94,7 @@ func ApplyDefaults(spec any) error {
 }
 
 // Set sets the setting at the dotted YAML key from text, by the layer src
-// (a --set KEY=VALUE override is Flag). An unknown key is an error that
+// (Override for a --set KEY=VALUE). An unknown key is an error that
 // lists the known ones.
 func Set(spec any, key, text string, src Source) error {
 	fields := Fields(spec)
@@ -107,11 +107,39 @@ func Set(spec any, key, text string, src Source) error {
 		}
 	}
 	keys := make([]string, len(fields))
+	best, bestDist := "", 3 // suggest a key at most 2 edits away
 	for i, f := range fields {
 		keys[i] = f.Key
+		if d := editDistance(key, f.Key); d < bestDist {
+			best, bestDist = f.Key, d
+		}
+	}
+	if best != "" {
+		return fmt.Errorf("%q is not a setting; did you mean %s?", key, best)
 	}
 	slices.Sort(keys)
 	return fmt.Errorf("%q is not a setting; the settings are %s", key, strings.Join(keys, ", "))
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // SetAll applies overrides of the form KEY=VALUE (toolrl train --set), in
@@ -176,7 +204,7 @@ func mergeValue(d, s reflect.Value, over bool) {
 }
 
 // Name is how an error names the setting at key: its flag ("--group-size")
-// when a flag set it, else its key ("group_size").
+// when that flag set it, else its key ("group_size"; also after --set).
 func Name(spec any, key string) string {
 	for _, f := range Fields(spec) {
 		if f.Key == key && f.Flag != "" && f.Source() == Flag {

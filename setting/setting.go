@@ -39,14 +39,18 @@ const (
 	Model Source = "generation_config.json"
 	// File is a YAML file: a job file or a train config.
 	File Source = "file"
-	// Flag is a command-line flag, or a --set KEY=VALUE override.
+	// Flag is a command-line flag.
 	Flag Source = "flag"
+	// Override is a --set KEY=VALUE on the command line: the flags' rank,
+	// applied after them.
+	Override Source = "--set"
 	// Code is a value set by a Go program (setting.Of).
 	Code Source = "code"
 )
 
 // Rank orders the layers: a value from a higher rank overrides one from a
-// lower. Unset is 0, Default 1, Model 2, File and Code 3, Flag 4.
+// lower. Unset is 0, Default 1, Model 2, File and Code 3, Flag and
+// Override 4.
 func (s Source) Rank() int {
 	switch s {
 	case Default:
@@ -55,7 +59,7 @@ func (s Source) Rank() int {
 		return 2
 	case File, Code:
 		return 3
-	case Flag:
+	case Flag, Override:
 		return 4
 	}
 	return 0

@@ -108,7 +108,10 @@ func TestErrorsNameTheSetting(t *testing.T) {
 	if err := fs.Parse([]string{"--group-size", "many"}); err == nil || !strings.Contains(err.Error(), "group-size") || !strings.Contains(err.Error(), `"many" is not a valid int`) {
 		t.Errorf("bad flag value: %v", err)
 	}
-	if err := SetAll(&s, []string{"sampling.tempreature=1"}, Flag); err == nil || !strings.Contains(err.Error(), `"sampling.tempreature" is not a setting`) || !strings.Contains(err.Error(), "sampling.temperature") {
+	if err := SetAll(&s, []string{"sampling.tempreature=1"}, Flag); err == nil || !strings.Contains(err.Error(), `"sampling.tempreature" is not a setting; did you mean sampling.temperature?`) {
+		t.Errorf("misspelt key: %v", err)
+	}
+	if err := SetAll(&s, []string{"learner.lr=1"}, Flag); err == nil || !strings.Contains(err.Error(), `"learner.lr" is not a setting; the settings are async, group_size, name`) {
 		t.Errorf("unknown key: %v", err)
 	}
 	if err := SetAll(&s, []string{"seed"}, Flag); err == nil || !strings.Contains(err.Error(), "KEY=VALUE") {

@@ -11,6 +11,7 @@ import (
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/trajtest"
+	"github.com/toolrl/toolrl/traj"
 )
 
 // links returns path itself, a path spelt differently, a symlink and a hard
@@ -216,6 +217,49 @@ func TestEmptyPromptsFileFails(t *testing.T) {
 			"--out", filepath.Join(dir, "out.jsonl"))
 		if err == nil || !strings.Contains(err.Error(), prompts) || !strings.Contains(err.Error(), "no prompts") {
 			t.Errorf("%s: err = %v, want one naming the file and saying it has no prompts", name, err)
+		}
+	}
+}
+
+// TestSetOverridesReachTheRecord: --set KEY=VALUE sets any key of a job or a
+// train config over the file and the flags, and an error names the key.
+func TestSetOverridesReachTheRecord(t *testing.T) {
+	root := testsupport.RepoRoot(t)
+	model, prompts := filepath.Join(root, "models", "calc"), filepath.Join(root, "data", "calc", "prompts.jsonl")
+	out := filepath.Join(t.TempDir(), "set.jsonl")
+	stdout, stderr, err := runToolrl(t, "rollout", "--model", model, "--prompts", prompts, "--limit", "2", "--group-size", "2",
+		"--temperature", "0.9", "--set", "sampling.temperature=0.6", "--set", "limits.max_tool_calls=0", "--out", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "temperature 0.6 (--set)") {
+		t.Errorf("summary does not report the --set temperature:\n%s", stdout)
+	}
+	capped := 0
+	for _, tr := range testsupport.ReadJSONLines[traj.Trajectory](t, out) {
+		if *tr.Temperature != 0.6 || (tr.FinishReason != traj.FinishMaxToolCalls && tr.FinishReason != traj.FinishStop) {
+			t.Errorf("%s: temperature %v, finish %s: want 0.6, and no call run", tr.ID, *tr.Temperature, tr.FinishReason)
+		}
+		if tr.FinishReason == traj.FinishMaxToolCalls {
+			capped++
+		}
+	}
+	if capped == 0 {
+		t.Error("no trajectory ended at its first call: limits.max_tool_calls=0 did not apply")
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rollout", "--model", model, "--prompts", prompts, "--set", "limits.max_tool_calls=-1"}, "limits.max_tool_calls: -1, want ≥ 0"},
+		{[]string{"rollout", "--model", model, "--prompts", prompts, "--set", "group_size=0"}, "group_size: 0, want ≥ 1"},
+		{[]string{"rollout", "--model", model, "--prompts", prompts, "--set", "limits.max_tool_call=1"}, "did you mean limits.max_tool_calls?"},
+		{[]string{"train", "--config", filepath.Join(root, "experiments", "calc-smoke.yaml"), "--set", "rollout.sampling.temperature=0"}, "greedy samples cannot be trained with a ratio (temperature 0 from --set)"},
+		{[]string{"train", "--config", filepath.Join(root, "experiments", "calc-smoke.yaml"), "--set", "rollout.sampling.temperature=hot"}, `rollout.sampling.temperature: "hot" is not a valid float value`},
+	} {
+		_, _, err := runToolrl(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)
 		}
 	}
 }

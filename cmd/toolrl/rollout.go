@@ -87,7 +87,7 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 				return usageErrorf("--claim-idle %v: want a duration > 0", dist.claimIdle)
 			}
 			setting.Overlay(&job, &flags)
-			if err := setting.SetAll(&job, overrides, setting.Flag); err != nil {
+			if err := setting.SetAll(&job, overrides, setting.Override); err != nil {
 				return usageErrorf("--set %v", err)
 			}
 			if set("chat-template-kwargs") {

@@ -24,6 +24,7 @@ func newTrainCmd() *cobra.Command {
 	var configPath, out, redisURL string
 	var resume, async bool
 	var seed uint64
+	var overrides []string
 	cmd := &cobra.Command{
 		Use:   "train --config FILE",
 		Short: "Run the closed loop: rollout, advantages, learner update, publish, reload — iteration after iteration",
@@ -38,7 +39,9 @@ seed, split by the meta fields in eval.split_by.
 
 The config (YAML, strict keys; docs/train.md) holds the rollout job, the
 advantage math, the learner's knobs, iterations, prompts_per_iteration, the
-evaluation and out. With async: true (or --async) each iteration's rollout
+evaluation and out. --set KEY=VALUE overrides any of its keys, e.g.
+--set learner.lr=1e-4 --set rollout.sampling.temperature=0.8 (docs/settings.md
+lists them). With async: true (or --async) each iteration's rollout
 overlaps the previous update: rollouts are one version behind the learner,
 which the ratio corrects; otherwise the loop is strictly on-policy and, for a
 seed, deterministic (the same metrics, timings aside, and the same weights).
@@ -76,6 +79,9 @@ SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
 				// none); the evaluation keeps its own, so runs compare.
 				cfg.Rollout.Seed.Set(seed, setting.Flag)
 			}
+			if err := setting.SetAll(&cfg, overrides, setting.Override); err != nil {
+				return usageErrorf("train: --set %v", err)
+			}
 			if err := cfg.Normalize(); err != nil {
 				return usageErrorf("train: %s: %v", configPath, err)
 			}
@@ -86,6 +92,7 @@ SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
 	fs.StringVar(&configPath, "config", "", "training config (YAML; docs/train.md)")
 	fs.StringVar(&out, "out", "", "output folder (overrides the config's out)")
 	fs.Uint64Var(&seed, "seed", 0, "override rollout.seed (the prompt stream and sampling; the evaluation keeps eval.seed)")
+	fs.StringArrayVar(&overrides, "set", nil, "override a config key, KEY=VALUE (e.g. learner.lr=1e-4, rollout.sampling.temperature=0.8); repeatable, applied after the file and the other flags (docs/settings.md)")
 	fs.BoolVar(&resume, "resume", false, "continue from the last published version and iteration in OUT")
 	fs.BoolVar(&async, "async", false, "overlap each rollout with the previous update (one version of staleness)")
 	fs.StringVar(&redisURL, "redis", "", "drive a distributed run on this Redis: workers (toolrl rollout --worker --follow --watch redis) and advantage services run elsewhere")
