@@ -43,7 +43,7 @@ var layers = []struct {
 		"orchestrator", "advantage/serve", "advantage/offline", "learner",
 		"internal/tinymodel", "recipe/calcdata", "internal/schemadoc",
 	}},
-	{"the closed loop", []string{"trainer"}},
+	{"the closed loop; the actor benchmark", []string{"trainer", "bench"}},
 	{"its charts", []string{"curves"}},
 	{"the CLI", []string{"cmd/toolrl"}},
 }
