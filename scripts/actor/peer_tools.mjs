@@ -7,7 +7,7 @@
 // injected tokens, left-padded, full re-prefill), until every row has sampled
 // NEW tokens.
 //
-// The schedule is toolrl's (cmd/toolrl benchPauseInterval, benchPausePoints):
+// The schedule is toolrl's (bench benchPauseInterval, benchPausePoints):
 // row i pauses after every P + i%4 sampled tokens, except at its NEW-th token,
 // which ends it; each pause injects the INJECT ids 'a' + (7j mod 26).
 // Sampling as in peer.mjs: do_sample, temperature 1, top_k 50, EOS suppressed.
@@ -54,7 +54,7 @@ const settings = { do_sample: true, temperature: 1, top_k: 50, top_p: 1 };
 // toolrl's benchmark ids: 'a' + (7i mod 26).
 const benchIds = (n) => Array.from({ length: n }, (_, i) => BigInt(97 + ((i * 7) % 26)));
 const prompt = benchIds(L), inject = benchIds(INJ);
-// toolrl's benchPauseInterval (cmd/toolrl/bench_workload.go).
+// toolrl's benchPauseInterval (bench/workload.go).
 const interval = (i) => P + (i % 4);
 
 // StopAtPause stops row r once it has sampled targets[r] tokens in this call.
