@@ -5,8 +5,10 @@ import (
 	"math"
 	"math/big"
 	"regexp"
+	"strconv"
 	"strings"
 
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -34,37 +36,36 @@ func PartNames() []string {
 // 0.3, and a right answer always scores above a wrong one (AdaTIR's "sign
 // reversal", where tool penalties outweigh correctness, cannot happen).
 type Config struct {
-	// Outcome is paid when the extracted answer equals the reference. Default 1.
-	Outcome *float64 `yaml:"outcome"`
+	// Outcome is paid when the extracted answer equals the reference.
+	Outcome setting.Value[float64] `yaml:"outcome" default:"1" usage:"paid when the extracted answer equals the reference"`
 	// Format is paid when the response ends cleanly (EOS) with an explicitly
 	// marked answer ("The answer is N", \boxed{N} or the regex) and has no
-	// invalid call. Default 0.1.
-	Format *float64 `yaml:"format"`
-	// The tool parts, per call (defaults from DefaultToolWeights:
-	// tool_success 0, tool_use 0, call_cost -0.1, tool_failure -0.2,
-	// invalid_call -0.2, over_cap -0.3).
-	ToolSuccess *float64 `yaml:"tool_success"`
-	ToolUse     *float64 `yaml:"tool_use"`
-	CallCost    *float64 `yaml:"call_cost"`
-	ToolFailure *float64 `yaml:"tool_failure"`
-	InvalidCall *float64 `yaml:"invalid_call"`
-	OverCap     *float64 `yaml:"over_cap"`
+	// invalid call.
+	Format setting.Value[float64] `yaml:"format" default:"0.1" usage:"paid when the response ends cleanly with a marked answer and no invalid call"`
+	// The tool parts, per call (DefaultToolWeights are these defaults).
+	ToolSuccess setting.Value[float64] `yaml:"tool_success" default:"0" usage:"per call that parsed and executed ok"`
+	ToolUse     setting.Value[float64] `yaml:"tool_use" default:"0" usage:"per successful call whose result the model's later text uses"`
+	CallCost    setting.Value[float64] `yaml:"call_cost" default:"-0.1" usage:"per call the model wrote, whatever became of it"`
+	ToolFailure setting.Value[float64] `yaml:"tool_failure" default:"-0.2" usage:"per call that ran and did not succeed (timeout, tool error, panic, canceled)"`
+	InvalidCall setting.Value[float64] `yaml:"invalid_call" default:"-0.2" usage:"per call that failed to parse or validate, or named no tool"`
+	OverCap     setting.Value[float64] `yaml:"over_cap" default:"-0.3" usage:"per call past a per-turn or per-trajectory cap"`
 	// MaxToolPenalty is the most the tool parts together may take from a
-	// trajectory whose answer is right (≥ 0; default 0.8); the excess comes
-	// back as the part penalty_clip. With the defaults a right answer then
-	// scores at least 1 - 0.8 = 0.2, above the best wrong one (0.1, format
-	// alone), whatever its calls. Set it large (e.g. 1e9) for no clip.
-	MaxToolPenalty *float64 `yaml:"max_tool_penalty"`
+	// trajectory whose answer is right (≥ 0; see DefaultMaxToolPenalty); the
+	// excess comes back as the part penalty_clip. With the defaults a right
+	// answer then scores at least 1 - 0.8 = 0.2, above the best wrong one
+	// (0.1, format alone), whatever its calls. Set it large (e.g. 1e9) for
+	// no clip.
+	MaxToolPenalty setting.Value[float64] `yaml:"max_tool_penalty" default:"0.8" usage:"most the tool parts may take from a right answer (≥ 0); the excess comes back as penalty_clip"`
 
 	// Extract lists the answer extractors tried in order: boxed, answer_is,
 	// regex, last_number. Default [boxed, answer_is, last_number], with regex
 	// before last_number when Regex is set.
-	Extract []string `yaml:"extract"`
+	Extract setting.Value[[]string] `yaml:"extract" usage:"answer extractors in order: boxed, answer_is, regex, last_number (default: boxed, answer_is[, regex], last_number)"`
 	// Regex is a custom extractor; its first capture group (or whole match) is
 	// the answer, and the last match in the text wins.
-	Regex string `yaml:"regex"`
-	// Tolerance is the absolute tolerance for numeric answers. Default 1e-6.
-	Tolerance float64 `yaml:"tolerance"`
+	Regex setting.Value[string] `yaml:"regex" usage:"a custom answer extractor: its first group (or whole match), the last match wins"`
+	// Tolerance is the absolute tolerance for numeric answers (0: exact).
+	Tolerance setting.Value[float64] `yaml:"tolerance" default:"1e-6" usage:"absolute tolerance of numeric answers (0: exact)"`
 
 	regex *regexp.Regexp
 }
@@ -76,45 +77,40 @@ type Config struct {
 // still scores above every wrong one.
 const DefaultMaxToolPenalty = 0.8
 
-func ptr(v float64) *float64 { return &v }
-
+// Normalize applies the declared defaults to the unset keys and checks the
+// values, naming the key at fault.
 func (c *Config) Normalize() error {
-	d := DefaultToolWeights()
-	for _, f := range []struct {
-		p   **float64
-		def float64
-	}{
-		{&c.Outcome, 1}, {&c.Format, 0.1}, {&c.ToolSuccess, d.ToolSuccess}, {&c.ToolUse, d.ToolUse},
-		{&c.CallCost, d.CallCost}, {&c.ToolFailure, d.ToolFailure}, {&c.InvalidCall, d.InvalidCall},
-		{&c.OverCap, d.OverCap}, {&c.MaxToolPenalty, DefaultMaxToolPenalty},
-	} {
-		if *f.p == nil {
-			*f.p = ptr(f.def)
+	if err := setting.ApplyDefaults(c); err != nil {
+		return fmt.Errorf("rewards: %w", err)
+	}
+	for _, f := range setting.Fields(c) {
+		if f.Type == "float" {
+			if v, err := strconv.ParseFloat(f.Text(), 64); err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+				return fmt.Errorf("rewards.%s: %s, want a finite value", f.Key, f.Text())
+			}
 		}
 	}
-	if *c.MaxToolPenalty < 0 || math.IsNaN(*c.MaxToolPenalty) {
-		return fmt.Errorf("rewards.max_tool_penalty: %g, want ≥ 0", *c.MaxToolPenalty)
+	if p := c.MaxToolPenalty.Get(); p < 0 {
+		return fmt.Errorf("rewards.max_tool_penalty: %g, want ≥ 0", p)
 	}
-	if c.Tolerance == 0 {
-		c.Tolerance = 1e-6
+	if t := c.Tolerance.Get(); t < 0 {
+		return fmt.Errorf("rewards.tolerance: %g, want ≥ 0 (0: exact)", t)
 	}
-	if c.Tolerance < 0 {
-		return fmt.Errorf("rewards.tolerance: %g, want ≥ 0", c.Tolerance)
-	}
-	if c.Regex != "" {
-		re, err := regexp.Compile(c.Regex)
+	if c.Regex.Get() != "" {
+		re, err := regexp.Compile(c.Regex.Get())
 		if err != nil {
 			return fmt.Errorf("rewards.regex: %w", err)
 		}
 		c.regex = re
 	}
-	if len(c.Extract) == 0 {
-		c.Extract = []string{"boxed", "answer_is", "last_number"}
+	if len(c.Extract.Get()) == 0 {
+		extract := []string{"boxed", "answer_is", "last_number"}
 		if c.regex != nil {
-			c.Extract = []string{"boxed", "answer_is", "regex", "last_number"}
+			extract = []string{"boxed", "answer_is", "regex", "last_number"}
 		}
+		c.Extract.Set(extract, setting.Default)
 	}
-	for i, e := range c.Extract {
+	for i, e := range c.Extract.Get() {
 		switch e {
 		case "boxed", "answer_is", "last_number":
 		case "regex":
@@ -129,8 +125,8 @@ func (c *Config) Normalize() error {
 }
 
 func (c *Config) toolWeights() ToolWeights {
-	return ToolWeights{ToolSuccess: *c.ToolSuccess, ToolUse: *c.ToolUse, CallCost: *c.CallCost,
-		ToolFailure: *c.ToolFailure, InvalidCall: *c.InvalidCall, OverCap: *c.OverCap}
+	return ToolWeights{ToolSuccess: c.ToolSuccess.Get(), ToolUse: c.ToolUse.Get(), CallCost: c.CallCost.Get(),
+		ToolFailure: c.ToolFailure.Get(), InvalidCall: c.InvalidCall.Get(), OverCap: c.OverCap.Get()}
 }
 
 var (
@@ -152,7 +148,7 @@ func (e Extraction) Marked() bool { return e.By != "" && e.By != "last_number" }
 // text (tool results are not part of it, so a call's result alone never counts
 // as an answer).
 func (c *Config) ExtractAnswer(text string) Extraction {
-	for _, e := range c.Extract {
+	for _, e := range c.Extract.Get() {
 		var m string
 		switch e {
 		case "boxed":
@@ -200,7 +196,7 @@ func (c *Config) AnswerMatches(got, want string) bool {
 	if gok && wok {
 		diff := new(big.Rat).Sub(g, w)
 		f, _ := diff.Abs(diff).Float64()
-		return f <= c.Tolerance
+		return f <= c.Tolerance.Get()
 	}
 	return strings.EqualFold(strings.TrimRight(got, "."), strings.TrimRight(want, "."))
 }
@@ -239,11 +235,11 @@ func (c *Config) Score(t *traj.Trajectory, answer string) bool {
 	correct := ex.By != "" && c.AnswerMatches(ex.Answer, answer)
 	parts[PartOutcome] = 0
 	if correct {
-		parts[PartOutcome] = *c.Outcome
+		parts[PartOutcome] = c.Outcome.Get()
 	}
 	parts[PartFormat] = 0
 	if t.FinishReason == traj.FinishStop && ex.Marked() && tr.Invalid == 0 {
-		parts[PartFormat] = *c.Format
+		parts[PartFormat] = c.Format.Get()
 	}
 	steps := tr.Steps
 	toolSum := 0.0
@@ -258,7 +254,7 @@ func (c *Config) Score(t *traj.Trajectory, answer string) bool {
 	// tool parts of a right answer take at most MaxToolPenalty. The 1e-9 keeps
 	// float noise from producing a clip of 1e-17.
 	parts[PartPenaltyClip] = 0
-	if limit := *c.MaxToolPenalty; correct && toolSum < -limit-1e-9 {
+	if limit := c.MaxToolPenalty.Get(); correct && toolSum < -limit-1e-9 {
 		parts[PartPenaltyClip] = roundTo(-limit-toolSum, 12)
 	}
 	steps[len(steps)-1] += parts[PartOutcome] + parts[PartFormat] + parts[PartPenaltyClip]

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -34,19 +35,19 @@ func TestExtractAnswer(t *testing.T) {
 			t.Errorf("ExtractAnswer(%q) = %+v, want %q by %q", tc.text, got, tc.answer, tc.by)
 		}
 	}
-	c.Regex = `#### (\S+)`
-	c.Extract = nil
+	c.Regex = setting.Of(`#### (\S+)`)
+	c.Extract = setting.Value[[]string]{}
 	if err := c.Normalize(); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.ExtractAnswer("work... #### 17 then 99"); got.Answer != "17" || got.By != "regex" {
 		t.Errorf("regex extractor: %+v", got)
 	}
-	bad := Config{Extract: []string{"regex"}}
+	bad := Config{Extract: setting.Of([]string{"regex"})}
 	if err := bad.Normalize(); err == nil {
 		t.Error("extract [regex] without a regex accepted")
 	}
-	bad = Config{Extract: []string{"vibes"}}
+	bad = Config{Extract: setting.Of([]string{"vibes"})}
 	if err := bad.Normalize(); err == nil {
 		t.Error("unknown extractor accepted")
 	}
@@ -66,9 +67,20 @@ func TestAnswerMatches(t *testing.T) {
 			t.Errorf("AnswerMatches(%q, %q) = %v", tc.got, tc.want, got)
 		}
 	}
-	c.Tolerance = 1e-3
+	c.Tolerance = setting.Of(1e-3)
 	if !c.AnswerMatches("0.3333", "1/3") {
 		t.Error("tolerance 1e-3 does not accept 0.3333 for 1/3")
+	}
+	// An explicit tolerance 0 is exact (it used to become the default 1e-6).
+	exact := Config{Tolerance: setting.From(0.0, setting.File)}
+	if err := exact.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if exact.AnswerMatches("0.5000000001", "1/2") || !exact.AnswerMatches("0.5", "1/2") {
+		t.Error("tolerance 0 is not exact")
+	}
+	if !c.AnswerMatches("0.5000000001", "1/2") {
+		t.Error("tolerance 1e-3 does not accept 0.5000000001 for 1/2")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -290,7 +291,7 @@ func TestRewardDefaultsResultUsedOnlyWhenUsed(t *testing.T) {
 // the total, and so do the parts.
 func TestRewardStepsLandWhereEarned(t *testing.T) {
 	c := defaultRewards(t)
-	c.ToolSuccess, c.ToolUse = ptr(0.05), ptr(0.07) // visible on their steps too
+	c.ToolSuccess, c.ToolUse = setting.Of[float64](0.05), setting.Of[float64](0.07) // visible on their steps too
 	for _, s := range rewardSpace(t, c) {
 		r := s.t.Reward
 		if len(s.t.StepRewards) != len(s.calls)+1 {
@@ -349,10 +350,10 @@ func TestRewardExplicitWeightsKeepTheirMeaning(t *testing.T) {
 	if math.Abs(tr.Reward.Total-1.3) > 1e-12 {
 		t.Errorf("old weights: total %v, want 1 + 0.1 + 0.1 + 0.2 - 0.1 = 1.3", tr.Reward.Total)
 	}
-	if *c.ToolFailure != -0.2 || *c.MaxToolPenalty != DefaultMaxToolPenalty {
-		t.Errorf("unset parts: tool_failure %v, max_tool_penalty %v", *c.ToolFailure, *c.MaxToolPenalty)
+	if c.ToolFailure.Get() != -0.2 || c.MaxToolPenalty.Get() != DefaultMaxToolPenalty {
+		t.Errorf("unset parts: tool_failure %v, max_tool_penalty %v", c.ToolFailure.Get(), c.MaxToolPenalty.Get())
 	}
-	bad := Config{MaxToolPenalty: ptr(-1)}
+	bad := Config{MaxToolPenalty: setting.Of[float64](-1)}
 	if err := bad.Normalize(); err == nil {
 		t.Error("negative max_tool_penalty accepted")
 	}
@@ -388,7 +389,7 @@ func TestRewardDefaultsTable(t *testing.T) {
 // every weight visible and the penalty clip reachable.
 func TestPartNamesCoverScore(t *testing.T) {
 	c := defaultRewards(t)
-	c.ToolSuccess, c.ToolUse, c.MaxToolPenalty = ptr(0.05), ptr(0.07), ptr(0.1)
+	c.ToolSuccess, c.ToolUse, c.MaxToolPenalty = setting.Of[float64](0.05), setting.Of[float64](0.07), setting.Of[float64](0.1)
 	known := map[string]bool{}
 	for _, p := range PartNames() {
 		known[p] = true

@@ -3,6 +3,7 @@ package reward
 import (
 	"strings"
 
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -46,8 +47,13 @@ type ToolWeights struct {
 // itself, a call that succeeds costs 0.1, one that fails or is invalid 0.3,
 // one past a cap 0.4. A call earns reward only through the final answer it
 // helps to get right (the outcome part of the orchestrator's Config).
+// They are Config's declared defaults (one definition).
 func DefaultToolWeights() ToolWeights {
-	return ToolWeights{ToolSuccess: 0, ToolUse: 0, CallCost: -0.1, ToolFailure: -0.2, InvalidCall: -0.2, OverCap: -0.3}
+	var c Config
+	if err := setting.ApplyDefaults(&c); err != nil {
+		panic(err) // the declarations' defaults parse; a test checks them
+	}
+	return c.toolWeights()
 }
 
 // ToolRewards are the tool reward parts of one trajectory.

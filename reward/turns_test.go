@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
 )
@@ -44,7 +45,7 @@ func TestRewardOneCallPerTurnUnchanged(t *testing.T) {
 	}
 	def := defaultRewards(t)
 	visible := defaultRewards(t)
-	visible.ToolSuccess, visible.ToolUse = ptr(0.05), ptr(0.07)
+	visible.ToolSuccess, visible.ToolUse = setting.Of[float64](0.05), setting.Of[float64](0.07)
 	for _, cfg := range []struct {
 		name string
 		c    Config
@@ -135,7 +136,7 @@ func (c rewardCase) parallel() traj.Trajectory {
 // calls, 1 without.
 func TestRewardParallelCallsKeepTheirParts(t *testing.T) {
 	c := defaultRewards(t)
-	c.ToolSuccess, c.ToolUse = ptr(0.05), ptr(0.07)
+	c.ToolSuccess, c.ToolUse = setting.Of[float64](0.05), setting.Of[float64](0.07)
 	for _, s := range rewardSpace(t, c) {
 		par := s.parallel()
 		if got := c.Score(&par, rewardSpaceAnswer); got != s.right {
