@@ -3,15 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"maps"
-	"os"
 	"path/filepath"
-	"slices"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/internal/interrupt"
@@ -111,8 +105,8 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 	})
 	defer watch.Stop()
 	ctx := watch.Context()
-	progress := newTrainProgress(stderr, cfg.Iterations)
-	opts := trainer.Options{Resume: resume, Logger: logger, OnIteration: progress.iteration, OnEval: progress.evalDone}
+	progress := trainer.NewProgress(stderr, cfg.Iterations)
+	opts := trainer.Options{Resume: resume, Logger: logger, OnIteration: progress.Iteration, OnEval: progress.Eval}
 	mode := "on-policy"
 	if redisURL != "" {
 		mode = fmt.Sprintf("records up to max_staleness %d versions behind", derefStaleness(cfg))
@@ -157,102 +151,18 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 	case o := <-finished:
 		res, err = o.res, o.err
 	case <-watch.Abandoned():
-		progress.finish()
+		progress.Finish()
 		return exitError{code: exitInterrupted, err: errors.New("training abandoned by a second signal; the iteration in progress is lost (--resume redoes it)")}
 	}
-	progress.finish()
+	progress.Finish()
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	w := cmd.OutOrStdout()
-	status := "done"
-	if res.Interrupted {
-		status = "interrupted (the iteration in progress was finished and published)"
-	}
-	fmt.Fprintf(w, "train: %s: iterations %d-%d in %s; latest policy version %d\n", status, res.FirstIteration, res.LastIteration,
-		res.Elapsed.Round(time.Second), res.Version)
-	if res.LastIteration >= res.FirstIteration {
-		m := res.Last
-		fmt.Fprintf(w, "  last iteration  reward %.3f, accuracy %.1f%%, call rate %.1f%%, calls/trajectory %.2f; learner loss %.4f, kl %.4f, clip %.3f\n",
-			m.Rollout.RewardMean, 100*m.Rollout.Accuracy, 100*m.Rollout.CallRate, m.Rollout.CallsPerTrajectory,
-			m.Learner.Loss, m.Learner.KL, m.Learner.ClipFracLow+m.Learner.ClipFracHigh)
-		fmt.Fprintf(w, "  mismatch        mean |Δlogprob| %.2g, max %.2g, k3 %.2g (behaviour vs learner logprobs, last iteration)\n",
-			m.Learner.Mismatch.MeanAbs, m.Learner.Mismatch.MaxAbs, m.Learner.Mismatch.K3)
-	}
-	if ev := res.LastEval; ev != nil {
-		fmt.Fprintf(w, "  eval (v%d)      accuracy %.1f%%, call rate %.1f%%, calls/trajectory %.2f on %d held-out prompts\n",
-			ev.PolicyVersion, 100*ev.Overall.Accuracy, 100*ev.Overall.CallRate, ev.Overall.CallsPerTrajectory, ev.Prompts)
-	}
-	fmt.Fprintf(w, "  metrics         %s, %s\n", filepath.Join(res.Out, trainer.MetricsFile), filepath.Join(res.Out, trainer.EvalFile))
-	fmt.Fprintf(w, "  policy          %s\n", res.VersionDir)
-	fmt.Fprintf(w, "  plots           toolrl plot %s\n", res.Out)
+	res.Write(cmd.OutOrStdout())
 	if res.Interrupted {
 		return exitError{code: exitInterrupted, err: fmt.Errorf("training stopped by signal after iteration %d (version %d); continue with --resume", res.LastIteration, res.Version)}
 	}
 	return nil
-}
-
-// trainProgress shows iterations on a bar on a terminal, else one line each.
-type trainProgress struct {
-	out   io.Writer
-	bar   *progressbar.ProgressBar
-	total int
-	// done and spent count this run's iterations and their seconds, for the ETA.
-	done  int
-	spent float64
-}
-
-func newTrainProgress(out io.Writer, total int) *trainProgress {
-	p := &trainProgress{out: out, total: total}
-	if f, ok := out.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(out), progressbar.OptionShowCount(),
-				progressbar.OptionSetDescription("train"), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(20))
-		}
-	}
-	return p
-}
-
-func (p *trainProgress) iteration(m trainer.IterationMetrics) {
-	desc := fmt.Sprintf("iter %d v%d→v%d reward %.3f acc %.1f%% calls %.1f%% kl %.4f", m.Iteration, m.RolloutVersion, m.PublishedVersion,
-		m.Rollout.RewardMean, 100*m.Rollout.Accuracy, 100*m.Rollout.CallRate, m.Learner.KL)
-	if p.bar != nil {
-		p.bar.Describe(desc)
-		_ = p.bar.Add(1)
-		return
-	}
-	p.done++
-	p.spent += m.Seconds.Total
-	eta := time.Duration(p.spent / float64(p.done) * float64(p.total-m.Iteration) * float64(time.Second))
-	fmt.Fprintf(p.out, "train: %s (%d/%d) rollout %.1fs learn %.1fs eval %.1fs, ETA %s\n", desc, m.Iteration, p.total,
-		m.Seconds.Rollout, m.Seconds.Learn, m.Seconds.Eval, eta.Round(time.Second))
-}
-
-func (p *trainProgress) println(line string) {
-	if p.bar != nil {
-		_ = p.bar.Clear()
-	}
-	fmt.Fprintln(p.out, "train: "+line)
-}
-
-func (p *trainProgress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-		fmt.Fprintln(p.out)
-	}
-}
-
-func (p *trainProgress) evalDone(ev trainer.EvalMetrics) {
-	line := fmt.Sprintf("eval after iteration %d (v%d): accuracy %.1f%%, call rate %.1f%%, calls/trajectory %.2f, invalid calls %.1f%%",
-		ev.Iteration, ev.PolicyVersion, 100*ev.Overall.Accuracy, 100*ev.Overall.CallRate, ev.Overall.CallsPerTrajectory, 100*ev.Overall.InvalidCallRate)
-	for _, field := range slices.Sorted(maps.Keys(ev.Split)) {
-		values := ev.Split[field]
-		for _, v := range slices.Sorted(maps.Keys(values)) {
-			st := values[v]
-			line += fmt.Sprintf("; %s=%s accuracy %.1f%% call rate %.1f%%", field, v, 100*st.Accuracy, 100*st.CallRate)
-		}
-	}
-	p.println(line)
 }
 
 // derefStaleness is the learner's staleness bound the config sets.
