@@ -223,10 +223,10 @@ func (b *benchRun) Next(ctx context.Context, block bool) (orchestrator.Prompt, b
 // Done implements orchestrator.PromptFeed.
 func (b *benchRun) Done(context.Context, orchestrator.Prompt) error { return nil }
 
-// Resume implements orchestrator.Sink.
+// Resume implements sink.Sink.
 func (b *benchRun) Resume(context.Context) (map[string]bool, error) { return nil, nil }
 
-// WriteGroup implements orchestrator.Sink: it counts the measured groups'
+// WriteGroup implements sink.Sink: it counts the measured groups'
 // resumed pauses and closes the measurement with the last one.
 func (b *benchRun) WriteGroup(_ context.Context, g *traj.Group) (bool, error) {
 	if !b.measuredIDs[g.PromptID] {
@@ -255,7 +255,7 @@ func (b *benchRun) WriteGroup(_ context.Context, g *traj.Group) (bool, error) {
 	return true, nil
 }
 
-// Close implements orchestrator.Sink.
+// Close implements sink.Sink.
 func (b *benchRun) Close() error { return nil }
 
 // subStats is the engine's counters between two snapshots.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -28,7 +29,7 @@ func (r *runner) finished(ctx context.Context, sr *sampleRun) error {
 	}
 	written, err := r.sink.WriteGroup(ctx, &group)
 	if err != nil {
-		return fmt.Errorf("write group %s to %s: %w", g.id, DisplayOut(r.job.Out.Get()), err)
+		return fmt.Errorf("write group %s to %s: %w", g.id, sink.DisplayOut(r.job.Out.Get()), err)
 	}
 	if err := r.feed.Done(ctx, g.prompt); err != nil {
 		return fmt.Errorf("mark prompt %s done: %w", g.prompt.Key(), err)

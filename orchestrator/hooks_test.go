@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -21,8 +22,8 @@ func TestPauseScheduleHook(t *testing.T) {
 	model := tinyPolicy(t)
 	job := tinyJob(model, writePrompts(t, 2), filepath.Join(t.TempDir(), "unused.jsonl"))
 	interval := func(i int) int { return 4 + i%2 }
-	sink := &MemorySink{}
-	sum, err := quietRun(t, context.Background(), job, RunOptions{Sink: sink, Hooks: Hooks{
+	mem := &sink.MemorySink{}
+	sum, err := quietRun(t, context.Background(), job, RunOptions{Sink: mem, Hooks: Hooks{
 		Pauses: &PauseSchedule{Interval: interval,
 			Call: tools.Call{Name: "calculator", Arguments: json.RawMessage(`{"expression":"1+1"}`), Raw: "[CALC: 1+1]", Form: tools.FormBracket}},
 		// EOS ignored: every turn runs to its pause (or the turn cap).
@@ -31,11 +32,11 @@ func TestPauseScheduleHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sink.Groups) != 2 || sum.GroupsWritten != 2 {
-		t.Fatalf("%d groups in the sink, %d written; want 2", len(sink.Groups), sum.GroupsWritten)
+	if len(mem.Groups) != 2 || sum.GroupsWritten != 2 {
+		t.Fatalf("%d groups in the sink, %d written; want 2", len(mem.Groups), sum.GroupsWritten)
 	}
 	maxCalls := 3 // the job's default limits: 3 calls, 4 turns
-	for _, g := range sink.Groups {
+	for _, g := range mem.Groups {
 		for _, tr := range g.Trajectories {
 			var calls int
 			for _, s := range tr.Segments {
@@ -63,7 +64,7 @@ func TestPauseScheduleHook(t *testing.T) {
 func TestPauseScheduleRefusesBadInterval(t *testing.T) {
 	model := tinyPolicy(t)
 	job := tinyJob(model, writePrompts(t, 1), filepath.Join(t.TempDir(), "unused.jsonl"))
-	_, err := quietRun(t, context.Background(), job, RunOptions{Sink: &MemorySink{}, Hooks: Hooks{
+	_, err := quietRun(t, context.Background(), job, RunOptions{Sink: &sink.MemorySink{}, Hooks: Hooks{
 		Pauses: &PauseSchedule{Interval: func(i int) int { return 1 - i }, Call: tools.Call{Name: "calculator"}},
 	}})
 	if err == nil || !strings.Contains(err.Error(), "pause schedule: sample 1: interval 0") {

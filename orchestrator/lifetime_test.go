@@ -13,12 +13,13 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/setting"
+	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
 
 // failingSink fails every write.
-type failingSink struct{ MemorySink }
+type failingSink struct{ sink.MemorySink }
 
 func (*failingSink) WriteGroup(context.Context, *traj.Group) (bool, error) {
 	return false, errors.New("disk full")

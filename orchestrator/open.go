@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -93,7 +94,7 @@ func (r *runner) open(ctx context.Context) error {
 		// file sinks also need Resume before appending: it cuts a
 		// half-written group, and the Parquet sink keeps the old groups).
 		if r.done, err = r.sink.Resume(ctx); err != nil {
-			return fmt.Errorf("resume from %s: %w", DisplayOut(job.Out.Get()), err)
+			return fmt.Errorf("resume from %s: %w", sink.DisplayOut(job.Out.Get()), err)
 		}
 	}
 	// The progress total: unknown (-1) for a feed such as a worker's, which
@@ -122,11 +123,11 @@ func (r *runner) open(ctx context.Context) error {
 	return nil
 }
 
-func (r *runner) openSink(ctx context.Context) (Sink, error) {
+func (r *runner) openSink(ctx context.Context) (sink.Sink, error) {
 	if r.opts.Sink != nil {
 		return r.opts.Sink, nil
 	}
-	return OpenSink(ctx, r.job.Out.Get(), r.job.ID.Get(), !r.job.Resume.Get())
+	return sink.OpenSink(ctx, r.job.Out.Get(), r.job.ID.Get(), !r.job.Resume.Get())
 }
 
 // openTools loads the registry: the job's tools file, else the model

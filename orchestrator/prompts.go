@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -202,3 +203,25 @@ func parsePrompt(raw []byte) (Prompt, error) {
 	}
 	return p, nil
 }
+
+// PromptList is a PromptFeed over a fixed list of prompts, handed out in
+// order, each once; it never blocks. The runner uses one for a job's prompts
+// file, and callers that already hold the prompts (an iteration's batch, the
+// held-out set) pass one as RunOptions.Feed.
+type PromptList struct {
+	// Prompts are fed in order.
+	Prompts []Prompt
+	next    int
+}
+
+// Next implements PromptFeed.
+func (f *PromptList) Next(context.Context, bool) (Prompt, bool, error) {
+	if f.next >= len(f.Prompts) {
+		return Prompt{}, false, nil
+	}
+	f.next++
+	return f.Prompts[f.next-1], true, nil
+}
+
+// Done implements PromptFeed: a list has nothing to acknowledge.
+func (f *PromptList) Done(context.Context, Prompt) error { return nil }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -24,7 +25,7 @@ type RunOptions struct {
 	// Feed overrides reading job.Prompts.Get().
 	Feed PromptFeed
 	// Sink overrides opening job.Out.Get().
-	Sink Sink
+	Sink sink.Sink
 	// Abort, once closed, abandons in-flight groups at once (the second
 	// Ctrl-C). Cancelling Run's ctx only stops taking new prompts and lets
 	// in-flight groups finish. nil: never.
@@ -131,7 +132,7 @@ type runner struct {
 	format   Format
 	registry *tools.Registry
 	exec     *tools.Executor
-	sink     Sink
+	sink     sink.Sink
 	feed     PromptFeed
 	model    traj.ModelRef
 	sampling actor.Sampling
@@ -228,7 +229,7 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	}
 	r.publish()
 	if cerr := r.sink.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("close sink %s: %w", DisplayOut(job.Out.Get()), cerr)
+		err = fmt.Errorf("close sink %s: %w", sink.DisplayOut(job.Out.Get()), cerr)
 	}
 	r.sink = nil
 	return r.summary, err

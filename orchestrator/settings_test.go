@@ -12,13 +12,14 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/setting"
+	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/stream"
 )
 
-func readSettings(t *testing.T, out string) Settings {
+func readSettings(t *testing.T, out string) sink.Settings {
 	t.Helper()
-	var s Settings
-	if err := json.Unmarshal(readAll(t, SettingsPath(out)), &s); err != nil {
+	var s sink.Settings
+	if err := json.Unmarshal(readAll(t, sink.SettingsPath(out)), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -27,7 +28,7 @@ func readSettings(t *testing.T, out string) Settings {
 // mismatchKeys returns the keys a SettingsMismatchError names, or fails.
 func mismatchKeys(t *testing.T, err error) []string {
 	t.Helper()
-	var mm *SettingsMismatchError
+	var mm *sink.SettingsMismatchError
 	if !errors.As(err, &mm) {
 		t.Fatalf("err = %v, want a SettingsMismatchError", err)
 	}
@@ -125,7 +126,7 @@ func TestResumeOfAnOutputWithoutSettings(t *testing.T) {
 	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(SettingsPath(out)); err != nil {
+	if err := os.Remove(sink.SettingsPath(out)); err != nil {
 		t.Fatal(err)
 	}
 	job.Limit, job.Seed = setting.Of(0), setting.Of[uint64](99) // nothing to compare with: not refused
@@ -199,7 +200,7 @@ func TestWorkerWithOtherSettingsIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no settings key after the first worker: %v", err)
 	}
-	var rec Settings
+	var rec sink.Settings
 	if err := json.Unmarshal(data, &rec); err != nil || rec.Values["sampling.temperature"] != "1" {
 		t.Fatalf("settings key %s: %v", data, err)
 	}

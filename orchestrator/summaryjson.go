@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"github.com/toolrl/toolrl/internal/atomicfile"
+	"github.com/toolrl/toolrl/sink"
 )
 
 // SummarySchema names the layout of SummaryJSON; a change that renames or
@@ -89,12 +90,12 @@ type WorkerJSON struct {
 }
 
 // JSON returns the summary for programs. out is the job's output (shown
-// through DisplayOut); runErr, when not nil, is what ended the run.
+// through sink.DisplayOut); runErr, when not nil, is what ended the run.
 func (s *Summary) JSON(out string, runErr error) SummaryJSON {
 	j := SummaryJSON{Schema: SummarySchema, Job: s.Job, Status: "done", WallSeconds: s.Wall.Seconds(),
 		DecodeSeconds: s.DecodeWall.Seconds(), Sampling: s.Sampling}
 	if out != "" {
-		j.Output = DisplayOut(out)
+		j.Output = sink.DisplayOut(out)
 	}
 	switch {
 	case s.Interrupted:

@@ -54,7 +54,7 @@ type Keys struct {
 	// (job, prompt, iteration).
 	GroupsDone string
 	// Settings (toolrl:{job}:settings) is a string key holding the JSON
-	// settings record (orchestrator.Settings) of the run or worker that
+	// settings record (sink.Settings) of the run or worker that
 	// first wrote groups into the job: later workers and resumed runs must
 	// agree with it.
 	Settings string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/setting"
+	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -49,9 +50,9 @@ func Evaluate(ctx context.Context, job orchestrator.Job, prompts []orchestrator.
 		return EvalMetrics{}, nil, err
 	}
 	job.Batch.Set(max(job.Batch.Get(), job.GroupSize.Get()), job.Batch.Source())
-	sink := &orchestrator.MemorySink{}
+	mem := &sink.MemorySink{}
 	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
-		Logger: logger, ProgressOut: io.Discard, Feed: &orchestrator.PromptList{Prompts: prompts}, Sink: sink,
+		Logger: logger, ProgressOut: io.Discard, Feed: &orchestrator.PromptList{Prompts: prompts}, Sink: mem,
 	})
 	if err != nil {
 		return EvalMetrics{}, nil, fmt.Errorf("evaluate %s (version %d): %w", job.Model.Get(), job.PolicyVersion.Get(), err)
@@ -60,14 +61,14 @@ func Evaluate(ctx context.Context, job orchestrator.Job, prompts []orchestrator.
 	if len(splitBy) > 0 {
 		ev.Split = map[string]map[string]RolloutStats{}
 		for _, field := range splitBy {
-			split, err := splitGroups(field, sink.Groups, &job)
+			split, err := splitGroups(field, mem.Groups, &job)
 			if err != nil {
-				return ev, sink.Groups, err
+				return ev, mem.Groups, err
 			}
 			ev.Split[field] = split
 		}
 	}
-	return ev, sink.Groups, nil
+	return ev, mem.Groups, nil
 }
 
 // splitGroups splits the groups by the value of the prompts' meta field

@@ -20,6 +20,7 @@ import (
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/setting"
+	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -77,7 +78,7 @@ type run struct {
 	eval     []orchestrator.Prompt
 	metrics  *os.File
 	evals    *os.File
-	trajOut  orchestrator.Sink
+	trajOut  sink.Sink
 	modelDir string // the latest version's folder (version 0: the config's model)
 	// actorDir is the folder rollouts load the latest version from:
 	// modelDir, or its quantized form with rollout_quantization.
@@ -302,7 +303,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 	if r.evals, err = os.OpenFile(filepath.Join(cfg.Out, EvalFile), flags, 0o644); err != nil {
 		return 0, err
 	}
-	if r.trajOut, err = orchestrator.OpenSink(ctx, filepath.Join(cfg.Out, TrajectoriesFile), cfg.Rollout.ID.Get(), first == 1); err != nil {
+	if r.trajOut, err = sink.OpenSink(ctx, filepath.Join(cfg.Out, TrajectoriesFile), cfg.Rollout.ID.Get(), first == 1); err != nil {
 		return 0, err
 	}
 	return first, nil
@@ -388,14 +389,14 @@ func (r *run) rollout(ctx context.Context, k int, dir string, version int64) ([]
 	job := r.cfg.Rollout
 	job.Model.Set(dir, setting.Code)
 	job.PolicyVersion.Set(version, setting.Code)
-	sink := &orchestrator.MemorySink{}
+	mem := &sink.MemorySink{}
 	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
-		Logger: r.log, ProgressOut: io.Discard, Feed: &orchestrator.PromptList{Prompts: r.promptsFor(k)}, Sink: sink,
+		Logger: r.log, ProgressOut: io.Discard, Feed: &orchestrator.PromptList{Prompts: r.promptsFor(k)}, Sink: mem,
 	})
 	if err != nil {
 		return nil, sum, err
 	}
-	return sink.Groups, sum, nil
+	return mem.Groups, sum, nil
 }
 
 // iterate computes the advantages of one iteration's groups, takes the

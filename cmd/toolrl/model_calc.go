@@ -24,6 +24,7 @@ import (
 	"github.com/toolrl/toolrl/recipe/bpetrain"
 	"github.com/toolrl/toolrl/recipe/calcdata"
 	"github.com/toolrl/toolrl/setting"
+	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/trainer"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -346,7 +347,7 @@ func runCalcEval(cmd *cobra.Command, f calcEvalFlags) error {
 	if err != nil {
 		return err
 	}
-	var sink orchestrator.Sink
+	var samples sink.Sink
 	if f.samplesOut != "" {
 		// Opened before the sampling so that a bad name fails at once; a
 		// file sink creates its file only with the first group, so an
@@ -357,7 +358,7 @@ func runCalcEval(cmd *cobra.Command, f calcEvalFlags) error {
 		if err := checkEvalOutput(f); err != nil {
 			return err
 		}
-		if sink, err = orchestrator.OpenSink(ctx, f.samplesOut, job.ID.Get(), true); err != nil {
+		if samples, err = sink.OpenSink(ctx, f.samplesOut, job.ID.Get(), true); err != nil {
 			return usageErrorf("--samples-out: %v", err)
 		}
 	}
@@ -366,14 +367,14 @@ func runCalcEval(cmd *cobra.Command, f calcEvalFlags) error {
 	if err != nil {
 		return fmt.Errorf("model eval: %w", err)
 	}
-	if sink != nil {
+	if samples != nil {
 		for i := range groups {
-			if _, err := sink.WriteGroup(ctx, &groups[i]); err != nil {
-				sink.Close()
+			if _, err := samples.WriteGroup(ctx, &groups[i]); err != nil {
+				samples.Close()
 				return fmt.Errorf("model eval: write %s: %w", f.samplesOut, err)
 			}
 		}
-		if err := sink.Close(); err != nil {
+		if err := samples.Close(); err != nil {
 			return fmt.Errorf("model eval: write %s: %w", f.samplesOut, err)
 		}
 	}

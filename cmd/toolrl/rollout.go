@@ -15,6 +15,7 @@ import (
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/setting"
+	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/stream"
 )
 
@@ -315,7 +316,7 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 		Live: live})
 	if summary != nil {
 		summary.Write(cmd.OutOrStdout())
-		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", orchestrator.DisplayOut(job.Out.Get()))
+		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", sink.DisplayOut(job.Out.Get()))
 	}
 	if report.summaryJSON != "" {
 		s := summary
@@ -330,7 +331,7 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.Prom
 			logger.Error("rollout: could not write the JSON summary", "err", werr)
 		}
 	}
-	var mismatch *orchestrator.SettingsMismatchError
+	var mismatch *sink.SettingsMismatchError
 	if errors.As(err, &mismatch) {
 		return usageError{err} // the user's to fix: --force-resume or another output
 	}

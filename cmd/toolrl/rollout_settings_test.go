@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
-	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/sink"
 )
 
 // TestRolloutRefusesAResumeWithOtherSettings runs `toolrl rollout` onto one
@@ -28,7 +28,7 @@ func TestRolloutRefusesAResumeWithOtherSettings(t *testing.T) {
 	if _, stderr, err := rollout("--limit", "1", "--seed", "7", "--group-size", "2"); err != nil {
 		t.Fatalf("first run: %v\n%s", err, stderr)
 	}
-	if _, err := os.Stat(orchestrator.SettingsPath(out)); err != nil {
+	if _, err := os.Stat(sink.SettingsPath(out)); err != nil {
 		t.Fatalf("no settings record beside the output: %v", err)
 	}
 	before, err := os.ReadFile(out)
@@ -66,7 +66,7 @@ func TestRolloutRefusesAResumeWithOtherSettings(t *testing.T) {
 	}
 
 	// An output an older toolrl wrote: no record, so nothing to compare with.
-	if err := os.Remove(orchestrator.SettingsPath(out)); err != nil {
+	if err := os.Remove(sink.SettingsPath(out)); err != nil {
 		t.Fatal(err)
 	}
 	if _, stderr, err = rollout("--limit", "4", "--seed", "9", "--group-size", "2"); err != nil {
@@ -75,7 +75,7 @@ func TestRolloutRefusesAResumeWithOtherSettings(t *testing.T) {
 	if !strings.Contains(stderr, "level=WARN") || !strings.Contains(stderr, "no settings record") {
 		t.Errorf("no warning about the missing record:\n%s", stderr)
 	}
-	if _, err := os.Stat(orchestrator.SettingsPath(out)); err != nil {
+	if _, err := os.Stat(sink.SettingsPath(out)); err != nil {
 		t.Errorf("the resume did not record its settings: %v", err)
 	}
 }

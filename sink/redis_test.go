@@ -1,4 +1,4 @@
-package orchestrator
+package sink
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package orchestrator
+package sink
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // are written, for callers that use them in the same process (the closed
 // loop's rollout and evaluation, toolrl model eval). It holds nothing from
 // before the run (Resume finds nothing) and never refuses a group. Like every
-// sink it is used by the run's one goroutine; read Groups after Run returns.
+// sink it is used by the run's one goroutine; read Groups after orchestrator.Run returns.
 type MemorySink struct {
 	// Groups are the groups written so far.
 	Groups []traj.Group
@@ -28,25 +28,3 @@ func (s *MemorySink) WriteGroup(_ context.Context, g *traj.Group) (bool, error) 
 
 // Close implements Sink; the groups stay readable.
 func (s *MemorySink) Close() error { return nil }
-
-// PromptList is a PromptFeed over a fixed list of prompts, handed out in
-// order, each once; it never blocks. The runner uses one for a job's prompts
-// file, and callers that already hold the prompts (an iteration's batch, the
-// held-out set) pass one as RunOptions.Feed.
-type PromptList struct {
-	// Prompts are fed in order.
-	Prompts []Prompt
-	next    int
-}
-
-// Next implements PromptFeed.
-func (f *PromptList) Next(context.Context, bool) (Prompt, bool, error) {
-	if f.next >= len(f.Prompts) {
-		return Prompt{}, false, nil
-	}
-	f.next++
-	return f.Prompts[f.next-1], true, nil
-}
-
-// Done implements PromptFeed: a list has nothing to acknowledge.
-func (f *PromptList) Done(context.Context, Prompt) error { return nil }
