@@ -3,11 +3,11 @@ package trainer
 import (
 	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/setting"
 )
@@ -71,19 +71,7 @@ and ` + "`advantage serve`" + `.
 // docs/settings.md is what the declarations say now.
 func TestSettingsDocIsCurrent(t *testing.T) {
 	got := settingsDoc()
-	path := filepath.Join("..", "docs", "settings.md")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./trainer -run TestSettingsDocIsCurrent -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is not current: run go test ./trainer -run TestSettingsDocIsCurrent -update and commit it", path)
-	}
+	testsupport.CheckGenerated(t, filepath.Join("..", "docs", "settings.md"), got, *update, "go test ./trainer -run TestSettingsDocIsCurrent -update")
 	for _, row := range []string{
 		"| `group_size` | `--group-size` | int | `8` |",
 		"| `sampling.temperature` | `--temperature` | float | `1` |",

@@ -1,12 +1,12 @@
 package schemadoc
 
 import (
-	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolrl/toolrl/internal/testsupport"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/schema.md")
@@ -19,19 +19,7 @@ func TestSchemaDocIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(root, "docs", "schema.md")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run make schema-doc)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is not current: run make schema-doc and commit it", path)
-	}
+	testsupport.CheckGenerated(t, filepath.Join(root, "docs", "schema.md"), got, *update, "make schema-doc")
 }
 
 // The page names every field of every record once per table it is in, the
