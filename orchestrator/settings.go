@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/chat"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/sink"
 )
 
@@ -125,7 +126,13 @@ func (r *runner) settings() (*sink.Settings, error) {
 			info["prompts_path"] = abs
 		}
 	}
-	return &sink.Settings{Schema: sink.SettingsSchema, Values: values, Info: info}, nil
+	sources := map[string]string{}
+	for _, e := range setting.Entries(&job) {
+		if _, ok := values[e.Key]; ok {
+			sources[e.Key] = string(e.Source)
+		}
+	}
+	return &sink.Settings{Schema: sink.SettingsSchema, Values: values, Sources: sources, Info: info}, nil
 }
 
 // toolsFile is the tools registry a job loads: its tools file, else the

@@ -231,3 +231,35 @@ func TestWorkerWithOtherSettingsIsRefused(t *testing.T) {
 		t.Errorf("groups stream holds %d entries, want 2", n)
 	}
 }
+
+// TestSettingsRecordSaysWhichLayerSetEachValue: the record holds each
+// value's source; the same values from another layer resume (sources are
+// not compared).
+func TestSettingsRecordSaysWhichLayerSetEachValue(t *testing.T) {
+	model := tinyPolicy(t)
+	out := filepath.Join(t.TempDir(), "src.jsonl")
+	job := tinyJob(model, writePrompts(t, 2), out)
+	job.Limit = setting.Of(1)
+	job.Sampling.Temperature = setting.From(0.7, setting.Flag)
+	job.Rewards.CallCost = setting.From(-0.2, setting.Override)
+	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec := readSettings(t, out)
+	for key, want := range map[string]string{"sampling.temperature": "flag", "rewards.call_cost": "--set", "group_size": "code", "limits.max_turns": "default", "rewards.outcome": "default"} {
+		if rec.Sources[key] != want {
+			t.Errorf("%s recorded from %q, want %q (sources %v)", key, rec.Sources[key], want, rec.Sources)
+		}
+	}
+	if _, ok := rec.Sources["batch"]; ok {
+		t.Error("batch has a source but is not a recorded setting")
+	}
+	job.Limit = setting.Of(2)
+	job.Sampling.Temperature = setting.From(0.7, setting.File)
+	if _, err := quietRun(t, context.Background(), job, RunOptions{}); err != nil {
+		t.Fatalf("resume with the same values from another layer: %v", err)
+	}
+	if got := readSettings(t, out).Sources["sampling.temperature"]; got != "flag" {
+		t.Errorf("a resume rewrote the record's sources: temperature from %q", got)
+	}
+}

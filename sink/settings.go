@@ -36,6 +36,11 @@ type Settings struct {
 	// tool_concurrency, limit, skip_invalid) and those a run is meant to
 	// change (policy_version, the iteration, out, resume) are not in it.
 	Values map[string]string `json:"settings"`
+	// Sources maps each job-file key of Values to the layer that set its
+	// value (setting.Source: default, generation_config.json, file, code,
+	// flag, --set). Recorded, not compared: the same value from another
+	// layer is the same setting.
+	Sources map[string]string `json:"sources,omitempty"`
 	// Info is recorded but not compared: the prompts file's path and when
 	// the record was written.
 	Info map[string]string `json:"info,omitempty"`
