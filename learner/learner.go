@@ -53,36 +53,45 @@ type Options struct {
 	SkipNonFinite bool
 }
 
-// DefaultOptions returns the defaults documented on Options.
+// DefaultOptions returns the defaults documented on Options: Spec's
+// declared defaults, and AdamW's betas 0.9/0.999 and eps 1e-8.
 func DefaultOptions() Options {
-	return Options{
-		Loss: DefaultLossConfig(), LR: 1e-4, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
-		ClipNorm: 1, Minibatches: 1, Epochs: 1, MaxStaleness: 1, MicroBatchTokens: 4096,
+	o, err := Spec{}.Options()
+	if err != nil {
+		panic("learner: the declared defaults do not validate: " + err.Error()) // TestDefaultOptions
 	}
+	return o
 }
 
-// Validate reports an option the learner cannot use.
+// Validate reports an option the learner cannot use, naming it by its YAML
+// key (Spec).
 func (o Options) Validate() error {
-	if err := o.Loss.Validate(); err != nil {
+	return o.validate(func(key string) string { return key })
+}
+
+// validate is Validate with the settings named by name(key), key being the
+// setting's YAML key (Spec.Options names them as the user gave them).
+func (o Options) validate(name func(key string) string) error {
+	if err := o.Loss.validate(name); err != nil {
 		return err
 	}
 	switch {
 	case !(o.LR > 0) || math.IsInf(o.LR, 0):
-		return fmt.Errorf("lr %g: want a finite value > 0", o.LR)
+		return fmt.Errorf("%s %g: want a finite value > 0", name("lr"), o.LR)
 	case o.WarmupSteps < 0:
-		return fmt.Errorf("warmup %d: want ≥ 0", o.WarmupSteps)
+		return fmt.Errorf("%s %d: want ≥ 0", name("warmup"), o.WarmupSteps)
 	case o.WeightDecay < 0 || math.IsNaN(o.WeightDecay):
-		return fmt.Errorf("weight-decay %g: want ≥ 0", o.WeightDecay)
+		return fmt.Errorf("%s %g: want ≥ 0", name("weight_decay"), o.WeightDecay)
 	case !(o.Beta1 >= 0 && o.Beta1 < 1) || !(o.Beta2 >= 0 && o.Beta2 < 1) || !(o.Eps > 0):
 		return fmt.Errorf("adam betas %g/%g, eps %g: want betas in [0, 1) and eps > 0", o.Beta1, o.Beta2, o.Eps)
 	case o.ClipNorm < 0 || math.IsNaN(o.ClipNorm):
-		return fmt.Errorf("clip-grad %g: want ≥ 0 (0: off)", o.ClipNorm)
+		return fmt.Errorf("%s %g: want ≥ 0 (0: off)", name("clip_grad"), o.ClipNorm)
 	case o.Minibatches < 1:
-		return fmt.Errorf("minibatches %d: want ≥ 1", o.Minibatches)
+		return fmt.Errorf("%s %d: want ≥ 1", name("minibatches"), o.Minibatches)
 	case o.Epochs < 1:
-		return fmt.Errorf("epochs %d: want ≥ 1", o.Epochs)
+		return fmt.Errorf("%s %d: want ≥ 1", name("epochs"), o.Epochs)
 	case o.MicroBatchTokens < 1:
-		return fmt.Errorf("micro-batch-tokens %d: want ≥ 1", o.MicroBatchTokens)
+		return fmt.Errorf("%s %d: want ≥ 1", name("micro_batch_tokens"), o.MicroBatchTokens)
 	case o.Temperature != nil && (!(*o.Temperature > 0) || math.IsInf(*o.Temperature, 0)):
 		return fmt.Errorf("temperature %g: want a finite value > 0", *o.Temperature)
 	}

@@ -61,29 +61,35 @@ type LossConfig struct {
 	NormLength int
 }
 
-// DefaultLossConfig returns the defaults the CLI shows.
-func DefaultLossConfig() LossConfig {
-	return LossConfig{ClipLow: 0.2, ClipHigh: 0.28, DualClip: 3, Agg: TokenMean, NormLength: 256}
+// DefaultLossConfig returns the defaults the CLI shows (Spec's).
+func DefaultLossConfig() LossConfig { return DefaultOptions().Loss }
+
+// Validate reports a value the loss cannot use, naming it by its YAML key
+// (Spec).
+func (c LossConfig) Validate() error {
+	return c.validate(func(key string) string { return key })
 }
 
-// Validate reports a value the loss cannot use.
-func (c LossConfig) Validate() error {
+// validate is Validate with the settings named by name(key).
+func (c LossConfig) validate(name func(key string) string) error {
 	switch {
 	case !(c.ClipLow > 0 && c.ClipLow < 1):
-		return fmt.Errorf("clip-low %g: want 0 < ε < 1", c.ClipLow)
+		return fmt.Errorf("%s %g: want 0 < ε < 1", name("clip_low"), c.ClipLow)
 	case !(c.ClipHigh > 0) || math.IsInf(c.ClipHigh, 0):
-		return fmt.Errorf("clip-high %g: want a finite ε > 0", c.ClipHigh)
+		return fmt.Errorf("%s %g: want a finite ε > 0", name("clip_high"), c.ClipHigh)
 	case c.DualClip != 0 && !(c.DualClip > 1):
-		return fmt.Errorf("dual-clip %g: want c > 1, or 0 to turn it off", c.DualClip)
+		return fmt.Errorf("%s %g: want c > 1, or 0 to turn it off", name("dual_clip"), c.DualClip)
 	case c.TISCap < 0 || math.IsNaN(c.TISCap):
-		return fmt.Errorf("tis-cap %g: want C > 0, or 0 to turn it off", c.TISCap)
+		return fmt.Errorf("%s %g: want C > 0, or 0 to turn it off", name("tis_cap"), c.TISCap)
 	case c.KLBeta < 0 || math.IsNaN(c.KLBeta):
-		return fmt.Errorf("kl-beta %g: want ≥ 0", c.KLBeta)
+		return fmt.Errorf("%s %g: want ≥ 0", name("kl_beta"), c.KLBeta)
 	case c.Agg == SeqMeanTokenSumNorm && c.NormLength <= 0:
-		return fmt.Errorf("loss-norm-length %d: want > 0 with %s", c.NormLength, SeqMeanTokenSumNorm)
+		return fmt.Errorf("%s %d: want > 0 with %s", name("loss_norm_length"), c.NormLength, SeqMeanTokenSumNorm)
 	}
-	_, err := ParseAggregation(string(c.Agg))
-	return err
+	if _, err := ParseAggregation(string(c.Agg)); err != nil {
+		return fmt.Errorf("%s: %w", name("loss_agg"), err)
+	}
+	return nil
 }
 
 // Tokens are the trained tokens of one minibatch, one entry per token in

@@ -32,8 +32,9 @@ type Config struct {
 	Rollout orchestrator.Job `yaml:"rollout"`
 	// Advantage chooses the advantage math.
 	Advantage AdvantageConfig `yaml:"advantage"`
-	// Learner holds the learner's knobs (defaults: learner.DefaultOptions).
-	Learner LearnerConfig `yaml:"learner"`
+	// Learner holds the learner's settings (learner.Spec; defaults: its
+	// declared ones, seed: the rollout's).
+	Learner learner.Spec `yaml:"learner"`
 	// Iterations is how many rollout → update → publish rounds to run.
 	Iterations int `yaml:"iterations"`
 	// PromptsPerIteration is how many prompts each iteration samples a group
@@ -106,33 +107,6 @@ func (c *Config) Quantization() (llama.Quantization, error) {
 	return q, nil
 }
 
-// LearnerConfig is the YAML form of learner.Options; an unset key keeps
-// learner.DefaultOptions' value (pointers, because 0 is meaningful).
-type LearnerConfig struct {
-	LR               *float64 `yaml:"lr"`
-	Warmup           *int     `yaml:"warmup"`
-	WeightDecay      *float64 `yaml:"weight_decay"`
-	ClipGrad         *float64 `yaml:"clip_grad"`
-	Minibatches      *int     `yaml:"minibatches"`
-	Epochs           *int     `yaml:"epochs"`
-	ClipLow          *float64 `yaml:"clip_low"`
-	ClipHigh         *float64 `yaml:"clip_high"`
-	DualClip         *float64 `yaml:"dual_clip"`
-	TISCap           *float64 `yaml:"tis_cap"`
-	KLBeta           *float64 `yaml:"kl_beta"`
-	LossAgg          string   `yaml:"loss_agg"`
-	LossNormLength   *int     `yaml:"loss_norm_length"`
-	MaxStaleness     *int64   `yaml:"max_staleness"`
-	MicroBatchTokens *int     `yaml:"micro_batch_tokens"`
-	// SkipNonFinite skips a diverged update (learner.Options.SkipNonFinite)
-	// instead of stopping the run.
-	SkipNonFinite bool    `yaml:"skip_non_finite"`
-	Seed          *uint64 `yaml:"seed"`
-	// RefModel is the reference of the KL term (default: the rollout model,
-	// version 0). Relative to the file.
-	RefModel string `yaml:"ref_model"`
-}
-
 // EvalConfig is the held-out evaluation.
 type EvalConfig struct {
 	// Prompts is a JSONL prompts file disjoint from the RL prompts (empty:
@@ -193,10 +167,13 @@ func LoadConfig(path string) (Config, error) {
 	}
 	base := filepath.Dir(path)
 	c.Rollout.ResolvePaths(base)
-	for _, p := range []*string{&c.Eval.Prompts, &c.Out, &c.Learner.RefModel} {
+	for _, p := range []*string{&c.Eval.Prompts, &c.Out} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(base, *p)
 		}
+	}
+	if r := c.Learner.RefModel; r.Get() != "" && !filepath.IsAbs(r.Get()) {
+		c.Learner.RefModel.Set(filepath.Join(base, r.Get()), r.Source())
 	}
 	return c, nil
 }
@@ -303,57 +280,23 @@ func (c *Config) AdvantageConfig() (advantage.Config, error) {
 	return a, nil
 }
 
-// LearnerOptions are the learner's options: learner.DefaultOptions with the
-// config's keys applied.
+// LearnerOptions are the learner's options: learner.Spec resolved, with
+// the trainer's derived defaults (seed: the rollout's; max_staleness at
+// least 1 with async) for the keys the config leaves unset.
 func (c *Config) LearnerOptions() (learner.Options, error) {
-	o := learner.DefaultOptions()
 	l := c.Learner
-	setF := func(dst *float64, src *float64) {
-		if src != nil {
-			*dst = *src
-		}
+	if !l.Seed.IsSet() {
+		l.Seed.Set(c.Rollout.Seed.Get(), setting.Default)
 	}
-	setI := func(dst *int, src *int) {
-		if src != nil {
-			*dst = *src
-		}
+	o, err := l.Options()
+	if err != nil {
+		return o, err
 	}
-	setF(&o.LR, l.LR)
-	setI(&o.WarmupSteps, l.Warmup)
-	setF(&o.WeightDecay, l.WeightDecay)
-	setF(&o.ClipNorm, l.ClipGrad)
-	setI(&o.Minibatches, l.Minibatches)
-	setI(&o.Epochs, l.Epochs)
-	setF(&o.Loss.ClipLow, l.ClipLow)
-	setF(&o.Loss.ClipHigh, l.ClipHigh)
-	setF(&o.Loss.DualClip, l.DualClip)
-	setF(&o.Loss.TISCap, l.TISCap)
-	setF(&o.Loss.KLBeta, l.KLBeta)
-	setI(&o.Loss.NormLength, l.LossNormLength)
-	setI(&o.MicroBatchTokens, l.MicroBatchTokens)
-	o.SkipNonFinite = l.SkipNonFinite
-	if l.LossAgg != "" {
-		agg, err := learner.ParseAggregation(l.LossAgg)
-		if err != nil {
-			return o, fmt.Errorf("learner.loss_agg: %w", err)
-		}
-		o.Loss.Agg = agg
-	}
-	if l.MaxStaleness != nil {
-		o.MaxStaleness = *l.MaxStaleness
-	} else if c.Async {
+	if !l.MaxStaleness.IsSet() && c.Async {
 		o.MaxStaleness = max(o.MaxStaleness, 1)
-	}
-	if l.Seed != nil {
-		o.Seed = *l.Seed
-	} else {
-		o.Seed = c.Rollout.Seed.Get()
 	}
 	if c.Async && o.MaxStaleness >= 0 && o.MaxStaleness < 1 {
 		return o, fmt.Errorf("learner.max_staleness: %d with async: true drops every record (async rollouts are one version behind)", o.MaxStaleness)
-	}
-	if err := o.Validate(); err != nil {
-		return o, fmt.Errorf("learner: %w", err)
 	}
 	return o, nil
 }

@@ -223,7 +223,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 	}
 	var ref *train.Model
 	if lopts.Loss.KLBeta > 0 {
-		refDir := cfg.Learner.RefModel
+		refDir := cfg.Learner.RefModel.Get()
 		if refDir == "" {
 			refDir = cfg.Rollout.Model.Get()
 		}

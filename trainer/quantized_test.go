@@ -14,6 +14,7 @@ import (
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/setting"
 )
 
 // quantizedConfig is smallConfig without evaluation, for iterations
@@ -21,8 +22,7 @@ import (
 func quantizedConfig(t *testing.T, out string, iterations int) Config {
 	c := smallConfig(t, out, false)
 	c.Iterations, c.Eval = iterations, EvalConfig{}
-	tis := 2.0
-	c.Learner.TISCap = &tis
+	c.Learner.TISCap = setting.Of(2.0)
 	c.RolloutQuantization = &QuantizationConfig{Bits: 8, BlockSize: 32, AccuracyLevel: 4}
 	return c
 }

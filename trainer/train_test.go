@@ -11,6 +11,7 @@ import (
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/trajtest"
+	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/setting"
@@ -21,11 +22,10 @@ import (
 func smallConfig(t *testing.T, out string, async bool) Config {
 	t.Helper()
 	root := testsupport.RepoRoot(t)
-	lr := 1e-3
 	seed := uint64(7)
 	c := Config{
 		Iterations: 3, PromptsPerIteration: 8, Out: out, Async: async,
-		Learner: LearnerConfig{LR: &lr},
+		Learner: learner.Spec{LR: setting.Of(1e-3)},
 		Eval:    EvalConfig{Prompts: filepath.Join(root, "data", "calc", "prompts.jsonl"), Limit: 16, GroupSize: 2, Seed: &seed, SplitBy: []string{"difficulty"}},
 	}
 	c.Rollout.ID = setting.Of("t")
@@ -200,8 +200,8 @@ func TestConfigRefusals(t *testing.T) {
 		"iterations":            func(c *Config) { c.Iterations = 0 },
 		"prompts_per_iteration": func(c *Config) { c.PromptsPerIteration = 0 },
 		"greedy":                func(c *Config) { c.Rollout.Sampling.Greedy = setting.Of(true) },
-		"loss_agg":              func(c *Config) { c.Learner.LossAgg = "sum" },
-		"max_staleness":         func(c *Config) { z := int64(0); c.Learner.MaxStaleness = &z; c.Async = true },
+		"loss_agg":              func(c *Config) { c.Learner.LossAgg = setting.Of("sum") },
+		"max_staleness":         func(c *Config) { c.Learner.MaxStaleness = setting.Of[int64](0); c.Async = true },
 	}
 	for name, mutate := range cases {
 		c := smallConfig(t, filepath.Join(t.TempDir(), "x"), false)

@@ -18,21 +18,23 @@ import (
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 )
 
 type learnFlags struct {
-	model, in, redisURL, job, store, refModel, metricsPath, listen string
-	group, consumer, lossAgg, rolloutQuant, precision              string
-	batch, publishEvery, keep, maxUpdates                          int
-	startVersion                                                   int64
-	temperature                                                    float64
-	maxWait                                                        time.Duration
-	opts                                                           learner.Options
+	model, in, redisURL, job, store, metricsPath, listen string
+	group, consumer, rolloutQuant, precision             string
+	batch, publishEvery, keep, maxUpdates                int
+	startVersion                                         int64
+	temperature                                          float64
+	maxWait                                              time.Duration
+	// spec holds the learner's settings, bound as flags (learner.Spec).
+	spec learner.Spec
 }
 
 func newLearnCmd() *cobra.Command {
-	f := learnFlags{opts: learner.DefaultOptions()}
+	var f learnFlags
 	cmd := &cobra.Command{
 		Use:   "learn --model DIR (--in FILE | --redis URL --job JOB) --store DIR",
 		Short: "Train the policy on advantage records (PPO-clip GRPO) and publish policy versions",
@@ -93,7 +95,6 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 	fs.StringVar(&f.redisURL, "redis", "", "Redis URL: read the job's advantages stream (see docs/redis.md)")
 	fs.StringVar(&f.job, "job", "", "job name of the Redis keys toolrl:{JOB}:*")
 	fs.StringVar(&f.store, "store", "", "policy store folder the versions are published into")
-	fs.StringVar(&f.refModel, "ref-model", "", "reference policy of the KL term for records without ref_log_prob (default: the --model folder, version 0)")
 	fs.StringVar(&f.metricsPath, "metrics", "", "append one JSON line of metrics per update to this file")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:9465", "with --redis: address for /metrics and /healthz (empty: none)")
 	fs.StringVar(&f.group, "group", stream.LearnerGroup, "with --redis: the learner's consumer group")
@@ -107,26 +108,10 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 	fs.StringVar(&f.rolloutQuant, "rollout-quantization", "", "also publish each version's quantized copy for actors (STORE/vN/quantized/): int{8,4}-b{block}-acc{0,4}[-lmhead], e.g. int8-b32-acc4")
 	fs.StringVar(&f.precision, "precision", string(train.Float32), "float32 | float64: the precision of the forward, backward and AdamW (float64: to check another trainer against this one; versions are published as float32 either way)")
 	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature of records that carry none (v1); 0: such a record is an error")
-	o := &f.opts
-	fs.Float64Var(&o.LR, "lr", o.LR, "AdamW learning rate (constant after --warmup)")
-	fs.IntVar(&o.WarmupSteps, "warmup", o.WarmupSteps, "linear learning-rate warmup, in optimiser steps")
-	fs.Float64Var(&o.WeightDecay, "weight-decay", o.WeightDecay, "AdamW decoupled weight decay")
-	fs.Float64Var(&o.ClipNorm, "clip-grad", o.ClipNorm, "clip the global gradient norm to this (0: off)")
-	fs.IntVar(&o.Minibatches, "minibatches", o.Minibatches, "optimiser steps per batch (the batch split into this many minibatches)")
-	fs.IntVar(&o.Minibatches, "minibatch", o.Minibatches, "alias of --minibatches")
+	setting.Bind(fs, &f.spec)
+	alias := fs.VarPF(fs.Lookup("minibatches").Value, "minibatch", "", "alias of --minibatches")
+	alias.DefValue = fs.Lookup("minibatches").DefValue
 	_ = fs.MarkHidden("minibatch")
-	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "passes over each batch (ppo_epochs)")
-	fs.Float64Var(&o.Loss.ClipLow, "clip-low", o.Loss.ClipLow, "ratio lower bound 1−ε_low")
-	fs.Float64Var(&o.Loss.ClipHigh, "clip-high", o.Loss.ClipHigh, "ratio upper bound 1+ε_high (DAPO clip-higher)")
-	fs.Float64Var(&o.Loss.DualClip, "dual-clip", o.Loss.DualClip, "dual-clip constant c > 1 for negative advantages (0: off)")
-	fs.Float64Var(&o.Loss.TISCap, "tis-cap", o.Loss.TISCap, "truncated importance sampling cap C on π_learner_old/π_behaviour (0: off; 2 is common)")
-	fs.Float64Var(&o.Loss.KLBeta, "kl-beta", o.Loss.KLBeta, "weight of the k3 KL to the reference policy in the loss")
-	fs.StringVar(&f.lossAgg, "loss-agg", string(o.Loss.Agg), "token-mean | seq-mean-token-mean | seq-mean-token-sum-norm (Dr.GRPO)")
-	fs.IntVar(&o.Loss.NormLength, "loss-norm-length", o.Loss.NormLength, "the constant length L of seq-mean-token-sum-norm")
-	fs.Int64Var(&o.MaxStaleness, "max-staleness", o.MaxStaleness, "drop records more than this many versions behind the learner (negative: no bound)")
-	fs.Uint64Var(&o.Seed, "seed", o.Seed, "minibatch order seed")
-	fs.IntVar(&o.MicroBatchTokens, "micro-batch-tokens", o.MicroBatchTokens, "tokens per forward/backward pass (gradients accumulate over a minibatch)")
-	fs.BoolVar(&o.SkipNonFinite, "skip-non-finite", false, "skip (and count) an update whose loss, gradient or weights are not finite, instead of stopping")
 	return cmd
 }
 
@@ -162,16 +147,15 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	if err := samefile.Refuse(samefile.Path{Flag: "--store", Path: f.store}, in); err != nil {
 		return usageErrorf("learn: %v", err)
 	}
-	agg, err := learner.ParseAggregation(f.lossAgg)
+	opts, err := f.spec.Options()
 	if err != nil {
-		return usageErrorf("learn: --loss-agg: %v", err)
+		return usageErrorf("learn: %v", err)
 	}
-	f.opts.Loss.Agg = agg
 	if f.temperature > 0 {
 		t := f.temperature
-		f.opts.Temperature = &t
+		opts.Temperature = &t
 	}
-	if err := f.opts.Validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return usageErrorf("learn: %v", err)
 	}
 	precision, err := train.ParsePrecision(f.precision)
@@ -205,20 +189,21 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	}
 	base.RolloutQuantization = rolloutQuant
 	var ref train.Net
-	if f.opts.Loss.KLBeta > 0 {
-		refDir := f.refModel
+	refModel := f.spec.RefModel.Get()
+	if opts.Loss.KLBeta > 0 {
+		refDir := refModel
 		if refDir == "" {
 			refDir = f.model
 		}
 		if ref, _, err = learner.LoadNet(refDir, precision); err != nil {
 			return fmt.Errorf("learn: --ref-model: %w", err)
 		}
-	} else if f.refModel != "" {
-		if ref, _, err = learner.LoadNet(f.refModel, precision); err != nil {
+	} else if refModel != "" {
+		if ref, _, err = learner.LoadNet(refModel, precision); err != nil {
 			return fmt.Errorf("learn: --ref-model: %w", err)
 		}
 	}
-	l, err := learner.New(model, ref, f.startVersion, f.opts)
+	l, err := learner.New(model, ref, f.startVersion, opts)
 	if err != nil {
 		return usageErrorf("learn: %v", err)
 	}
@@ -326,7 +311,7 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	}
 	if f.in != "" && sum.Trained == 0 && sum.Records > 0 {
 		return fmt.Errorf("learn: none of the %d records of %s was trained on (%d over the staleness bound of %d versions): nothing published",
-			sum.Records, f.in, sum.Dropped, f.opts.MaxStaleness)
+			sum.Records, f.in, sum.Dropped, opts.MaxStaleness)
 	}
 	if ctx.Err() != nil {
 		return exitError{code: exitInterrupted, err: fmt.Errorf("learner stopped by signal after publishing version %d", sum.LastVersion)}

@@ -204,6 +204,42 @@ func TestLearnUsageErrors(t *testing.T) {
 	}
 }
 
+// TestLearnFlagsAreTheSpec: learn's learner flags are learner.Spec's
+// (setting.Bind): an explicit --kl-beta 0 is a setting, the hidden
+// --minibatch is --minibatches, and a refused value is named by its flag.
+func TestLearnFlagsAreTheSpec(t *testing.T) {
+	cmd := newLearnCmd()
+	if err := cmd.ParseFlags([]string{"--kl-beta", "0", "--minibatch", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	fs := cmd.Flags()
+	if fl := fs.Lookup("kl-beta"); !fl.Changed || fl.Value.String() != "0" {
+		t.Errorf("--kl-beta 0: changed %v, value %q", fl.Changed, fl.Value)
+	}
+	if fl := fs.Lookup("minibatches"); fl.Value.String() != "3" || fl.DefValue != "1" {
+		t.Errorf("--minibatch 3: --minibatches %q (default %q), want 3 (default 1)", fl.Value, fl.DefValue)
+	}
+	if fl := fs.Lookup("lr"); fl.Changed || fl.Value.String() != "0.0001" {
+		t.Errorf("--lr not given: changed %v, value %q, want the default 0.0001", fl.Changed, fl.Value)
+	}
+	if !fs.Lookup("minibatch").Hidden {
+		t.Error("--minibatch is not hidden")
+	}
+	model := filepath.Join(testsupport.RepoRoot(t), "models", "calc")
+	store := filepath.Join(t.TempDir(), "store")
+	for _, c := range []struct{ flag, value, want string }{
+		{"--minibatch", "0", "learn: --minibatches 0: want ≥ 1"},
+		{"--lr", "0", "learn: --lr 0: want a finite value > 0"},
+		{"--kl-beta", "-1", "learn: --kl-beta -1: want ≥ 0"},
+	} {
+		_, _, err := runToolrl(t, "learn", "--model", model, "--in", "x.jsonl", "--store", store, c.flag, c.value)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: %v, want a usage error %q", c.flag, c.value, err, c.want)
+		}
+	}
+}
+
 // TestLearnPublishedLoadsInTransformersJS: a version `toolrl learn`
 // published loads in @huggingface/transformers (scripts/models/interop.mjs,
 // onnxruntime-node, local files only), and its greedy tokens equal the
