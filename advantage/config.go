@@ -58,8 +58,6 @@ const (
 
 // Constants of the formulas.
 const (
-	// DefaultEps is added to the standard deviation before dividing.
-	DefaultEps = 1e-6
 	// LogRatioClamp bounds the log-ratio d to [−20, 20] before any KL
 	// estimator, as verl (core_algos.kl_penalty) and SkyRL do.
 	LogRatioClamp = 20.0
@@ -105,46 +103,53 @@ type Config struct {
 	FlagStale bool
 }
 
-// DefaultConfig is outcome GRPO, eps 1e-6, no KL, no staleness check,
-// process weight 1 and gamma 1.
+// DefaultConfig is Spec's declared defaults: outcome GRPO, eps 1e-6, no
+// KL, no staleness check, process weight 1 and gamma 1.
 func DefaultConfig() Config {
-	return Config{
-		Mode: ModeOutcome, Estimator: EstimatorGRPO, Eps: DefaultEps,
-		ProcessWeight: 1, Gamma: 1, MaxStaleness: -1,
+	c, err := Spec{}.Config()
+	if err != nil {
+		panic("advantage: the declared defaults do not validate: " + err.Error()) // TestDefaultConfig
 	}
+	return c
 }
 
-// Validate reports the first unusable setting.
+// Validate reports the first unusable setting, naming it by its YAML key
+// (Spec).
 func (c *Config) Validate() error {
+	return c.validate(func(key string) string { return "advantage config: " + key })
+}
+
+// validate is Validate with the settings named by name(key).
+func (c *Config) validate(name func(key string) string) error {
 	switch c.Mode {
 	case ModeOutcome, ModeProcess, ModeHybrid:
 	default:
-		return fmt.Errorf("advantage config: mode %q, want outcome, process or hybrid", c.Mode)
+		return fmt.Errorf("%s %q, want outcome, process or hybrid", name("mode"), c.Mode)
 	}
 	switch c.Estimator {
 	case EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO:
 	default:
-		return fmt.Errorf("advantage config: estimator %q, want grpo, drgrpo or rloo", c.Estimator)
+		return fmt.Errorf("%s %q, want grpo, drgrpo or rloo", name("estimator"), c.Estimator)
 	}
 	switch c.KL {
 	case KLNone, KLK1, KLK2, KLK3:
 	default:
-		return fmt.Errorf("advantage config: kl %q, want k1, k2 or k3", c.KL)
+		return fmt.Errorf("%s %q, want k1, k2 or k3", name("kl"), c.KL)
 	}
 	if !(c.Eps >= 0) || math.IsInf(c.Eps, 0) {
-		return fmt.Errorf("advantage config: eps %g, want a finite value ≥ 0", c.Eps)
+		return fmt.Errorf("%s %g, want a finite value ≥ 0", name("eps"), c.Eps)
 	}
 	if !(c.Gamma > 0 && c.Gamma <= 1) {
-		return fmt.Errorf("advantage config: gamma %g, want in (0, 1]", c.Gamma)
+		return fmt.Errorf("%s %g, want in (0, 1]", name("gamma"), c.Gamma)
 	}
 	if math.IsNaN(c.ProcessWeight) || math.IsInf(c.ProcessWeight, 0) {
-		return fmt.Errorf("advantage config: process weight %g is not finite", c.ProcessWeight)
+		return fmt.Errorf("%s %g is not finite", name("process_weight"), c.ProcessWeight)
 	}
 	if !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0) {
-		return fmt.Errorf("advantage config: kl coefficient %g, want a finite value ≥ 0", c.KLCoef)
+		return fmt.Errorf("%s %g, want a finite value ≥ 0", name("kl_coef"), c.KLCoef)
 	}
 	if c.KLCoef > 0 && c.KL == KLNone {
-		return fmt.Errorf("advantage config: kl coefficient %g needs a KL estimator (k1, k2 or k3)", c.KLCoef)
+		return fmt.Errorf("%s %g needs a KL estimator (k1, k2 or k3)", name("kl_coef"), c.KLCoef)
 	}
 	return nil
 }

@@ -30,8 +30,9 @@ type Config struct {
 	// threads. Its out and resume keys must be unset: the trainer writes
 	// OUT/trajectories.jsonl itself.
 	Rollout orchestrator.Job `yaml:"rollout"`
-	// Advantage chooses the advantage math.
-	Advantage AdvantageConfig `yaml:"advantage"`
+	// Advantage chooses the advantage math (advantage.Spec, but for
+	// max_staleness and flag_stale, which a train config refuses).
+	Advantage advantage.Spec `yaml:"advantage"`
 	// Learner holds the learner's settings (learner.Spec; defaults: its
 	// declared ones, seed: the rollout's).
 	Learner learner.Spec `yaml:"learner"`
@@ -65,17 +66,6 @@ type Config struct {
 	IterationTimeout time.Duration `yaml:"iteration_timeout"`
 
 	normalized bool
-}
-
-// AdvantageConfig is the YAML form of advantage.Config.
-type AdvantageConfig struct {
-	Mode             string   `yaml:"mode"`      // outcome (default) | process | hybrid
-	Estimator        string   `yaml:"estimator"` // grpo (default) | drgrpo | rloo
-	KL               string   `yaml:"kl"`        // "" | k1 | k2 | k3
-	KLCoef           float64  `yaml:"kl_coef"`
-	ProcessWeight    *float64 `yaml:"process_weight"` // default 1
-	Gamma            *float64 `yaml:"gamma"`          // default 1
-	DropZeroVariance bool     `yaml:"drop_zero_variance"`
 }
 
 // QuantizationConfig is the YAML form of llama.Quantization: bits (8 or 4,
@@ -256,28 +246,20 @@ func (c *Config) normalize() error {
 	return nil
 }
 
-// AdvantageConfig is the advantage math the config chooses.
+// AdvantageConfig is the advantage math the config chooses: advantage.Spec
+// resolved. Its staleness keys mean nothing here (the trainer computes the
+// advantages of the version it just rolled out; the learner drops stale
+// records) and are refused naming the key.
 func (c *Config) AdvantageConfig() (advantage.Config, error) {
-	a := advantage.DefaultConfig()
-	if c.Advantage.Mode != "" {
-		a.Mode = advantage.Mode(c.Advantage.Mode)
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"max_staleness", c.Advantage.MaxStaleness.IsSet()}, {"flag_stale", c.Advantage.FlagStale.IsSet()}} {
+		if k.set {
+			return advantage.Config{}, fmt.Errorf("advantage.%s: not a train config setting (the advantages are computed with no staleness check; the learner drops stale records, learner.max_staleness); remove the key", k.key)
+		}
 	}
-	if c.Advantage.Estimator != "" {
-		a.Estimator = advantage.Estimator(c.Advantage.Estimator)
-	}
-	a.KL = advantage.KLEstimator(c.Advantage.KL)
-	a.KLCoef = c.Advantage.KLCoef
-	if c.Advantage.ProcessWeight != nil {
-		a.ProcessWeight = *c.Advantage.ProcessWeight
-	}
-	if c.Advantage.Gamma != nil {
-		a.Gamma = *c.Advantage.Gamma
-	}
-	a.DropZeroVariance = c.Advantage.DropZeroVariance
-	if err := a.Validate(); err != nil {
-		return a, fmt.Errorf("advantage: %w", err)
-	}
-	return a, nil
+	return c.Advantage.Config()
 }
 
 // LearnerOptions are the learner's options: learner.Spec resolved, with

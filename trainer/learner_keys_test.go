@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/setting"
 )
 
@@ -66,6 +67,48 @@ func TestLearnerKeysExplicitZeroIsASetting(t *testing.T) {
 		c, err := load(body)
 		if err == nil {
 			_, err = c.LearnerOptions()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+}
+
+// TestAdvantageKeys: the advantage: keys are advantage.Spec's; an explicit
+// 0 is that setting, the staleness keys (which mean nothing in a train
+// config) and unknown keys are refused naming the key.
+func TestAdvantageKeys(t *testing.T) {
+	dir := t.TempDir()
+	head := "iterations: 1\nprompts_per_iteration: 2\nout: o\nrollout:\n  model: m\n  prompts: p.jsonl\n"
+	load := func(body string) (Config, error) {
+		t.Helper()
+		path := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(path, []byte(head+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return LoadConfig(path)
+	}
+	c, err := load("advantage:\n  mode: hybrid\n  process_weight: 0\n  eps: 0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.AdvantageConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Mode != advantage.ModeHybrid || a.ProcessWeight != 0 || a.Eps != 0 || a.Gamma != 1 || a.MaxStaleness != -1 {
+		t.Errorf("advantage config %+v: want hybrid, process_weight 0, eps 0 and the defaults", a)
+	}
+	for body, want := range map[string]string{
+		"advantage:\n  bogus: 1\n":          "field bogus not found",
+		"advantage:\n  max_staleness: 2\n":  "advantage.max_staleness: not a train config setting",
+		"advantage:\n  flag_stale: false\n": "advantage.flag_stale: not a train config setting",
+		"advantage:\n  mode: sideways\n":    `advantage.mode "sideways", want outcome, process or hybrid`,
+		"advantage:\n  kl_coef: 0.1\n":      "advantage.kl_coef 0.1 needs a KL estimator",
+	} {
+		c, err := load(body)
+		if err == nil {
+			err = c.Normalize()
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)

@@ -20,46 +20,34 @@ import (
 	"github.com/toolrl/toolrl/export"
 	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
+	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 )
 
 // advantageMathFlags are the flags that choose the advantage math, shared by
-// the offline command and the service.
+// the offline command and the service: advantage.Spec's, and offline the
+// trainer's current policy version.
 type advantageMathFlags struct {
-	mode, estimator, kl                string
-	klCoef, processWeight, gamma, eps  float64
-	dropZeroVariance, flagStale        bool
-	maxStaleness, currentPolicyVersion int64
+	spec                 advantage.Spec
+	currentPolicyVersion int64
 }
 
 func (f *advantageMathFlags) register(fs *pflag.FlagSet, offline bool) {
-	fs.StringVar(&f.mode, "mode", "outcome", "outcome | process (DeepSeekMath per-step) | hybrid (outcome + process-weight × process)")
-	fs.StringVar(&f.estimator, "estimator", "grpo", "grpo (mean/std) | drgrpo (mean only) | rloo (leave-one-out mean)")
-	fs.StringVar(&f.kl, "kl", "", "per-token KL estimator written to records: k1 | k2 | k3 (needs ref_log_prob); empty for none")
-	fs.Float64Var(&f.klCoef, "kl-coef", 0, "fold the KL into the rewards with this coefficient (0: report only)")
-	fs.Float64Var(&f.processWeight, "process-weight", 1, "weight of the process advantage in hybrid mode")
-	fs.Float64Var(&f.gamma, "gamma", 1, "per-step discount of later steps' process rewards, in (0, 1]")
-	fs.Float64Var(&f.eps, "eps", advantage.DefaultEps, "added to the standard deviation (grpo)")
-	fs.BoolVar(&f.dropZeroVariance, "drop-zero-variance", false, "drop groups whose rewards are all equal (they are always counted)")
-	fs.Int64Var(&f.maxStaleness, "max-staleness", -1, "drop groups more than this many policy versions behind (negative: no check)")
-	fs.BoolVar(&f.flagStale, "flag-stale", false, "keep stale groups, with stale=true, instead of dropping them")
+	setting.Bind(fs, &f.spec)
 	if offline {
 		fs.Int64Var(&f.currentPolicyVersion, "policy-version", 0, "the trainer's current policy version, for --max-staleness")
 	}
 }
 
-func (f *advantageMathFlags) config() (advantage.Config, error) {
+func (f *advantageMathFlags) config(verb string) (advantage.Config, error) {
 	if f.currentPolicyVersion < 0 {
-		return advantage.Config{}, usageErrorf("--policy-version %d: want ≥ 0", f.currentPolicyVersion)
+		return advantage.Config{}, usageErrorf("%s: --policy-version %d: want ≥ 0", verb, f.currentPolicyVersion)
 	}
-	cfg := advantage.DefaultConfig()
-	cfg.Mode, cfg.Estimator, cfg.KL = advantage.Mode(f.mode), advantage.Estimator(f.estimator), advantage.KLEstimator(f.kl)
-	cfg.KLCoef, cfg.ProcessWeight, cfg.Gamma, cfg.Eps = f.klCoef, f.processWeight, f.gamma, f.eps
-	cfg.DropZeroVariance, cfg.FlagStale = f.dropZeroVariance, f.flagStale
-	cfg.MaxStaleness, cfg.CurrentPolicyVersion = f.maxStaleness, f.currentPolicyVersion
-	if err := cfg.Validate(); err != nil {
-		return cfg, usageErrorf("%v", err)
+	cfg, err := f.spec.Config()
+	if err != nil {
+		return cfg, usageErrorf("%s: %v", verb, err)
 	}
+	cfg.CurrentPolicyVersion = f.currentPolicyVersion
 	return cfg, nil
 }
 
@@ -106,7 +94,7 @@ and flags are documented in docs/advantage.md.`,
 			if refBatch < 1 {
 				return usageErrorf("advantage: --ref-batch %d, want at least 1", refBatch)
 			}
-			cfg, err := mathFlags.config()
+			cfg, err := mathFlags.config("advantage")
 			if err != nil {
 				return err
 			}
@@ -248,7 +236,7 @@ stops reading, commits the batches in flight and exits with status 130.`,
 			if err := stream.ValidateJob(job); err != nil {
 				return usageErrorf("advantage serve: --job: %v", err)
 			}
-			cfg, err := mathFlags.config()
+			cfg, err := mathFlags.config("advantage serve")
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,57 @@
+package advantage
+
+import "github.com/toolrl/toolrl/setting"
+
+// Spec is the advantage math's settings, each declared once: its YAML key
+// (under a train config's advantage:), its flag (`toolrl advantage` and
+// `toolrl advantage serve`), its default and its help. Config resolves it.
+// An explicit 0 (kl_coef: 0) is a setting, never "unset".
+type Spec struct {
+	Mode             setting.Value[string]  `yaml:"mode" flag:"mode" default:"outcome" usage:"outcome | process (DeepSeekMath per-step) | hybrid (outcome + process-weight × process)"`
+	Estimator        setting.Value[string]  `yaml:"estimator" flag:"estimator" default:"grpo" usage:"grpo (mean/std) | drgrpo (mean only) | rloo (leave-one-out mean)"`
+	KL               setting.Value[string]  `yaml:"kl" flag:"kl" usage:"per-token KL estimator written to records: k1 | k2 | k3 (needs ref_log_prob); empty for none"`
+	KLCoef           setting.Value[float64] `yaml:"kl_coef" flag:"kl-coef" default:"0" usage:"fold the KL into the rewards with this coefficient (0: report only)"`
+	ProcessWeight    setting.Value[float64] `yaml:"process_weight" flag:"process-weight" default:"1" usage:"weight of the process advantage in hybrid mode"`
+	Gamma            setting.Value[float64] `yaml:"gamma" flag:"gamma" default:"1" usage:"per-step discount of later steps' process rewards, in (0, 1]"`
+	Eps              setting.Value[float64] `yaml:"eps" flag:"eps" default:"1e-06" usage:"added to the standard deviation (grpo)"`
+	DropZeroVariance setting.Value[bool]    `yaml:"drop_zero_variance" flag:"drop-zero-variance" default:"false" usage:"drop groups whose rewards are all equal (they are always counted)"`
+	// MaxStaleness and FlagStale check groups against the trainer's policy
+	// version (Config.CurrentPolicyVersion, which is not a setting).
+	MaxStaleness setting.Value[int64] `yaml:"max_staleness" flag:"max-staleness" default:"-1" usage:"drop groups more than this many policy versions behind (negative: no check)"`
+	FlagStale    setting.Value[bool]  `yaml:"flag_stale" flag:"flag-stale" default:"false" usage:"keep stale groups, with stale=true, instead of dropping them"`
+}
+
+// Config resolves the spec: every unset setting takes its declared default,
+// and the result is checked once. An error names the setting as the user
+// gave it: its flag (--mode) when a flag set it, else its key
+// (advantage.mode). CurrentPolicyVersion is 0; the caller sets it.
+func (s Spec) Config() (Config, error) {
+	if err := setting.ApplyDefaults(&s); err != nil {
+		return Config{}, err
+	}
+	c := Config{
+		Mode: Mode(s.Mode.Get()), Estimator: Estimator(s.Estimator.Get()), Eps: s.Eps.Get(),
+		ProcessWeight: s.ProcessWeight.Get(), Gamma: s.Gamma.Get(),
+		KL: KLEstimator(s.KL.Get()), KLCoef: s.KLCoef.Get(), DropZeroVariance: s.DropZeroVariance.Get(),
+		MaxStaleness: s.MaxStaleness.Get(), FlagStale: s.FlagStale.Get(),
+	}
+	if err := c.validate(s.name); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// name is how an error names the setting of YAML key key: its flag when a
+// flag set it, else advantage.KEY.
+func (s *Spec) name(key string) string {
+	for _, f := range setting.Fields(s) {
+		if f.Key != key {
+			continue
+		}
+		if f.Source() == setting.Flag && f.Flag != "" {
+			return "--" + f.Flag
+		}
+		return "advantage." + key
+	}
+	return key
+}
