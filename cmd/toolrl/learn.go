@@ -1,13 +1,8 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -213,43 +208,26 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	}
 	defer store.Close()
 
-	var src learner.Source
-	ro := learner.RunOptions{Store: store, Base: base, PublishEvery: f.publishEvery, MaxUpdates: f.maxUpdates, Logger: logger}
-	if f.in != "" && !cmd.Flags().Changed("publish-every") {
-		// A file is trained on once and published once, at the end: its
-		// records all stay within the staleness bound of the start version.
-		ro.PublishEvery = math.MaxInt
+	job := learner.Job{
+		Store: store, Base: base, In: f.in, Redis: f.redisURL, Batch: f.batch,
+		Stream:       learner.StreamOptions{Job: f.job, Group: f.group, Consumer: f.consumer, MaxWait: f.maxWait},
+		PublishEvery: f.publishEvery, MaxUpdates: f.maxUpdates, Keep: f.keep, MetricsPath: f.metricsPath, Logger: logger,
+		OnResume: func(st learner.State) {
+			fmt.Fprintf(stderr, "learn: resumed from %s: version %d, %d optimiser steps; %d records of that version acknowledged\n",
+				store.Dir(), st.Version, st.Steps, len(st.Consumed))
+		},
+		OnUpdate: func(m learner.Metrics) { fmt.Fprintln(stderr, formatUpdate(m)) },
+		OnPublish: func(v policystore.Version, st learner.State) {
+			fmt.Fprintf(stderr, "learn: published version %d → %s (%d records)\n", v.Number, v.Dir, st.Records)
+		},
+		OnSummary: func(s learner.Summary) { fmt.Fprintln(stderr, formatLearnSummary(s)) },
 	}
-	var prom *learner.Prometheus
-	if f.in != "" {
-		fsrc := &learner.FileSource{Path: f.in, Size: f.batch}
-		defer fsrc.Close()
-		src = fsrc
-	} else {
-		client, err := stream.Connect(ctx, f.redisURL, stream.ConnectOptions{ClientName: "toolrl-learner"})
-		if err != nil {
-			return fmt.Errorf("learn: %w", err)
-		}
-		defer client.Close()
-		ssrc, err := learner.NewStreamSource(ctx, client, learner.StreamOptions{Job: f.job, Group: f.group, Consumer: f.consumer, Size: f.batch, MaxWait: f.maxWait, Logger: logger})
-		if err != nil {
-			return fmt.Errorf("learn: %w", err)
-		}
-		src = ssrc
-		ro.SetAside = true
-		keys := stream.JobKeys(f.job)
-		ro.Announce = func(ctx context.Context, v policystore.Version) error {
-			err := stream.AnnouncePolicy(ctx, client, keys, stream.PolicyPointer{Version: v.Number, Dir: v.Dir, PublishedAt: v.Manifest.Created})
-			if errors.Is(err, stream.ErrPolicyNotNewer) {
-				logger.Warn("learn: the Redis policy pointer already holds this version or a newer one; left as it is", "version", v.Number)
-				return nil
-			}
-			return err
-		}
+	if f.in != "" && !cmd.Flags().Changed("publish-every") {
+		job.PublishEvery = 0 // once, at the end
+	}
+	if f.redisURL != "" {
 		reg := metricsserver.NewRegistry(build())
-		if prom, err = learner.NewPrometheus(reg); err != nil {
-			return fmt.Errorf("learn: %w", err)
-		}
+		job.Registry = reg
 		if f.listen != "" {
 			srv, err := metricsserver.Start(f.listen, metricsserver.Handler(reg, nil), logger)
 			if err != nil {
@@ -257,61 +235,10 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 			}
 			defer srv.Close()
 		}
-		logger.Info("learner", "redis", stream.Redact(f.redisURL), "job", f.job, "group", f.group, "consumer", f.consumer)
 	}
-	st, resumed, err := learner.ResumeFrom(ctx, l, store, src)
+	sum, err := job.Run(ctx, l)
 	if err != nil {
 		return fmt.Errorf("learn: %w", err)
-	}
-	if resumed {
-		fmt.Fprintf(stderr, "learn: resumed from %s: version %d, %d optimiser steps; %d records of that version acknowledged\n",
-			store.Dir(), st.Version, st.Steps, len(st.Consumed))
-	}
-	var metricsFile *os.File
-	if f.metricsPath != "" {
-		if metricsFile, err = os.OpenFile(f.metricsPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-			return fmt.Errorf("learn: --metrics: %w", err)
-		}
-		defer metricsFile.Close()
-	}
-	var writeErr error
-	ro.OnUpdate = func(m learner.Metrics) {
-		fmt.Fprintln(stderr, formatUpdate(m))
-		if metricsFile != nil && writeErr == nil {
-			line, err := json.Marshal(m)
-			if err == nil {
-				_, err = metricsFile.Write(append(line, '\n'))
-			}
-			writeErr = err
-		}
-		if prom != nil {
-			prom.ObserveUpdate(m)
-		}
-	}
-	ro.OnPublish = func(v policystore.Version, st learner.State) {
-		fmt.Fprintf(stderr, "learn: published version %d → %s (%d records)\n", v.Number, v.Dir, st.Records)
-		if prom != nil {
-			prom.ObservePublish(v)
-		}
-		if f.keep > 0 {
-			if removed, err := store.Prune(f.keep); err != nil {
-				logger.Warn("learn: prune the store", "err", err)
-			} else if len(removed) > 0 {
-				logger.Info("learn: pruned old versions", "versions", removed)
-			}
-		}
-	}
-	sum, runErr := learner.Run(ctx, l, src, ro)
-	fmt.Fprintln(stderr, formatLearnSummary(sum))
-	if runErr != nil {
-		return fmt.Errorf("learn: %w", runErr)
-	}
-	if writeErr != nil {
-		return fmt.Errorf("learn: --metrics %s: %w", f.metricsPath, writeErr)
-	}
-	if f.in != "" && sum.Trained == 0 && sum.Records > 0 {
-		return fmt.Errorf("learn: none of the %d records of %s was trained on (%d over the staleness bound of %d versions): nothing published",
-			sum.Records, f.in, sum.Dropped, opts.MaxStaleness)
 	}
 	if ctx.Err() != nil {
 		return exitError{code: exitInterrupted, err: fmt.Errorf("learner stopped by signal after publishing version %d", sum.LastVersion)}
