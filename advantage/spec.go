@@ -42,16 +42,10 @@ func (s Spec) Config() (Config, error) {
 }
 
 // name is how an error names the setting of YAML key key: its flag when a
-// flag set it, else advantage.KEY.
+// flag set it (setting.Name), else advantage.KEY.
 func (s *Spec) name(key string) string {
-	for _, f := range setting.Fields(s) {
-		if f.Key != key {
-			continue
-		}
-		if f.Source() == setting.Flag && f.Flag != "" {
-			return "--" + f.Flag
-		}
-		return "advantage." + key
+	if n := setting.Name(s, key); n != key {
+		return n
 	}
-	return key
+	return "advantage." + key
 }

@@ -77,17 +77,10 @@ func (s Spec) Options() (Options, error) {
 }
 
 // name is how an error names the setting of YAML key key: its flag when a
-// flag set it, else learner.KEY (an Options field that is not a setting,
-// such as temperature, by its own name).
+// flag set it (setting.Name), else learner.KEY.
 func (s *Spec) name(key string) string {
-	for _, f := range setting.Fields(s) {
-		if f.Key != key {
-			continue
-		}
-		if f.Source() == setting.Flag && f.Flag != "" {
-			return "--" + f.Flag
-		}
-		return "learner." + key
+	if n := setting.Name(s, key); n != key {
+		return n
 	}
-	return key
+	return "learner." + key
 }

@@ -44,6 +44,15 @@ func TestLearnerKeysExplicitZeroIsASetting(t *testing.T) {
 		t.Errorf("learner.ref_model %q, want %q (relative to the file)", got, want)
 	}
 
+	// train --set: a key of the same record, named by its key (no flag of
+	// train's sets it).
+	if err := setting.SetAll(&c, []string{"learner.kl_beta=0.5", "learner.lr=0"}, setting.Override); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.LearnerOptions(); err == nil || !strings.Contains(err.Error(), "learner.lr 0: want a finite value > 0") {
+		t.Errorf("--set learner.lr=0: %v", err)
+	}
+
 	if c, err = load("learner:\n  lr: 3.0e-4\n"); err != nil {
 		t.Fatal(err)
 	}
