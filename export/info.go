@@ -12,11 +12,11 @@ import (
 
 // Column is one top-level column of a Parquet file.
 type Column struct {
-	Name string
+	Name string `json:"name"`
 	// Type is the column's type in a short notation: int64, float32, string,
 	// bool, list<int32>, struct<name: type, ...>, with "?" after a nullable
 	// (optional) column or field.
-	Type string
+	Type string `json:"type"`
 }
 
 // FileInfo describes a dataset file.

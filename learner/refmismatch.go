@@ -1,4 +1,4 @@
-package main
+package learner
 
 import (
 	"fmt"
@@ -6,24 +6,25 @@ import (
 	"math"
 
 	"github.com/toolrl/toolrl/advantage"
-	"github.com/toolrl/toolrl/learner"
 	"github.com/toolrl/toolrl/traj"
 )
 
-// refMismatch accumulates, over the policy tokens (loss mask 1) of
+// RefMismatch accumulates, over the policy tokens (loss mask 1) of
 // trajectories that carry ref_log_prob, how far the recorded behaviour
 // logprobs are from the reference model's: the learner's rollout_mismatch
-// statistics (learner.Mismatch: mean and max |Δlogprob|, mean k3 of
+// statistics (Mismatch: mean and max |Δlogprob|, mean k3 of
 // KL(behaviour ‖ reference) as advantage.KLTerm computes it) with the
 // reference in the learner's place. A rollout sampled by a quantized actor
 // and scored with --ref-model set to the full-precision folder measures the
-// quantization's off-policy gap.
-type refMismatch struct {
+// quantization's off-policy gap. The zero value is empty and ready to use.
+type RefMismatch struct {
 	tokens                int64
 	sumAbs, maxAbs, sumK3 float64
 }
 
-func (m *refMismatch) add(t *traj.Trajectory) {
+// Add counts t's policy tokens; a trajectory without a reference logprob
+// for each token adds nothing.
+func (m *RefMismatch) Add(t *traj.Trajectory) {
 	if len(t.RefLogprobs) != len(t.Logprobs) {
 		return
 	}
@@ -40,17 +41,19 @@ func (m *refMismatch) add(t *traj.Trajectory) {
 	}
 }
 
-// report returns the statistics, nil when no token had a reference logprob.
-func (m *refMismatch) report() *learner.Mismatch {
+// Report returns the statistics, nil when no token had a reference logprob.
+func (m *RefMismatch) Report() *Mismatch {
 	if m.tokens == 0 {
 		return nil
 	}
 	n := float64(m.tokens)
-	return &learner.Mismatch{MaxAbs: m.maxAbs, MeanAbs: m.sumAbs / n, K3: m.sumK3 / n}
+	return &Mismatch{MaxAbs: m.maxAbs, MeanAbs: m.sumAbs / n, K3: m.sumK3 / n}
 }
 
-func (m *refMismatch) writeText(w io.Writer) error {
-	r := m.report()
+// WriteText writes the statistics as toolrl inspect's "ref mismatch" line,
+// nothing when no token had a reference logprob.
+func (m *RefMismatch) WriteText(w io.Writer) error {
+	r := m.Report()
 	if r == nil {
 		return nil
 	}
