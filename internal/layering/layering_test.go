@@ -41,7 +41,7 @@ var layers = []struct {
 	}},
 	{"where groups go: the sinks and the settings record they keep", []string{"sink"}},
 	{"pipeline stages: rollout, advantage service and offline pass, learner", []string{
-		"orchestrator", "advantage/serve", "advantage/offline", "learner",
+		"orchestrator", "advantage/serve", "advantage/offline", "learner", "export/jobstream",
 		"internal/tinymodel", "recipe/calcdata", "internal/schemadoc",
 	}},
 	{"the closed loop; the actor benchmark", []string{"trainer", "bench"}},
