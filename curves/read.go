@@ -103,3 +103,39 @@ func readLines[T any](path string, iteration func(T) int) ([]T, error) {
 	}
 	return out, nil
 }
+
+// ReadRuns reads each OUT folder in dirs (ReadRun) and labels its run: by
+// labels when given (one per folder), else by the folder's name, or by the
+// path as given when two folders share a name. It returns the first
+// folder's error as ReadRun returns it.
+func ReadRuns(dirs, labels []string) ([]Run, error) {
+	byBase := map[string]int{}
+	for _, d := range dirs {
+		byBase[filepath.Base(filepath.Clean(d))]++
+	}
+	var runs []Run
+	for i, d := range dirs {
+		run, err := ReadRun(d)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case len(labels) > 0:
+			run.Label = labels[i]
+		case byBase[run.Label] > 1:
+			run.Label = filepath.Clean(d)
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
+}
+
+// DefaultDir is the folder the charts of the runs read from dirs go to
+// unless told otherwise: FIRST/plots for one run, FIRST/plots/overlay for
+// several (FIRST: dirs[0]).
+func DefaultDir(dirs []string) string {
+	if len(dirs) == 1 {
+		return filepath.Join(dirs[0], "plots")
+	}
+	return filepath.Join(dirs[0], "plots", "overlay")
+}

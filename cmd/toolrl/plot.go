@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -65,17 +64,16 @@ where; files are replaced.`,
 			if len(labels) > 0 && len(labels) != len(args) {
 				return usageErrorf("plot: --label names %d runs, want one label per OUT (%d)", len(labels), len(args))
 			}
-			runs, err := readPlotRuns(args, labels)
-			if err != nil {
-				return err
+			runs, err := curves.ReadRuns(args, labels)
+			switch {
+			case errors.Is(err, curves.ErrNoMetrics) || errors.Is(err, fs.ErrNotExist):
+				return usageError{fmt.Errorf("plot: %w", err)}
+			case err != nil:
+				return fmt.Errorf("plot: %w", err)
 			}
 			dir := to
-			switch {
-			case dir != "":
-			case len(runs) == 1:
-				dir = filepath.Join(args[0], "plots")
-			default:
-				dir = filepath.Join(args[0], "plots", "overlay")
+			if dir == "" {
+				dir = curves.DefaultDir(args)
 			}
 			charts, err := curves.Write(dir, runs, opts)
 			if err != nil {
@@ -104,39 +102,11 @@ where; files are replaced.`,
 			return nil
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&table, "table", "", "also write a markdown table of each run's first and last evaluation (95% Wilson intervals) to this file")
-	fs.StringVar(&to, "to", "", "folder for the charts (default OUT/plots for one run, FIRST/plots/overlay for several)")
-	fs.StringSliceVar(&labels, "label", nil, "legend names of the runs, one per OUT, comma-separated (default: the folders' names)")
-	fs.IntVar(&opts.Width, "width", 1000, "chart width in pixels (200–8000)")
-	fs.IntVar(&opts.Height, "height", 600, "chart height in pixels (200–8000)")
+	f := cmd.Flags()
+	f.StringVar(&table, "table", "", "also write a markdown table of each run's first and last evaluation (95% Wilson intervals) to this file")
+	f.StringVar(&to, "to", "", "folder for the charts (default OUT/plots for one run, FIRST/plots/overlay for several)")
+	f.StringSliceVar(&labels, "label", nil, "legend names of the runs, one per OUT, comma-separated (default: the folders' names)")
+	f.IntVar(&opts.Width, "width", 1000, "chart width in pixels (200–8000)")
+	f.IntVar(&opts.Height, "height", 600, "chart height in pixels (200–8000)")
 	return cmd
-}
-
-// readPlotRuns reads each OUT folder and labels its run: by labels when
-// given, else by the folder's name, or by the path as given when two
-// folders share a name.
-func readPlotRuns(dirs, labels []string) ([]curves.Run, error) {
-	byBase := map[string]int{}
-	for _, d := range dirs {
-		byBase[filepath.Base(filepath.Clean(d))]++
-	}
-	var runs []curves.Run
-	for i, d := range dirs {
-		run, err := curves.ReadRun(d)
-		switch {
-		case errors.Is(err, curves.ErrNoMetrics) || errors.Is(err, fs.ErrNotExist):
-			return nil, usageError{fmt.Errorf("plot: %w", err)}
-		case err != nil:
-			return nil, fmt.Errorf("plot: %w", err)
-		}
-		switch {
-		case len(labels) > 0:
-			run.Label = labels[i]
-		case byBase[run.Label] > 1:
-			run.Label = filepath.Clean(d)
-		}
-		runs = append(runs, run)
-	}
-	return runs, nil
 }
