@@ -3,30 +3,17 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolrl/toolrl/curves"
-	"github.com/toolrl/toolrl/internal/atomicfile"
-	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/model/train"
-	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/recipe/bpetrain"
 	"github.com/toolrl/toolrl/recipe/calcdata"
-	"github.com/toolrl/toolrl/setting"
-	"github.com/toolrl/toolrl/sink"
-	"github.com/toolrl/toolrl/trainer"
-	"github.com/toolrl/toolrl/traj"
+	"github.com/toolrl/toolrl/recipe/calceval"
 )
 
 // newModelCalcCmds returns the default policy's verbs (data, tokenizer, train, eval).
@@ -73,22 +60,11 @@ of the RL set: a larger --n for test adds prompts that may overlap them.`,
 			if out == "" {
 				out = split.Path()
 			}
-			problems, err := split.Problems(n)
+			problems, err := calcdata.WritePromptFile(out, split, n)
 			if err != nil {
 				return fmt.Errorf("model data: %w", err)
 			}
-			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-				return fmt.Errorf("model data: %w", err)
-			}
-			if err := atomicfile.Write(out, func(w io.Writer) error { return calcdata.WritePrompts(w, split, problems) }); err != nil {
-				return fmt.Errorf("model data %s: %w", out, err)
-			}
-			easy := 0
-			for _, p := range problems {
-				if p.Difficulty() == calcdata.DifficultyEasy {
-					easy++
-				}
-			}
+			easy := calcdata.CountEasy(problems)
 			slog.Info("wrote calc prompts", "split", split, "path", out, "n", n, "easy", easy, "hard", n-easy)
 			return nil
 		},
@@ -155,16 +131,14 @@ Build with GOEXPERIMENT=simd for the AVX GEMM kernel (make model does).`,
 				return usageErrorf("model train: %v (run `toolrl model tokenizer --out %s` first)", err, tokPath)
 			}
 			if snapDir != "" {
-				o.Snapshot = func(m *train.Model, step int) error {
-					return writeCalcModel(filepath.Join(snapDir, fmt.Sprintf("step-%06d", step)), m, tok)
-				}
+				o.Snapshot = calcdata.SnapshotTo(snapDir, tok)
 			}
 			m, res, err := calcdata.TrainPolicy(cmd.Context(), tok, o)
 			if err != nil {
 				return fmt.Errorf("model train: %w", err)
 			}
 			slog.Info("trained", "steps", res.Steps, "loss", res.LastLoss, "eval_loss", res.EvalLoss, "elapsed", res.Elapsed.String(), "gemm", train.KernelName())
-			return writeCalcModel(out, m, tok)
+			return calcdata.WriteModel(out, m, tok)
 		},
 	}
 	fl := cmd.Flags()
@@ -218,25 +192,6 @@ func checkModelTrainFlags(set func(string) bool, o calcdata.PolicyOptions, snapD
 	return nil
 }
 
-// writeCalcModel writes the whole HF folder: weights, config, ONNX, the
-// tokenizer and the calc policy's prompt format and tools.
-func writeCalcModel(dir string, m *train.Model, tok *bpetrain.Tokenizer) error {
-	tj, err := tok.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	sp := int(tok.SpecialID())
-	files, err := calcdata.FolderFiles(tj, sp, bpetrain.SpecialToken)
-	if err != nil {
-		return fmt.Errorf("write model %s: %w", dir, err)
-	}
-	if err := m.WriteFolder(dir, sp, sp, sp, files); err != nil {
-		return err
-	}
-	slog.Info("wrote model folder", "dir", dir)
-	return nil
-}
-
 // calcEvalFlags are the eval command's knobs.
 type calcEvalFlags struct {
 	model, prompts string
@@ -250,13 +205,9 @@ type calcEvalFlags struct {
 	asJSON         bool
 }
 
-// calcEvalJobID is the evaluation's job id: trajectory ids are
-// eval/PROMPT/i. Sample seeds do not depend on it (actor.SampleSeed(seed,
-// prompt id, i)).
-const calcEvalJobID = "eval"
-
 func newModelEvalCmd() *cobra.Command {
-	var f calcEvalFlags
+	var f calceval.Options
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "eval",
 		Short: "Measure a policy on held-out prompts through the orchestrator (the rollout's loop, tools and rewards)",
@@ -280,269 +231,50 @@ the trainer's EvalMetrics (one eval.jsonl line) instead of the table.`,
   toolrl model eval --limit 16 --samples-out /tmp/eval.jsonl && toolrl inspect /tmp/eval.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCalcEval(cmd, f)
+			return runCalcEval(cmd, f, asJSON)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "models/calc", "model folder")
-	fl.StringVar(&f.prompts, "prompts", "data/calc/prompts.jsonl", "held-out prompts (JSONL: id, prompt, answer, meta)")
-	fl.IntVar(&f.samples, "samples", 8, "samples per prompt (G, the group size)")
-	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N prompts (0: all)")
-	fl.Float64Var(&f.temperature, "temperature", 1, "sampling temperature (0: greedy)")
-	fl.Uint64Var(&f.seed, "seed", 1, "job seed (per-sample seeds derive from it)")
-	fl.IntVar(&f.maxNew, "max-new-tokens", 64, "most tokens sampled per model turn")
-	fl.IntVar(&f.threads, "threads", 0, "ONNX Runtime intra-op threads (0: one per core)")
-	fl.StringSliceVar(&f.splitBy, "split-by", []string{"difficulty"}, "prompt meta fields to split the figures by (comma-separated; empty: overall only)")
-	fl.StringVar(&f.samplesOut, "samples-out", "", "also write the sampled groups' trajectories, as toolrl rollout writes them (FILE.jsonl or FILE.parquet)")
-	fl.BoolVar(&f.asJSON, "json", false, "print the evaluation's figures as one JSON object (trainer.EvalMetrics) instead of the table")
+	fl.StringVar(&f.Model, "model", "models/calc", "model folder")
+	fl.StringVar(&f.Prompts, "prompts", "data/calc/prompts.jsonl", "held-out prompts (JSONL: id, prompt, answer, meta)")
+	fl.IntVar(&f.Samples, "samples", 8, "samples per prompt (G, the group size)")
+	fl.IntVar(&f.Limit, "limit", 0, "evaluate only the first N prompts (0: all)")
+	fl.Float64Var(&f.Temperature, "temperature", 1, "sampling temperature (0: greedy)")
+	fl.Uint64Var(&f.Seed, "seed", 1, "job seed (per-sample seeds derive from it)")
+	fl.IntVar(&f.MaxNewTokens, "max-new-tokens", 64, "most tokens sampled per model turn")
+	fl.IntVar(&f.Threads, "threads", 0, "ONNX Runtime intra-op threads (0: one per core)")
+	fl.StringSliceVar(&f.SplitBy, "split-by", []string{"difficulty"}, "prompt meta fields to split the figures by (comma-separated; empty: overall only)")
+	fl.StringVar(&f.SamplesOut, "samples-out", "", "also write the sampled groups' trajectories, as toolrl rollout writes them (FILE.jsonl or FILE.parquet)")
+	fl.BoolVar(&asJSON, "json", false, "print the evaluation's figures as one JSON object (trainer.EvalMetrics) instead of the table")
 	return cmd
 }
 
-// calcEvalJob builds the rollout job that eval runs from the flags and reads
-// its prompts; every error is the user's to fix.
-func calcEvalJob(f calcEvalFlags) (orchestrator.Job, []orchestrator.Prompt, error) {
-	switch {
-	case f.samples <= 0:
-		return orchestrator.Job{}, nil, usageErrorf("--samples %d: want ≥ 1", f.samples)
-	case !(f.temperature >= 0):
-		return orchestrator.Job{}, nil, usageErrorf("--temperature %g: want ≥ 0", f.temperature)
-	case f.limit < 0:
-		return orchestrator.Job{}, nil, usageErrorf("--limit %d: want ≥ 0", f.limit)
-	case f.maxNew <= 0:
-		return orchestrator.Job{}, nil, usageErrorf("--max-new-tokens %d: want ≥ 1", f.maxNew)
-	case f.threads < 0:
-		return orchestrator.Job{}, nil, usageErrorf("--threads %d: want ≥ 0", f.threads)
-	}
-	for _, field := range f.splitBy {
-		if field == "" {
-			return orchestrator.Job{}, nil, usageErrorf("--split-by: empty field name")
-		}
-	}
-	if st, err := os.Stat(f.model); err != nil || !st.IsDir() {
-		return orchestrator.Job{}, nil, usageErrorf("--model %s: not a model folder", f.model)
-	}
-	job := orchestrator.Job{
-		ID: setting.Of(calcEvalJobID), Model: setting.Of(f.model), Prompts: setting.Of(f.prompts), Limit: setting.Of(f.limit),
-		GroupSize: setting.Of(f.samples), Seed: setting.Of(f.seed), Threads: setting.Of(f.threads),
-		// Temperature 0 means "default" in a job; the flag's 0 is greedy.
-		Sampling: orchestrator.SamplingSpec{Temperature: setting.Of(f.temperature), Greedy: setting.Of(f.temperature == 0), MaxNewTokens: setting.Of(f.maxNew)},
-	}
-	if err := job.Normalize(); err != nil {
-		return job, nil, usageError{err}
-	}
-	set, err := orchestrator.ReadPrompts(job.Prompts.Get(), job.Limit.Get(), false)
-	if err != nil {
-		return job, nil, usageErrorf("--prompts: %v", err)
-	}
-	if len(set.Prompts) == 0 {
-		return job, nil, usageErrorf("--prompts %s: no prompts", job.Prompts.Get())
-	}
-	return job, set.Prompts, nil
-}
-
-// runCalcEval evaluates with trainer.Evaluate and prints the figures.
-func runCalcEval(cmd *cobra.Command, f calcEvalFlags) error {
+// runCalcEval evaluates with calceval (trainer.Evaluate) and prints the
+// figures.
+func runCalcEval(cmd *cobra.Command, f calceval.Options, asJSON bool) error {
 	ctx := cmd.Context()
-	job, prompts, err := calcEvalJob(f)
+	e, err := calceval.New(ctx, f)
 	if err != nil {
-		return err
-	}
-	var samples sink.Sink
-	if f.samplesOut != "" {
-		// Opened before the sampling so that a bad name fails at once; a
-		// file sink creates its file only with the first group, so an
-		// evaluation that fails leaves nothing behind.
-		if strings.Contains(f.samplesOut, "://") {
-			return usageErrorf("--samples-out %s: want a .jsonl or .parquet file", f.samplesOut)
-		}
-		if err := checkEvalOutput(f); err != nil {
-			return err
-		}
-		if samples, err = sink.OpenSink(ctx, f.samplesOut, job.ID.Get(), true); err != nil {
-			return usageErrorf("--samples-out: %v", err)
-		}
+		return usageError{err}
 	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ev, groups, err := trainer.Evaluate(ctx, job, prompts, f.splitBy, logger)
+	ev, groups, err := e.Run(ctx, logger)
 	if err != nil {
 		return fmt.Errorf("model eval: %w", err)
 	}
-	if samples != nil {
-		for i := range groups {
-			if _, err := samples.WriteGroup(ctx, &groups[i]); err != nil {
-				samples.Close()
-				return fmt.Errorf("model eval: write %s: %w", f.samplesOut, err)
-			}
-		}
-		if err := samples.Close(); err != nil {
-			return fmt.Errorf("model eval: write %s: %w", f.samplesOut, err)
-		}
-	}
 	out := cmd.OutOrStdout()
-	if f.asJSON {
+	if asJSON {
 		return json.NewEncoder(out).Encode(ev)
 	}
+	job := &e.Job
 	temperature := fmt.Sprintf("T=%g", job.Sampling.Temperature.Get())
 	if job.Sampling.Temperature.Get() == 0 {
 		temperature = "greedy"
 	}
 	fmt.Fprintf(out, "model eval: %s on %d prompts of %s, %d samples each, %s, seed %d: %.1f s\n",
 		job.Model.Get(), ev.Prompts, job.Prompts.Get(), job.GroupSize.Get(), temperature, job.Seed.Get(), ev.Overall.Seconds)
-	return writeEvalTable(out, &job, ev, groups, f.splitBy)
-}
-
-// checkEvalOutput refuses a --samples-out that is one of the evaluation's
-// inputs (the same file, not only the same name: a link counts): the
-// prompts file or a file of the model folder, which writing the samples
-// would destroy.
-func checkEvalOutput(f calcEvalFlags) error {
-	out := samefile.Path{Flag: "--samples-out", Path: f.samplesOut}
-	if err := samefile.Refuse(out, samefile.Path{Flag: "--prompts", Path: f.prompts}); err != nil {
-		return usageError{err}
+	if err := calceval.WriteTable(out, job, ev, groups, f.SplitBy); err != nil {
+		return fmt.Errorf("model eval: %w", err)
 	}
-	return filepath.WalkDir(f.model, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil // an unreadable entry is not the output's file
-		}
-		if err := samefile.Refuse(out, samefile.Path{Flag: "--model", Path: path}); err != nil {
-			return usageError{err}
-		}
-		return nil
-	})
-}
-
-// evalColumn is one column of the eval table: all prompts, or the prompts
-// with one value of a split field.
-type evalColumn struct {
-	name  string
-	stats trainer.RolloutStats
-	// groups and unequal count the column's groups and those whose samples
-	// are not all right or all wrong.
-	groups, unequal int
-}
-
-// writeEvalTable prints ev as a table with one column for all prompts and
-// one per value of each split field. The figures are ev's; the one figure
-// EvalMetrics lacks, groups with unequal correctness, is counted from the
-// groups with the job's own answer check (job.Rewards.Score, as the
-// orchestrator's accounting does; the job must be normalized).
-func writeEvalTable(w io.Writer, job *orchestrator.Job, ev trainer.EvalMetrics, groups []traj.Group, splitBy []string) error {
-	cols := []*evalColumn{{name: "all", stats: ev.Overall}}
-	byName := map[string]*evalColumn{"all": cols[0]}
-	for _, field := range splitBy {
-		split := ev.Split[field]
-		for _, value := range slices.Sorted(maps.Keys(split)) {
-			c := &evalColumn{name: field + "=" + value, stats: split[value]}
-			cols = append(cols, c)
-			byName[c.name] = c
-		}
-	}
-	for i := range groups {
-		g := &groups[i]
-		unequal := unequalCorrectness(job, g)
-		names := []string{"all"}
-		for _, field := range splitBy {
-			value, err := metaValue(g, field)
-			if err != nil {
-				return err
-			}
-			names = append(names, field+"="+value)
-		}
-		for _, name := range names {
-			c, ok := byName[name]
-			if !ok {
-				return fmt.Errorf("model eval: group %s falls in %s, which the evaluation has no figures for", g.GroupID, name)
-			}
-			c.groups++
-			if unequal {
-				c.unequal++
-			}
-		}
-	}
-	for _, c := range cols {
-		if c.groups != c.stats.Groups {
-			return fmt.Errorf("model eval: %s: %d groups sampled, %d in the evaluation's figures", c.name, c.groups, c.stats.Groups)
-		}
-	}
-	rows := []struct {
-		label string
-		cell  func(c *evalColumn) string
-	}{
-		{"prompts", func(c *evalColumn) string { return fmt.Sprint(c.stats.Groups) }},
-		{"samples", func(c *evalColumn) string { return fmt.Sprint(c.stats.Trajectories) }},
-		{"accuracy", func(c *evalColumn) string { return share(c.stats.Accuracy, c.stats.Trajectories) }},
-		{"  95% interval (Wilson)", func(c *evalColumn) string {
-			lo, hi := curves.Wilson(c.stats.Accuracy, c.stats.Trajectories)
-			return fmt.Sprintf("%.1f–%.1f%%", 100*lo, 100*hi)
-		}},
-		{"call rate", func(c *evalColumn) string { return share(c.stats.CallRate, c.stats.Trajectories) }},
-		{"calls per trajectory", func(c *evalColumn) string { return fmt.Sprintf("%.2f", c.stats.CallsPerTrajectory) }},
-		{"invalid calls", func(c *evalColumn) string { return share(c.stats.InvalidCallRate, calls(c.stats)) }},
-		{"timeouts", func(c *evalColumn) string { return share(c.stats.TimeoutRate, calls(c.stats)) }},
-		{"groups, unequal correctness", func(c *evalColumn) string {
-			return share(float64(c.unequal)/float64(max(c.groups, 1)), c.groups)
-		}},
-		{"groups, unequal rewards", func(c *evalColumn) string { return share(c.stats.GroupsWithSignal, c.stats.Groups) }},
-		{"reward mean", func(c *evalColumn) string { return fmt.Sprintf("%.3f", c.stats.RewardMean) }},
-		{"response tokens mean", func(c *evalColumn) string { return fmt.Sprintf("%.1f", c.stats.ResponseTokens) }},
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	for _, c := range cols {
-		fmt.Fprintf(tw, "\t%s", c.name)
-	}
-	fmt.Fprintln(tw)
-	for _, r := range rows {
-		fmt.Fprint(tw, r.label)
-		for _, c := range cols {
-			fmt.Fprintf(tw, "\t%s", r.cell(c))
-		}
-		fmt.Fprintln(tw)
-	}
-	return tw.Flush()
-}
-
-// unequalCorrectness reports whether some of g's samples are right and some
-// wrong by the job's answer check.
-func unequalCorrectness(job *orchestrator.Job, g *traj.Group) bool {
-	right := 0
-	for i := range g.Trajectories {
-		t := g.Trajectories[i] // Score sets the reward: score a copy
-		if job.Rewards.Score(&t, t.Answer) {
-			right++
-		}
-	}
-	return right > 0 && right < len(g.Trajectories)
-}
-
-// metaValue is the value of g's prompt meta field as the evaluation's split
-// names it (fmt.Sprint of the JSON value; "(none)" when the field is absent).
-func metaValue(g *traj.Group, field string) (string, error) {
-	meta := g.Trajectories[0].Meta
-	if len(meta) == 0 {
-		return "(none)", nil
-	}
-	var fields map[string]any
-	if err := json.Unmarshal(meta, &fields); err != nil {
-		return "", fmt.Errorf("model eval: prompt %s: meta is not a JSON object: %w", g.PromptID, err)
-	}
-	v, ok := fields[field]
-	if !ok {
-		return "(none)", nil
-	}
-	return fmt.Sprint(v), nil
-}
-
-// calls is the number of tool calls behind stats' per-call rates.
-func calls(s trainer.RolloutStats) int { return count(s.CallsPerTrajectory, s.Trajectories) }
-
-// count turns a share of n back into the count it was computed from (the
-// figures are k/n in float64, so the rounding is exact).
-func count(rate float64, n int) int { return int(math.Round(rate * float64(n))) }
-
-// share formats a rate of n as "91.3% (1870/2048)", or "n/a" when n is 0.
-func share(rate float64, n int) string {
-	if n == 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.1f%% (%d/%d)", 100*rate, count(rate, n), n)
+	return nil
 }

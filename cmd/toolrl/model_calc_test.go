@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/recipe/calceval"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/trainer"
 )
@@ -80,7 +81,7 @@ func TestModelEvalIsTrainerEvaluate(t *testing.T) {
 		t.Errorf("header %q does not give the prompts and samples", header)
 	}
 	var direct bytes.Buffer
-	if err := writeEvalTable(&direct, &job, want, groups, []string{"difficulty"}); err != nil {
+	if err := calceval.WriteTable(&direct, &job, want, groups, []string{"difficulty"}); err != nil {
 		t.Fatal(err)
 	}
 	if table != direct.String() {
@@ -150,40 +151,5 @@ func TestModelEvalUsageErrorsExit2(t *testing.T) {
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), extra[0]) {
 			t.Errorf("model eval %v: err = %v, want a usage error (exit 2) naming %s", extra, err, extra[0])
 		}
-	}
-}
-
-// TestModelEvalRefusesOutputOverInput: --samples-out that is the prompts
-// file or a file of the model folder (here through a symlink with a .jsonl
-// name) is refused before anything is sampled or written, naming both flags.
-func TestModelEvalRefusesOutputOverInput(t *testing.T) {
-	dir := t.TempDir()
-	model := filepath.Join(dir, "model")
-	if err := os.MkdirAll(filepath.Join(model, "onnx"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	weights := filepath.Join(model, "onnx", "model.onnx")
-	prompts := filepath.Join(dir, "prompts.jsonl")
-	for path, data := range map[string]string{weights: "not a model", prompts: `{"id":"p1","prompt":"1+1?","answer":"2"}` + "\n"} {
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := filepath.Join(dir, "samples.jsonl")
-	if err := os.Symlink(weights, link); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ out, want string }{
-		{prompts, "--samples-out " + prompts + " is the same file as --prompts"},
-		{link, "--samples-out " + link + " is the same file as --model " + weights},
-	} {
-		_, _, err := runToolrl(t, "model", "eval", "--model", model, "--prompts", prompts, "--samples-out", c.out)
-		var ue usageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("--samples-out %s: err = %v, want a usage error with %q", c.out, err, c.want)
-		}
-	}
-	if b, _ := os.ReadFile(weights); string(b) != "not a model" {
-		t.Errorf("the model file was overwritten: %q", b)
 	}
 }

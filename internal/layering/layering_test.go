@@ -46,6 +46,7 @@ var layers = []struct {
 	}},
 	{"the closed loop; the actor benchmark", []string{"trainer", "bench"}},
 	{"its charts", []string{"curves"}},
+	{"the held-out evaluation's report", []string{"recipe/calceval"}},
 	{"the CLI", []string{"cmd/toolrl"}},
 }
 
