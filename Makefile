@@ -13,7 +13,7 @@ export ONNXRUNTIME_NODE_INSTALL := skip
 # Packages whose tests run with -race: everything concurrent. The actor,
 # models and tokenizer packages run long numeric tests, so they run without
 # -race (their concurrency is ORT's own, or none).
-RACE_PATTERNS = ./traj/... ./tools/... ./orchestrator/... ./sink/... ./advantage/... ./stream/... ./export/... ./internal/... ./learner/... ./policystore/... ./trainer/...
+RACE_PATTERNS = ./traj/... ./tools/... ./orchestrator/... ./prompt/... ./sink/... ./advantage/... ./stream/... ./export/... ./internal/... ./learner/... ./policystore/... ./trainer/...
 RACE_PKGS  = $(shell $(GO) list $(RACE_PATTERNS) 2>/dev/null)
 PLAIN_PKGS = $(filter-out $(RACE_PKGS),$(shell $(GO) list ./... 2>/dev/null | grep -v "/out/"))
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
@@ -77,7 +78,7 @@ func (benchFormat) Name() string     { return "bench" }
 func (benchFormat) CallForm() string { return tools.FormBracket }
 func (benchFormat) TurnCalls() bool  { return false }
 
-func (benchFormat) PromptTokens(p *orchestrator.Prompt) ([]int32, error) {
+func (benchFormat) PromptTokens(p *prompt.Prompt) ([]int32, error) {
 	return byteIDs(p.Prompt), nil
 }
 
@@ -183,8 +184,8 @@ func measureDecoding(ctx context.Context, pol *actor.Policy, o throughputOptions
 // counters over the same span. onGroup, when set, sees every measured group
 // as it is written (on the runner's goroutine).
 type benchRun struct {
-	warmup   []orchestrator.Prompt
-	measured []orchestrator.Prompt
+	warmup   []prompt.Prompt
+	measured []prompt.Prompt
 	onGroup  func(g *traj.Group)
 	onWarm   func()
 
@@ -198,15 +199,15 @@ type benchRun struct {
 	measuredIDs map[string]bool
 }
 
-// Next implements orchestrator.PromptFeed: the warm-up groups, then (once
+// Next implements prompt.Feed: the warm-up groups, then (once
 // they are written) the measured ones.
-func (b *benchRun) Next(ctx context.Context, block bool) (orchestrator.Prompt, bool, error) {
+func (b *benchRun) Next(ctx context.Context, block bool) (prompt.Prompt, bool, error) {
 	switch {
 	case b.next < len(b.warmup):
 		b.next++
 		return b.warmup[b.next-1], true, nil
 	case b.warmupDone < len(b.warmup):
-		return orchestrator.Prompt{}, false, nil // not exhausted: the runner blocks only with nothing in flight
+		return prompt.Prompt{}, false, nil // not exhausted: the runner blocks only with nothing in flight
 	case b.next-len(b.warmup) < len(b.measured):
 		if b.next == len(b.warmup) {
 			if b.onWarm != nil {
@@ -217,11 +218,11 @@ func (b *benchRun) Next(ctx context.Context, block bool) (orchestrator.Prompt, b
 		b.next++
 		return b.measured[b.next-1-len(b.warmup)], true, nil
 	}
-	return orchestrator.Prompt{}, false, nil
+	return prompt.Prompt{}, false, nil
 }
 
-// Done implements orchestrator.PromptFeed.
-func (b *benchRun) Done(context.Context, orchestrator.Prompt) error { return nil }
+// Done implements prompt.Feed.
+func (b *benchRun) Done(context.Context, prompt.Prompt) error { return nil }
 
 // Resume implements sink.Sink.
 func (b *benchRun) Resume(context.Context) (map[string]bool, error) { return nil, nil }
@@ -308,11 +309,11 @@ func measureRunner(ctx context.Context, w runnerWorkload) (throughputResult, err
 	b := &benchRun{onGroup: w.onGroup, onWarm: w.onWarm, measuredIDs: map[string]bool{}}
 	text := benchText(w.promptLen)
 	for g := 0; g < w.warmupGroups; g++ {
-		b.warmup = append(b.warmup, orchestrator.Prompt{ID: fmt.Sprint("warmup-", g), Prompt: text})
+		b.warmup = append(b.warmup, prompt.Prompt{ID: fmt.Sprint("warmup-", g), Prompt: text})
 	}
 	for g := 0; g < w.sequences/w.groupSize; g++ {
 		id := fmt.Sprint("bench-", g)
-		b.measured = append(b.measured, orchestrator.Prompt{ID: id, Prompt: text})
+		b.measured = append(b.measured, prompt.Prompt{ID: id, Prompt: text})
 		b.measuredIDs[id] = true
 	}
 	no := false

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolrl/toolrl/chat"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -73,7 +74,7 @@ func NewChatFormat(tmpl *chat.Template, enc Encoder, opts ChatOptions) (Format, 
 	}
 	// Render a prompt once now, so a template that cannot render a plain
 	// conversation fails at start, naming its file.
-	if _, err := f.render(f.withSystem([]Message{{Role: "user", Content: probeUser}}), true); err != nil {
+	if _, err := f.render(f.withSystem([]prompt.Message{{Role: "user", Content: probeUser}}), true); err != nil {
 		return nil, err
 	}
 	if err := f.deriveForm(); err != nil {
@@ -97,10 +98,10 @@ func (f *chatFormat) TurnCalls() bool  { return f.turnCalls }
 // assistant turn (Llama-3.1's JSON template), else 0 (no limit).
 func (f *chatFormat) MaxCallsPerTurn() int { return f.maxCalls }
 
-func (f *chatFormat) withSystem(msgs []Message) []any {
+func (f *chatFormat) withSystem(msgs []prompt.Message) []any {
 	out := make([]any, 0, len(msgs)+1)
 	if f.opts.System != "" && (len(msgs) == 0 || msgs[0].Role != "system") {
-		out = append(out, Message{Role: "system", Content: f.opts.System})
+		out = append(out, prompt.Message{Role: "system", Content: f.opts.System})
 	}
 	for _, m := range msgs {
 		out = append(out, m)
@@ -125,7 +126,7 @@ func (f *chatFormat) probeTurn(n int, results []string) []any {
 		calls[i] = map[string]any{"type": "function", "id": fmt.Sprintf("toolrlprobe%d", i),
 			"function": map[string]any{"name": probeCall, "arguments": map[string]any{}}}
 	}
-	msgs := f.withSystem([]Message{{Role: "user", Content: probeUser}})
+	msgs := f.withSystem([]prompt.Message{{Role: "user", Content: probeUser}})
 	msgs = append(msgs, map[string]any{"role": "assistant", "content": "", "tool_calls": calls})
 	for i, r := range results {
 		msgs = append(msgs, map[string]any{"role": "tool", "name": probeCall, "tool_call_id": fmt.Sprintf("toolrlprobe%d", i), "content": r})
@@ -213,10 +214,10 @@ func (f *chatFormat) deriveForm() error {
 	return nil
 }
 
-func (f *chatFormat) PromptTokens(p *Prompt) ([]int32, error) {
+func (f *chatFormat) PromptTokens(p *prompt.Prompt) ([]int32, error) {
 	msgs := p.Messages
 	if len(msgs) == 0 {
-		msgs = []Message{{Role: "user", Content: p.Prompt}}
+		msgs = []prompt.Message{{Role: "user", Content: p.Prompt}}
 	}
 	text, err := f.render(f.withSystem(msgs), true)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/toolrl/toolrl/chat"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -35,7 +36,7 @@ type Format interface {
 	// injected tool turn.
 	TurnCalls() bool
 	// PromptTokens renders and tokenizes a prompt.
-	PromptTokens(p *Prompt) ([]int32, error)
+	PromptTokens(p *prompt.Prompt) ([]int32, error)
 	// Injection returns the text and tokens injected after a turn's calls
 	// (mask 0): one result per call, in call order, with the turn markup
 	// around them. Without TurnCalls it is given exactly one result.
@@ -137,7 +138,7 @@ func (f *plainFormat) Name() string     { return "plain" }
 func (f *plainFormat) CallForm() string { return f.spec.ToolCallFormat }
 func (f *plainFormat) TurnCalls() bool  { return false }
 
-func (f *plainFormat) PromptTokens(p *Prompt) ([]int32, error) {
+func (f *plainFormat) PromptTokens(p *prompt.Prompt) ([]int32, error) {
 	text := p.Prompt
 	if text == "" {
 		// A chat-shaped prompt in plain format: the last user message is the question.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
@@ -142,12 +143,12 @@ func TestIterationsOfOnePromptAreSeparateGroups(t *testing.T) {
 func TestFedIterationsWriteEachGroupOnce(t *testing.T) {
 	model := tinyPolicy(t)
 	prompts := writePrompts(t, 1)
-	set, err := ReadPrompts(prompts, 0, false)
+	set, err := prompt.ReadFile(prompts, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed := func(iterations ...int) *PromptList {
-		f := &PromptList{}
+	feed := func(iterations ...int) *prompt.List {
+		f := &prompt.List{}
 		for _, k := range iterations {
 			p := set.Prompts[0]
 			p.Iteration = k
@@ -239,11 +240,11 @@ func TestDistributedIterations(t *testing.T) {
 	client := srv.Client(t)
 	const job = "distit"
 	keys := stream.JobKeys(job)
-	set, err := ReadPrompts(writePrompts(t, 2), 0, false)
+	set, err := prompt.ReadFile(writePrompts(t, 2), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := func(k int) []Prompt {
+	at := func(k int) []prompt.Prompt {
 		ps := slices.Clone(set.Prompts)
 		for i := range ps {
 			ps[i].Iteration = k
@@ -251,7 +252,7 @@ func TestDistributedIterations(t *testing.T) {
 		return ps
 	}
 	for _, c := range []struct{ iteration, added int }{{0, 2}, {1, 2}, {1, 0}, {2, 2}} {
-		if n, err := Enqueue(ctx, client, job, at(c.iteration)); err != nil || n != c.added {
+		if n, err := prompt.Enqueue(ctx, client, job, at(c.iteration)); err != nil || n != c.added {
 			t.Fatalf("enqueue iteration %d: added %d (%v), want %d", c.iteration, n, err, c.added)
 		}
 	}
@@ -260,7 +261,7 @@ func TestDistributedIterations(t *testing.T) {
 	}
 	bad := at(0)
 	bad[0].ID = "p@1"
-	if _, err := Enqueue(ctx, client, job, bad); err == nil {
+	if _, err := prompt.Enqueue(ctx, client, job, bad); err == nil {
 		t.Error("enqueued a prompt id with '@'")
 	}
 	// An entry as the code before iterations wrote it (no iteration field):
@@ -270,7 +271,7 @@ func TestDistributedIterations(t *testing.T) {
 	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{stream.FieldPrompt, line}})
 	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{stream.FieldPrompt, line, stream.FieldIteration, "-1"}})
 
-	feed, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: job, Consumer: "w", ClaimIdle: time.Minute})
+	feed, err := prompt.NewRedisFeed(ctx, client, prompt.RedisFeedOptions{Job: job, Consumer: "w", ClaimIdle: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolrl/toolrl/chat"
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/tokenizer"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -100,7 +101,7 @@ func TestTurnTrajectoryTokensEqualRenderedConversation(t *testing.T) {
 		}
 		question := "Take 12 * 34 and 7 * 6, then add them. What do you get?"
 		final := "The answer is 450."
-		seq, err := f.PromptTokens(&Prompt{ID: "q", Prompt: question})
+		seq, err := f.PromptTokens(&prompt.Prompt{ID: "q", Prompt: question})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +172,7 @@ func TestThreeCallTrajectoryTokensEqualRenderedConversation(t *testing.T) {
 	question := "Take 12 * 34, add 5, then divide the total by 7. What do you get?"
 	calls := []layoutCall{{"12 * 34", "408"}, {"408 + 5", "413"}, {"413 / 7", "59"}}
 	final := "The answer is 59."
-	seq, err := f.PromptTokens(&Prompt{ID: "q", Prompt: question})
+	seq, err := f.PromptTokens(&prompt.Prompt{ID: "q", Prompt: question})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/tools"
 )
 
@@ -96,7 +97,7 @@ func (r *runner) publish() {
 		return
 	}
 	s := r.summary.clone()
-	if feed, ok := r.feed.(*RedisFeed); ok {
+	if feed, ok := r.feed.(*prompt.RedisFeed); ok {
 		st := feed.Stats()
 		s.Worker = &st
 	}

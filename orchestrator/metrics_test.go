@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -96,7 +97,7 @@ func TestCollectorReadsTheLiveSummary(t *testing.T) {
 		}
 	}
 
-	s.Worker = &FeedStats{Claimed: 7, Refused: 1, OverDelivered: 2}
+	s.Worker = &prompt.FeedStats{Claimed: 7, Refused: 1, OverDelivered: 2}
 	live.set(s.clone(), nil, nil)
 	got = gatherSeries(t, reg)
 	for k, v := range map[string]float64{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
@@ -66,9 +67,9 @@ func (r *runner) open(ctx context.Context) error {
 	}
 
 	r.feed = r.opts.Feed
-	var prompts []Prompt
+	var prompts []prompt.Prompt
 	if r.feed == nil {
-		set, err := ReadPrompts(job.Prompts.Get(), job.Limit.Get(), job.SkipInvalid.Get())
+		set, err := prompt.ReadFile(job.Prompts.Get(), job.Limit.Get(), job.SkipInvalid.Get())
 		if err != nil {
 			return fmt.Errorf("prompts: %w", err)
 		}
@@ -100,7 +101,7 @@ func (r *runner) open(ctx context.Context) error {
 	// The progress total: unknown (-1) for a feed such as a worker's, which
 	// hands out prompts as they come.
 	total := -1
-	if list, ok := r.feed.(*PromptList); ok {
+	if list, ok := r.feed.(*prompt.List); ok {
 		total = len(list.Prompts)
 	}
 	if r.feed == nil {
@@ -112,7 +113,7 @@ func (r *runner) open(ctx context.Context) error {
 			}
 			kept = append(kept, p)
 		}
-		r.feed = &PromptList{Prompts: kept}
+		r.feed = &prompt.List{Prompts: kept}
 		total = len(kept)
 	}
 	r.progress = NewProgress(r.opts.ProgressOut, total, r.log)

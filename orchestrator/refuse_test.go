@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 )
@@ -101,14 +102,14 @@ func TestDistributedWorkerRefusesOverLongPromptAlone(t *testing.T) {
 	client := srv.Client(t)
 	const job = "refuse"
 	keys := stream.JobKeys(job)
-	set, err := ReadPrompts(promptsWithLong(t, 5), 0, false)
+	set, err := prompt.ReadFile(promptsWithLong(t, 5), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := Enqueue(ctx, client, job, set.Prompts); err != nil || n != 6 {
+	if n, err := prompt.Enqueue(ctx, client, job, set.Prompts); err != nil || n != 6 {
 		t.Fatalf("enqueue: %d, %v", n, err)
 	}
-	feed, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: job, Consumer: "w"})
+	feed, err := prompt.NewRedisFeed(ctx, client, prompt.RedisFeedOptions{Job: job, Consumer: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,16 +139,16 @@ func TestDistributedWorkerRefusesOverLongPromptAlone(t *testing.T) {
 		t.Fatalf("dead letters %v, want the over-long prompt's entry only", dead)
 	}
 	reason, _ := dead[0].Values[stream.FieldReason].(string)
-	prompt, _ := dead[0].Values["field:"+stream.FieldPrompt].(string)
-	if !refusedReason.MatchString(reason) || !strings.Contains(prompt, `"id":"long"`) {
-		t.Errorf("dead letter: reason %q, prompt %.60q; want the refusal of prompt long", reason, prompt)
+	body, _ := dead[0].Values["field:"+stream.FieldPrompt].(string)
+	if !refusedReason.MatchString(reason) || !strings.Contains(body, `"id":"long"`) {
+		t.Errorf("dead letter: reason %q, prompt %.60q; want the refusal of prompt long", reason, body)
 	}
 	if p, _ := client.XPending(ctx, keys.Prompts, stream.ActorsGroup).Result(); p.Count != 0 {
 		t.Errorf("%d prompts still pending", p.Count)
 	}
 
 	// The worker's summary says what it did (it used to read "0 read").
-	want := FeedStats{Claimed: 6, Done: 5, Refused: 1}
+	want := prompt.FeedStats{Claimed: 6, Done: 5, Refused: 1}
 	if sum.Worker == nil || *sum.Worker != want || sum.PromptsTotal != 6 || sum.PromptsRefused != 1 || sum.GroupsWritten != 5 {
 		t.Errorf("worker summary: %+v, %d read, %d refused, %d written; want %+v, 6, 1 and 5",
 			sum.Worker, sum.PromptsTotal, sum.PromptsRefused, sum.GroupsWritten, want)
@@ -165,14 +166,14 @@ func TestDistributedWorkerRefusesOverLongPromptAlone(t *testing.T) {
 // outageFeed kills the Redis server once the feed has handed out `after`
 // prompts, and tells the test, which restarts it a few seconds later.
 type outageFeed struct {
-	*RedisFeed
+	*prompt.RedisFeed
 	srv    *testsupport.Redis
 	after  int
 	handed int
 	killed chan struct{}
 }
 
-func (f *outageFeed) Next(ctx context.Context, block bool) (Prompt, bool, error) {
+func (f *outageFeed) Next(ctx context.Context, block bool) (prompt.Prompt, bool, error) {
 	p, ok, err := f.RedisFeed.Next(ctx, block)
 	if ok {
 		f.handed++
@@ -196,14 +197,14 @@ func TestWorkerSurvivesRedisRestart(t *testing.T) {
 	client := srv.Client(t)
 	const job = "restart"
 	keys := stream.JobKeys(job)
-	set, err := ReadPrompts(writePrompts(t, 8), 0, false)
+	set, err := prompt.ReadFile(writePrompts(t, 8), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Enqueue(ctx, client, job, set.Prompts); err != nil {
+	if _, err := prompt.Enqueue(ctx, client, job, set.Prompts); err != nil {
 		t.Fatal(err)
 	}
-	rf, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: job, Consumer: "w", Retry: stream.Retry{For: 30 * time.Second}})
+	rf, err := prompt.NewRedisFeed(ctx, client, prompt.RedisFeedOptions{Job: job, Consumer: "w", Retry: stream.Retry{For: 30 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,27 +244,6 @@ func TestWorkerSurvivesRedisRestart(t *testing.T) {
 	}
 	if p, _ := client.XPending(ctx, keys.Prompts, stream.ActorsGroup).Result(); p.Count != 0 {
 		t.Errorf("%d prompts still pending", p.Count)
-	}
-}
-
-// TestFeedRetryGivesUp: with the server gone for good, the feed retries for
-// Retry.For, then fails with an error that says so.
-func TestFeedRetryGivesUp(t *testing.T) {
-	srv := testsupport.StartRedis(t, testsupport.RedisOptions{})
-	ctx := context.Background()
-	client := srv.Client(t)
-	feed, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: "gone", Consumer: "w", Retry: stream.Retry{For: 500 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Kill()
-	start := time.Now()
-	_, _, err = feed.Next(ctx, true)
-	if err == nil || !strings.Contains(err.Error(), "gave up after retrying for 500ms") || !strings.Contains(err.Error(), stream.JobKeys("gone").Prompts) {
-		t.Errorf("Next with the server gone: %v, want the stream named and the retry given up", err)
-	}
-	if d := time.Since(start); d < 400*time.Millisecond || d > 10*time.Second {
-		t.Errorf("gave up after %s, want about 500ms", d)
 	}
 }
 

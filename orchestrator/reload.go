@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolrl/toolrl/actor"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -61,7 +62,7 @@ func (r *runner) pollPolicy(ctx context.Context, force bool) {
 // newer version waits to be loaded, and while the loaded version is below
 // p.MinPolicyVersion (the gate; it polls the source at once the first time
 // p is seen, fresh). Without a source a gated prompt is an error.
-func (r *runner) mustWait(ctx context.Context, p Prompt, fresh bool) (bool, error) {
+func (r *runner) mustWait(ctx context.Context, p prompt.Prompt, fresh bool) (bool, error) {
 	if p.MinPolicyVersion > r.version {
 		if r.opts.Policy == nil {
 			return false, fmt.Errorf("prompt %s needs policy version ≥ %d, but the run samples version %d and has no policy source to load a newer one from (--watch)",

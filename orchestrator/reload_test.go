@@ -18,6 +18,7 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/model/llama"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
@@ -116,7 +117,7 @@ func flipByte(name string) func(dir string) error {
 // gap; before(i) runs in the runner's goroutine just before prompt i is
 // handed out.
 type slowFeed struct {
-	prompts []Prompt
+	prompts []prompt.Prompt
 	burst   int
 	gap     time.Duration
 	before  func(i int)
@@ -124,17 +125,17 @@ type slowFeed struct {
 	last    time.Time
 }
 
-func (f *slowFeed) Next(ctx context.Context, block bool) (Prompt, bool, error) {
+func (f *slowFeed) Next(ctx context.Context, block bool) (prompt.Prompt, bool, error) {
 	if f.next >= len(f.prompts) {
-		return Prompt{}, false, nil
+		return prompt.Prompt{}, false, nil
 	}
 	if wait := f.gap - time.Since(f.last); wait > 0 && f.next >= f.burst {
 		if !block {
-			return Prompt{}, false, nil
+			return prompt.Prompt{}, false, nil
 		}
 		select {
 		case <-ctx.Done():
-			return Prompt{}, false, ctx.Err()
+			return prompt.Prompt{}, false, ctx.Err()
 		case <-time.After(wait):
 		}
 	}
@@ -146,11 +147,11 @@ func (f *slowFeed) Next(ctx context.Context, block bool) (Prompt, bool, error) {
 	return f.prompts[f.next-1], true, nil
 }
 
-func (f *slowFeed) Done(context.Context, Prompt) error { return nil }
+func (f *slowFeed) Done(context.Context, prompt.Prompt) error { return nil }
 
-func readPromptSet(t *testing.T, n int) []Prompt {
+func readPromptSet(t *testing.T, n int) []prompt.Prompt {
 	t.Helper()
-	set, err := ReadPrompts(writePrompts(t, n), 0, false)
+	set, err := prompt.ReadFile(writePrompts(t, n), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,14 +376,14 @@ func TestGateWaitsForMinPolicyVersion(t *testing.T) {
 	for i := range gated {
 		gated[i].Iteration, gated[i].MinPolicyVersion = 1, 2
 	}
-	for _, ps := range [][]Prompt{prompts, gated} {
-		if n, err := Enqueue(ctx, client, job, ps); err != nil || n != 2 {
+	for _, ps := range [][]prompt.Prompt{prompts, gated} {
+		if n, err := prompt.Enqueue(ctx, client, job, ps); err != nil || n != 2 {
 			t.Fatalf("enqueue: %d, %v", n, err)
 		}
 	}
-	bad := []Prompt{prompts[0]}
+	bad := []prompt.Prompt{prompts[0]}
 	bad[0].Iteration, bad[0].MinPolicyVersion = 5, -1
-	if _, err := Enqueue(ctx, client, job, bad); err == nil || !strings.Contains(err.Error(), "min policy version -1") {
+	if _, err := prompt.Enqueue(ctx, client, job, bad); err == nil || !strings.Contains(err.Error(), "min policy version -1") {
 		t.Errorf("enqueue of min policy version -1: %v", err)
 	}
 	entries, err := client.XRange(ctx, keys.Prompts, "-", "+").Result()
@@ -401,7 +402,7 @@ func TestGateWaitsForMinPolicyVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: job, Consumer: "w", ClaimIdle: time.Minute})
+	feed, err := prompt.NewRedisFeed(ctx, client, prompt.RedisFeedOptions{Job: job, Consumer: "w", ClaimIdle: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +464,7 @@ func TestGateWaitsForMinPolicyVersion(t *testing.T) {
 	// job's is an error, not a wait.
 	p := prompts[0]
 	p.MinPolicyVersion = 1
-	_, err = quietRun(t, ctx, tinyJob(model, "feed", filepath.Join(t.TempDir(), "o.jsonl")), RunOptions{Feed: &slowFeed{prompts: []Prompt{p}}})
+	_, err = quietRun(t, ctx, tinyJob(model, "feed", filepath.Join(t.TempDir(), "o.jsonl")), RunOptions{Feed: &slowFeed{prompts: []prompt.Prompt{p}}})
 	if err == nil || !strings.Contains(err.Error(), "needs policy version ≥ 1") {
 		t.Errorf("gated prompt without a source: %v", err)
 	}
@@ -480,10 +481,10 @@ func TestFollowingWorkerWaitsForNewEntries(t *testing.T) {
 	const job = "follow"
 	keys := stream.JobKeys(job)
 	prompts := readPromptSet(t, 2)
-	if _, err := Enqueue(ctx, client, job, prompts); err != nil {
+	if _, err := prompt.Enqueue(ctx, client, job, prompts); err != nil {
 		t.Fatal(err)
 	}
-	feed, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: job, Consumer: "w", Follow: true, Poll: 20 * time.Millisecond})
+	feed, err := prompt.NewRedisFeed(ctx, client, prompt.RedisFeedOptions{Job: job, Consumer: "w", Follow: true, Poll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +518,7 @@ func TestFollowingWorkerWaitsForNewEntries(t *testing.T) {
 	for i := range next {
 		next[i].Iteration = 1
 	}
-	if _, err := Enqueue(ctx, client, job, next); err != nil {
+	if _, err := prompt.Enqueue(ctx, client, job, next); err != nil {
 		t.Fatal(err)
 	}
 	waitGroups(4)

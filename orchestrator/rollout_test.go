@@ -17,6 +17,7 @@ import (
 	"github.com/toolrl/toolrl/internal/tinymodel"
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -216,7 +217,7 @@ func TestRolloutStopsCleanlyOnCancel(t *testing.T) {
 	job := tinyJob(model, prompts, out)
 	job.Batch = setting.Of(4)
 	feed := &cancelAfter{n: 3, cancel: cancel}
-	set, err := ReadPrompts(prompts, 0, false)
+	set, err := prompt.ReadFile(prompts, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,14 +246,17 @@ func TestRolloutStopsCleanlyOnCancel(t *testing.T) {
 
 // cancelAfter feeds prompts and cancels the run's context once n were taken.
 type cancelAfter struct {
-	PromptList
-	n      int
-	cancel context.CancelFunc
+	prompt.List
+	n, taken int
+	cancel   context.CancelFunc
 }
 
-func (f *cancelAfter) Next(ctx context.Context, block bool) (Prompt, bool, error) {
-	p, ok, err := f.PromptList.Next(ctx, block)
-	if f.next == f.n {
+func (f *cancelAfter) Next(ctx context.Context, block bool) (prompt.Prompt, bool, error) {
+	p, ok, err := f.List.Next(ctx, block)
+	if ok {
+		f.taken++
+	}
+	if f.taken == f.n {
 		f.cancel()
 	}
 	return p, ok, err

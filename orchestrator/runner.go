@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
@@ -23,7 +24,7 @@ type RunOptions struct {
 	// ProgressOut receives the progress bar or lines (default os.Stderr).
 	ProgressOut io.Writer
 	// Feed overrides reading job.Prompts.Get().
-	Feed PromptFeed
+	Feed prompt.Feed
 	// Sink overrides opening job.Out.Get().
 	Sink sink.Sink
 	// Abort, once closed, abandons in-flight groups at once (the second
@@ -56,31 +57,9 @@ type RunOptions struct {
 	Live *Live
 }
 
-// PromptFeed hands prompts to the runner.
-type PromptFeed interface {
-	// Next returns the next prompt. With block false it returns at once
-	// (ok false when none is ready); with block true it may wait. ok false
-	// with a nil error and block true means the feed is exhausted.
-	Next(ctx context.Context, block bool) (p Prompt, ok bool, err error)
-	// Done is called once the prompt's group is durably written, or found
-	// already written (resume, a prompt fed twice).
-	Done(ctx context.Context, p Prompt) error
-}
-
-// PromptRefuser is implemented by a PromptFeed that must hear of the prompts
-// the runner refuses: prompts it can never sample (their tokens leave no
-// room under the model's context). The runner calls Refuse instead of Done,
-// with why, e.g. "prompt 2100 tokens, context 2048", and goes on with the
-// other prompts; the feed must not hand p out again (RedisFeed dead-letters
-// it). A feed without Refuse simply never sees p again (PromptList hands
-// out each prompt once).
-type PromptRefuser interface {
-	Refuse(ctx context.Context, p Prompt, reason string) error
-}
-
 // groupRun is one prompt's group in flight.
 type groupRun struct {
-	prompt Prompt
+	prompt prompt.Prompt
 	id     string
 	// version and model are the policy the group is sampled with, fixed
 	// when it starts (a reload waits for in-flight groups).
@@ -133,7 +112,7 @@ type runner struct {
 	registry *tools.Registry
 	exec     *tools.Executor
 	sink     sink.Sink
-	feed     PromptFeed
+	feed     prompt.Feed
 	model    traj.ModelRef
 	sampling actor.Sampling
 	summary  *Summary
@@ -163,7 +142,7 @@ type runner struct {
 	// version ≥ its MinPolicyVersion) and starts first.
 	version     int64
 	next        *PolicyRef
-	held        *Prompt
+	held        *prompt.Prompt
 	refused     map[int64]bool
 	lastPoll    time.Time
 	lastPollErr string
@@ -220,7 +199,7 @@ func Run(ctx context.Context, job Job, opts RunOptions) (*Summary, error) {
 	r.progress.Finish()
 	r.summary.Wall = time.Since(start)
 	r.summary.DecodeWall = r.decodeWall + r.eng.Stats().StepTime
-	if feed, ok := r.feed.(*RedisFeed); ok {
+	if feed, ok := r.feed.(*prompt.RedisFeed); ok {
 		stats := feed.Stats()
 		r.summary.Worker = &stats
 	}
@@ -270,7 +249,7 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 		}
 		for !stopping && r.next == nil && r.inflight+r.job.GroupSize.Get() <= maxInflight {
-			var p Prompt
+			var p prompt.Prompt
 			fresh := r.held == nil
 			if !fresh {
 				p, r.held = *r.held, nil
@@ -351,12 +330,14 @@ func (r *runner) loop(ctx context.Context) error {
 }
 
 // groupID is the id of p's group in this job: (job, prompt, iteration).
-func (r *runner) groupID(p Prompt) string { return traj.GroupID(r.job.ID.Get(), p.ID, p.Iteration) }
+func (r *runner) groupID(p prompt.Prompt) string {
+	return traj.GroupID(r.job.ID.Get(), p.ID, p.Iteration)
+}
 
 // alreadyDone reports whether p's group was written before the run (resume)
 // or was started earlier in it (a prompt fed twice), counting it and telling
 // the feed it is done; such a prompt is not sampled again.
-func (r *runner) alreadyDone(ctx context.Context, p Prompt) (bool, error) {
+func (r *runner) alreadyDone(ctx context.Context, p prompt.Prompt) (bool, error) {
 	id := r.groupID(p)
 	switch {
 	case r.done[id]:
@@ -374,8 +355,8 @@ func (r *runner) alreadyDone(ctx context.Context, p Prompt) (bool, error) {
 
 // startGroup queues p's group in the engine, or refuses p when its tokens
 // leave no room under the model's context (refuse).
-func (r *runner) startGroup(ctx context.Context, p Prompt) error {
-	if err := p.checkIdentity(); err != nil {
+func (r *runner) startGroup(ctx context.Context, p prompt.Prompt) error {
+	if err := p.CheckIdentity(); err != nil {
 		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
 	}
 	ids, err := r.format.PromptTokens(&p)
@@ -425,15 +406,15 @@ func (r *runner) startGroup(ctx context.Context, p Prompt) error {
 }
 
 // refuse counts and logs a prompt the run can never sample and tells the
-// feed (PromptRefuser), which drops it: RedisFeed dead-letters it with reason.
-func (r *runner) refuse(ctx context.Context, p Prompt, reason string) error {
+// feed (prompt.Refuser), which drops it: prompt.RedisFeed dead-letters it with reason.
+func (r *runner) refuse(ctx context.Context, p prompt.Prompt, reason string) error {
 	r.summary.PromptsRefused++
 	attrs := []any{"prompt", p.Key(), "reason", reason}
 	if p.Line > 0 {
 		attrs = append(attrs, "line", p.Line) // a prompts file's; a fed prompt has none
 	}
 	r.log.Warn("refused prompt", attrs...)
-	if rf, ok := r.feed.(PromptRefuser); ok {
+	if rf, ok := r.feed.(prompt.Refuser); ok {
 		if err := rf.Refuse(ctx, p, reason); err != nil {
 			return fmt.Errorf("refuse prompt %s: %w", p.Key(), err)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/stream"
@@ -176,15 +177,15 @@ func TestWorkerWithOtherSettingsIsRefused(t *testing.T) {
 	ctx := context.Background()
 	client := srv.Client(t)
 	const job = "fp"
-	set, err := ReadPrompts(writePrompts(t, 2), 0, false)
+	set, err := prompt.ReadFile(writePrompts(t, 2), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Enqueue(ctx, client, job, set.Prompts[:1]); err != nil {
+	if _, err := prompt.Enqueue(ctx, client, job, set.Prompts[:1]); err != nil {
 		t.Fatal(err)
 	}
 	worker := func(spec Job) error {
-		feed, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: job})
+		feed, err := prompt.NewRedisFeed(ctx, client, prompt.RedisFeedOptions{Job: job})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +209,7 @@ func TestWorkerWithOtherSettingsIsRefused(t *testing.T) {
 		t.Error("a worker recorded a prompts file; its prompts come from the stream")
 	}
 
-	if _, err := Enqueue(ctx, client, job, set.Prompts[1:]); err != nil {
+	if _, err := prompt.Enqueue(ctx, client, job, set.Prompts[1:]); err != nil {
 		t.Fatal(err)
 	}
 	hot := spec

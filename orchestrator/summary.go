@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -58,9 +59,9 @@ type Summary struct {
 	// DecodeWall is the time spent in the actor (prefill + decode steps).
 	DecodeWall  time.Duration
 	Interrupted bool
-	// Worker is what a distributed worker's feed did (RedisFeed.Stats),
+	// Worker is what a distributed worker's feed did (prompt.RedisFeed.Stats),
 	// nil for other runs.
-	Worker *FeedStats
+	Worker *prompt.FeedStats
 
 	// PolicyVersion is the policy version the run sampled with last: the
 	// job's policy_version, or the last version a reload loaded.

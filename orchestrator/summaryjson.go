@@ -77,7 +77,7 @@ type SummaryJSON struct {
 	Worker *WorkerJSON `json:"worker,omitempty"`
 }
 
-// WorkerJSON is FeedStats under stable names (SummaryJSON.Worker).
+// WorkerJSON is prompt.FeedStats under stable names (SummaryJSON.Worker).
 type WorkerJSON struct {
 	Claimed       int `json:"claimed"`
 	Reclaimed     int `json:"reclaimed"`

@@ -1,7 +1,7 @@
 package stream
 
-// Fields of a prompts-stream entry (Keys.Prompts), which the rollout's
-// Enqueue writes and its workers' feed reads.
+// Fields of a prompts-stream entry (Keys.Prompts), which prompt.Enqueue
+// writes and the workers' prompt.RedisFeed reads.
 const (
 	// FieldPrompt holds one prompt's JSON (a prompts-file line).
 	FieldPrompt = "prompt"

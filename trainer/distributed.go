@@ -11,8 +11,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/toolrl/toolrl/learner"
-	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -80,7 +80,7 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 		for i := range ps {
 			ps[i].MinPolicyVersion = minVersion
 		}
-		_, err := orchestrator.Enqueue(work, client, cfg.Rollout.ID.Get(), ps)
+		_, err := prompt.Enqueue(work, client, cfg.Rollout.ID.Get(), ps)
 		return err
 	}
 	for k := first; k <= cfg.Iterations; k++ {

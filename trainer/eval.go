@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/traj"
@@ -45,14 +46,14 @@ func (r *run) evaluate(ctx context.Context, k int) (EvalMetrics, error) {
 // accounting; nothing is written: job.Out.Get() is not opened) and returns the
 // figures, overall and split by the values of each prompt meta field in
 // splitBy, with the groups sampled.
-func Evaluate(ctx context.Context, job orchestrator.Job, prompts []orchestrator.Prompt, splitBy []string, logger *slog.Logger) (EvalMetrics, []traj.Group, error) {
+func Evaluate(ctx context.Context, job orchestrator.Job, prompts []prompt.Prompt, splitBy []string, logger *slog.Logger) (EvalMetrics, []traj.Group, error) {
 	if err := job.Normalize(); err != nil {
 		return EvalMetrics{}, nil, err
 	}
 	job.Batch.Set(max(job.Batch.Get(), job.GroupSize.Get()), job.Batch.Source())
 	mem := &sink.MemorySink{}
 	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
-		Logger: logger, ProgressOut: io.Discard, Feed: &orchestrator.PromptList{Prompts: prompts}, Sink: mem,
+		Logger: logger, ProgressOut: io.Discard, Feed: &prompt.List{Prompts: prompts}, Sink: mem,
 	})
 	if err != nil {
 		return EvalMetrics{}, nil, fmt.Errorf("evaluate %s (version %d): %w", job.Model.Get(), job.PolicyVersion.Get(), err)

@@ -19,6 +19,7 @@ import (
 	"github.com/toolrl/toolrl/model/train"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/traj"
@@ -74,8 +75,8 @@ type run struct {
 	learner  *learner.Learner
 	base     learner.Base
 	store    *policystore.Store
-	prompts  []orchestrator.Prompt
-	eval     []orchestrator.Prompt
+	prompts  []prompt.Prompt
+	eval     []prompt.Prompt
 	metrics  *os.File
 	evals    *os.File
 	trajOut  sink.Sink
@@ -275,7 +276,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 		}
 		r.actorDir = dir
 	}
-	set, err := orchestrator.ReadPrompts(cfg.Rollout.Prompts.Get(), cfg.Rollout.Limit.Get(), cfg.Rollout.SkipInvalid.Get())
+	set, err := prompt.ReadFile(cfg.Rollout.Prompts.Get(), cfg.Rollout.Limit.Get(), cfg.Rollout.SkipInvalid.Get())
 	if err != nil {
 		return 0, fmt.Errorf("rollout.prompts: %w", err)
 	}
@@ -284,7 +285,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 	}
 	r.prompts = set.Prompts
 	if cfg.Eval.Prompts != "" {
-		eset, err := orchestrator.ReadPrompts(cfg.Eval.Prompts, cfg.Eval.Limit, false)
+		eset, err := prompt.ReadFile(cfg.Eval.Prompts, cfg.Eval.Limit, false)
 		if err != nil {
 			return 0, fmt.Errorf("eval.prompts: %w", err)
 		}
@@ -311,7 +312,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 
 // disjoint refuses an evaluation set that shares a prompt with the RL set
 // (by id or by text): held-out figures would not be held out.
-func disjoint(train, eval []orchestrator.Prompt) error {
+func disjoint(train, eval []prompt.Prompt) error {
 	ids := map[string]bool{}
 	texts := map[string]string{}
 	for _, p := range train {
@@ -351,7 +352,7 @@ func (r *run) close() {
 // twice in one iteration (at the seam of two passes) is skipped for the
 // next one, so a group is never sampled twice in an iteration. The stream is
 // replayed from the start, so iteration k's prompts depend only on the seed.
-func (r *run) promptsFor(k int) []orchestrator.Prompt {
+func (r *run) promptsFor(k int) []prompt.Prompt {
 	n, per := len(r.prompts), r.cfg.PromptsPerIteration
 	var perm []int
 	pass, pos := -1, 0
@@ -364,7 +365,7 @@ func (r *run) promptsFor(k int) []orchestrator.Prompt {
 		pos++
 		return i
 	}
-	var out []orchestrator.Prompt
+	var out []prompt.Prompt
 	for it := 1; it <= k; it++ {
 		seen := make(map[int]bool, per)
 		out = out[:0]
@@ -391,7 +392,7 @@ func (r *run) rollout(ctx context.Context, k int, dir string, version int64) ([]
 	job.PolicyVersion.Set(version, setting.Code)
 	mem := &sink.MemorySink{}
 	sum, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{
-		Logger: r.log, ProgressOut: io.Discard, Feed: &orchestrator.PromptList{Prompts: r.promptsFor(k)}, Sink: mem,
+		Logger: r.log, ProgressOut: io.Discard, Feed: &prompt.List{Prompts: r.promptsFor(k)}, Sink: mem,
 	})
 	if err != nil {
 		return nil, sum, err

@@ -12,8 +12,8 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/learner"
-	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 )
 
@@ -253,7 +253,7 @@ func TestPromptsForNeverRepeatsWithinAnIteration(t *testing.T) {
 	r := &run{cfg: Config{PromptsPerIteration: 3}}
 	r.cfg.Rollout.Seed = setting.Of[uint64](5)
 	for i := range 7 {
-		r.prompts = append(r.prompts, orchestrator.Prompt{ID: string(rune('a' + i))})
+		r.prompts = append(r.prompts, prompt.Prompt{ID: string(rune('a' + i))})
 	}
 	seen := map[string]int{}
 	for k := 1; k <= 14; k++ {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/recipe/calceval"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/trainer"
@@ -53,7 +54,7 @@ func TestModelEvalIsTrainerEvaluate(t *testing.T) {
 	if err := job.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	set, err := orchestrator.ReadPrompts(prompts, 8, false)
+	set, err := prompt.ReadFile(prompts, 8, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/recipe/calcdata"
 )
 
@@ -24,7 +24,7 @@ func TestModelDataSplits(t *testing.T) {
 		if _, stderr, err := runToolrl(t, "model", "data", "--split", tc.split, "--n", fmt.Sprint(tc.n), "--out", out); err != nil {
 			t.Fatalf("model data --split %s: %v\n%s", tc.split, err, stderr)
 		}
-		set, err := orchestrator.ReadPrompts(out, 0, false)
+		set, err := prompt.ReadFile(out, 0, false)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.split, err)
 		}

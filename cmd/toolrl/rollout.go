@@ -14,6 +14,7 @@ import (
 	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/stream"
@@ -223,7 +224,7 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 		if job.Prompts.Get() == "" {
 			return usageErrorf("enqueueing needs --prompts FILE (or start workers with --worker)")
 		}
-		set, err := orchestrator.ReadPrompts(job.Prompts.Get(), job.Limit.Get(), job.SkipInvalid.Get())
+		set, err := prompt.ReadFile(job.Prompts.Get(), job.Limit.Get(), job.SkipInvalid.Get())
 		if err != nil {
 			return usageError{err}
 		}
@@ -231,7 +232,7 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 			set.Prompts[i].Iteration = iteration
 			set.Prompts[i].MinPolicyVersion = dist.minPolicyVersion
 		}
-		n, err := orchestrator.Enqueue(ctx, client, job.ID.Get(), set.Prompts)
+		n, err := prompt.Enqueue(ctx, client, job.ID.Get(), set.Prompts)
 		if err != nil {
 			return err
 		}
@@ -268,7 +269,7 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 	if err != nil {
 		return usageError{err}
 	}
-	feed, err := orchestrator.NewRedisFeed(ctx, client, orchestrator.RedisFeedOptions{Job: job.ID.Get(), ClaimIdle: dist.claimIdle, Follow: dist.follow,
+	feed, err := prompt.NewRedisFeed(ctx, client, prompt.RedisFeedOptions{Job: job.ID.Get(), ClaimIdle: dist.claimIdle, Follow: dist.follow,
 		Retry: stream.Retry{For: retry}})
 	if err != nil {
 		return err
@@ -282,7 +283,7 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 // is the prompts file's (RunOptions.Iteration); a feed's prompts carry their
 // own. policy, when not nil, is the source of hot reloads (--watch). report
 // serves /metrics while the run lasts and writes the JSON summary.
-func runRollout(cmd *cobra.Command, job orchestrator.Job, feed orchestrator.PromptFeed, iteration int, policy orchestrator.PolicySource, report reportFlags) error {
+func runRollout(cmd *cobra.Command, job orchestrator.Job, feed prompt.Feed, iteration int, policy orchestrator.PolicySource, report reportFlags) error {
 	if report.summaryJSON != "" {
 		paths := []samefile.Path{{Flag: "--summary-json", Path: report.summaryJSON},
 			{Flag: "--prompts", Path: job.Prompts.Get()}, {Flag: "--tools", Path: job.Tools.Get()}}

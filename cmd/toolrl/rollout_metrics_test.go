@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/stream"
 )
 
@@ -145,11 +146,11 @@ func TestRolloutWorkerServesMetrics(t *testing.T) {
 	url := "redis://:" + password + "@" + srv.Addr + "/0"
 	const job, prompts = "metrics", 3
 	ctx := context.Background()
-	set, err := orchestrator.ReadPrompts(filepath.Join(root, "data", "calc", "prompts.jsonl"), prompts, false)
+	set, err := prompt.ReadFile(filepath.Join(root, "data", "calc", "prompts.jsonl"), prompts, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := orchestrator.Enqueue(ctx, client, job, set.Prompts); err != nil || n != prompts {
+	if n, err := prompt.Enqueue(ctx, client, job, set.Prompts); err != nil || n != prompts {
 		t.Fatalf("enqueue: %d, %v", n, err)
 	}
 	summaryPath := filepath.Join(t.TempDir(), "summary.json")

@@ -19,8 +19,8 @@ import (
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/internal/trajtest"
 	"github.com/toolrl/toolrl/model/llama"
-	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/traj"
 	"github.com/toolrl/toolrl/traj/wire"
@@ -241,11 +241,11 @@ func TestRolloutWorkerFollowsAndWatches(t *testing.T) {
 	keys := stream.JobKeys(job)
 	enqueue := func(iteration int) {
 		t.Helper()
-		var ps []orchestrator.Prompt
+		var ps []prompt.Prompt
 		for i := range 2 {
-			ps = append(ps, orchestrator.Prompt{ID: fmt.Sprintf("p%d", i), Prompt: fmt.Sprintf("%d + 1", i), Iteration: iteration})
+			ps = append(ps, prompt.Prompt{ID: fmt.Sprintf("p%d", i), Prompt: fmt.Sprintf("%d + 1", i), Iteration: iteration})
 		}
-		if n, err := orchestrator.Enqueue(ctx, client, job, ps); err != nil || n != 2 {
+		if n, err := prompt.Enqueue(ctx, client, job, ps); err != nil || n != 2 {
 			t.Fatalf("enqueue iteration %d: %d, %v", iteration, n, err)
 		}
 	}

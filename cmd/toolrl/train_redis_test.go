@@ -20,8 +20,8 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/learner"
-	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/policystore"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/stream"
 	"github.com/toolrl/toolrl/trainer"
 	"github.com/toolrl/toolrl/traj"
@@ -328,7 +328,7 @@ func TestTrainDistributedSurvivesKills(t *testing.T) {
 	}
 	iterationOf := map[string]int{} // expected group id -> iteration
 	for _, e := range entries {
-		var p orchestrator.Prompt
+		var p prompt.Prompt
 		if err := json.Unmarshal([]byte(e.Values[stream.FieldPrompt].(string)), &p); err != nil {
 			t.Fatalf("prompt entry %s: %v", e.ID, err)
 		}

@@ -39,7 +39,7 @@ var layers = []struct {
 	{"actor, differentiable model, GRPO math, streams, files", []string{
 		"actor", "model/train", "advantage", "stream", "export", "reward", "internal/testsupport", "recipe/bpetrain",
 	}},
-	{"where groups go: the sinks and the settings record they keep", []string{"sink"}},
+	{"where prompts come from and groups go: the prompt feeds, the sinks and the settings record they keep", []string{"prompt", "sink"}},
 	{"pipeline stages: rollout, advantage service and offline pass, learner", []string{
 		"orchestrator", "advantage/serve", "advantage/offline", "learner", "export/jobstream",
 		"internal/tinymodel", "recipe/calcdata", "internal/schemadoc",

@@ -51,7 +51,7 @@ func readShipped(t *testing.T, s Split) ([]byte, []PromptRecord) {
 }
 
 // readPrompts reads JSONL prompt records into the generator's own type
-// (the rollout reads prompt files with orchestrator.ReadPrompts).
+// (the rollout reads prompt files with prompt.ReadFile).
 func readPrompts(r io.Reader) ([]PromptRecord, error) {
 	var out []PromptRecord
 	sc := bufio.NewScanner(r)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/orchestrator"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/trainer"
@@ -54,7 +55,7 @@ type Options struct {
 // prompts and, with Options.SamplesOut, the sink of its samples.
 type Eval struct {
 	Job     orchestrator.Job
-	Prompts []orchestrator.Prompt
+	Prompts []prompt.Prompt
 	SplitBy []string
 
 	samplesOut string
@@ -97,7 +98,7 @@ func New(ctx context.Context, o Options) (*Eval, error) {
 	if err := job.Normalize(); err != nil {
 		return nil, err
 	}
-	set, err := orchestrator.ReadPrompts(job.Prompts.Get(), job.Limit.Get(), false)
+	set, err := prompt.ReadFile(job.Prompts.Get(), job.Limit.Get(), false)
 	if err != nil {
 		return nil, fmt.Errorf("--prompts: %w", err)
 	}

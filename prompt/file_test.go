@@ -1,4 +1,4 @@
-package orchestrator
+package prompt
 
 import (
 	"errors"
@@ -10,17 +10,17 @@ import (
 
 // TestReadPromptsRefusesSlashInID: a '/' in a prompt id would make
 // trajectory ids ambiguous (prompt "a/1" sample 0 and prompt "a" sample 1 are
-// both job/a/1/...), so ReadPrompts refuses it naming the file and line.
+// both job/a/1/...), so ReadFile refuses it naming the file and line.
 func TestReadPromptsRefusesSlashInID(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.jsonl")
 	input := `{"id":"a","prompt":"x"}` + "\n" + `{"id":"a/1","prompt":"y"}` + "\n"
 	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ReadPrompts(path, 0, false)
-	var perr *PromptError
+	_, err := ReadFile(path, 0, false)
+	var perr *LineError
 	if !errors.As(err, &perr) || perr.File != path || perr.Line != 2 || !strings.Contains(err.Error(), "'/'") {
-		t.Fatalf("err = %v, want a PromptError for %s line 2 about '/'", err, path)
+		t.Fatalf("err = %v, want a LineError for %s line 2 about '/'", err, path)
 	}
 }
 
@@ -40,34 +40,8 @@ func TestReadPromptsNoPrompts(t *testing.T) {
 		if err := os.WriteFile(path, []byte(c.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ReadPrompts(path, 0, c.skip); err == nil || !strings.Contains(err.Error(), path) {
+		if _, err := ReadFile(path, 0, c.skip); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: err = %v, want one naming the file", name, err)
-		}
-	}
-}
-
-// TestLoadJobExplicitTemperatureZeroIsGreedy: temperature: 0 written in a job
-// file means greedy, as documented; left out it means 1.
-func TestLoadJobExplicitTemperatureZeroIsGreedy(t *testing.T) {
-	dir := t.TempDir()
-	for body, want := range map[string]float64{
-		"sampling:\n  temperature: 0\n": 0,
-		"sampling:\n  top_k: 5\n":       1,
-		"":                              1,
-	} {
-		path := filepath.Join(dir, "job.yaml")
-		if err := os.WriteFile(path, []byte("model: m\nprompts: p.jsonl\n"+body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		job, err := LoadJob(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := job.Normalize(); err != nil {
-			t.Fatal(err)
-		}
-		if d := job.Decoding(); d.Temperature != want || d.Greedy != (want == 0) {
-			t.Errorf("%q: temperature %g greedy %v, want %g", body, d.Temperature, d.Greedy, want)
 		}
 	}
 }

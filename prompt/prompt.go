@@ -1,14 +1,15 @@
-package orchestrator
+// Package prompt is where a rollout's prompts come from: the Prompt record
+// (one line of a prompts file), the prompts-file reader, and the feeds that
+// hand prompts to the orchestrator's runner: a fixed List, and the RedisFeed
+// of a distributed worker, which claims prompts from the job's prompts stream
+// (stream.Keys.Prompts) that Enqueue fills.
+package prompt
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -36,7 +37,7 @@ type Prompt struct {
 	// identity, traj.GroupID(job, ID, Iteration), so the same prompt is a
 	// new group in every iteration, and it chooses the sample seeds (Key).
 	// It is not a prompts-file field: whoever feeds the prompt sets it
-	// (RunOptions.Iteration, a PromptFeed, the prompts stream's iteration
+	// (orchestrator.RunOptions.Iteration, a Feed, the prompts stream's iteration
 	// field). ≥ 0.
 	Iteration int `json:"-"`
 	// MinPolicyVersion is the least policy version the prompt may be
@@ -44,7 +45,7 @@ type Prompt struct {
 	// that accepts records at most s versions stale enqueues an iteration
 	// with v - s). A runner whose loaded version is older drains its groups
 	// in flight and loads a version ≥ it from its policy source before
-	// starting the group (RunOptions.Policy). Like Iteration it is not a
+	// starting the group (orchestrator.RunOptions.Policy). Like Iteration it is not a
 	// prompts-file field: the prompts stream's min_policy_version field
 	// carries it. 0: any version.
 	MinPolicyVersion int64 `json:"-"`
@@ -57,7 +58,7 @@ type Prompt struct {
 // Sample seeds derive from it (actor.SampleSeed(job seed, Key, i): iteration
 // 0 keeps the seeds of a plain rollout, a later iteration samples anew) and
 // the prompts stream's queued set holds it. It is unique per (ID, Iteration)
-// because an ID may not contain '@' (checkIdentity).
+// because an ID may not contain '@' (CheckIdentity).
 func (p *Prompt) Key() string {
 	if p.Iteration == 0 {
 		return p.ID
@@ -65,11 +66,11 @@ func (p *Prompt) Key() string {
 	return p.ID + "@" + strconv.Itoa(p.Iteration)
 }
 
-// checkIdentity checks what makes the prompt's group id: a non-empty ID
+// CheckIdentity checks what makes the prompt's group id: a non-empty ID
 // without '@' (the iteration separator: "p@1" in iteration 0 would be "p" in
 // iteration 1) or '/' (the trajectory id separator: prompt "a/1" sample 0 and
 // prompt "a" sample 1 would both be job/a/1/...) and an iteration ≥ 0.
-func (p *Prompt) checkIdentity() error {
+func (p *Prompt) CheckIdentity() error {
 	switch {
 	case p.ID == "":
 		return errors.New(`field "id": missing or empty`)
@@ -96,86 +97,7 @@ func (p *Prompt) AnswerText() string {
 	return string(bytes.TrimSpace(p.Answer))
 }
 
-// PromptError is a malformed prompts line.
-type PromptError struct {
-	File string
-	Line int
-	Err  error
-}
-
-func (e *PromptError) Error() string { return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err) }
-func (e *PromptError) Unwrap() error { return e.Err }
-
-// PromptSet is the result of reading a prompts file.
-type PromptSet struct {
-	Prompts []Prompt
-	// Skipped are the malformed lines skipped under skip-invalid.
-	Skipped []*PromptError
-}
-
-// ReadPrompts reads a JSONL prompts file. A malformed line (bad JSON, unknown
-// field, missing or duplicate id, an id with '@' or '/', neither or both of
-// prompt and messages) stops the read with a *PromptError naming the file and
-// line, unless skipInvalid, in which case it is recorded in Skipped. Blank
-// lines are ignored. limit > 0 stops after that many valid prompts. A file
-// with no valid prompt (empty, blank, or every line skipped) is an error
-// naming the file.
-func ReadPrompts(path string, limit int, skipInvalid bool) (PromptSet, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return PromptSet{}, fmt.Errorf("read prompts: %w", err)
-	}
-	defer f.Close()
-	return readPrompts(f, path, limit, skipInvalid)
-}
-
-func readPrompts(r io.Reader, name string, limit int, skipInvalid bool) (PromptSet, error) {
-	var set PromptSet
-	seen := map[string]int{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 {
-			continue
-		}
-		p, err := parsePrompt(raw)
-		if err == nil {
-			if first, dup := seen[p.ID]; dup {
-				err = fmt.Errorf("id %q already used on line %d", p.ID, first)
-			}
-		}
-		if err != nil {
-			perr := &PromptError{File: name, Line: line, Err: err}
-			if !skipInvalid {
-				return set, perr
-			}
-			set.Skipped = append(set.Skipped, perr)
-			continue
-		}
-		p.Line = line
-		seen[p.ID] = line
-		set.Prompts = append(set.Prompts, p)
-		if limit > 0 && len(set.Prompts) >= limit {
-			break
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return set, fmt.Errorf("read prompts %s line %d: %w", name, line+1, err)
-	}
-	if len(set.Prompts) == 0 {
-		// A job over no prompts would write nothing and report success.
-		if len(set.Skipped) > 0 {
-			return set, fmt.Errorf("read prompts %s: no valid prompts (%d malformed lines skipped, the first: %v)", name, len(set.Skipped), set.Skipped[0])
-		}
-		return set, fmt.Errorf("read prompts %s: no prompts: the file is empty or blank", name)
-	}
-	return set, nil
-}
-
-func parsePrompt(raw []byte) (Prompt, error) {
+func parse(raw []byte) (Prompt, error) {
 	var p Prompt
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -185,7 +107,7 @@ func parsePrompt(raw []byte) (Prompt, error) {
 	if dec.More() {
 		return p, errors.New("bad JSON: more than one value on the line")
 	}
-	if err := p.checkIdentity(); err != nil {
+	if err := p.CheckIdentity(); err != nil {
 		return p, err
 	}
 	switch {
@@ -203,25 +125,3 @@ func parsePrompt(raw []byte) (Prompt, error) {
 	}
 	return p, nil
 }
-
-// PromptList is a PromptFeed over a fixed list of prompts, handed out in
-// order, each once; it never blocks. The runner uses one for a job's prompts
-// file, and callers that already hold the prompts (an iteration's batch, the
-// held-out set) pass one as RunOptions.Feed.
-type PromptList struct {
-	// Prompts are fed in order.
-	Prompts []Prompt
-	next    int
-}
-
-// Next implements PromptFeed.
-func (f *PromptList) Next(context.Context, bool) (Prompt, bool, error) {
-	if f.next >= len(f.Prompts) {
-		return Prompt{}, false, nil
-	}
-	f.next++
-	return f.Prompts[f.next-1], true, nil
-}
-
-// Done implements PromptFeed: a list has nothing to acknowledge.
-func (f *PromptList) Done(context.Context, Prompt) error { return nil }

@@ -1,4 +1,4 @@
-package orchestrator
+package prompt
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func Enqueue(ctx context.Context, client goredis.UniversalClient, job string, pr
 	keys := stream.JobKeys(job)
 	added := 0
 	for _, p := range prompts {
-		if err := p.checkIdentity(); err != nil {
+		if err := p.CheckIdentity(); err != nil {
 			return added, fmt.Errorf("enqueue prompt: %w", err)
 		}
 		if p.MinPolicyVersion < 0 {
@@ -161,7 +161,7 @@ func (s FeedStats) Write(w io.Writer) {
 		s.Claimed, s.Reclaimed, s.Done, s.Redone, s.Repeats, s.Refused, s.Corrupt, s.OverDelivered)
 }
 
-// RedisFeed is the PromptFeed of a distributed worker. It is not safe for
+// RedisFeed is the Feed of a distributed worker. It is not safe for
 // concurrent use (one runner owns it).
 type RedisFeed struct {
 	client   goredis.UniversalClient
@@ -290,7 +290,7 @@ func (f *RedisFeed) pop(ctx context.Context) (Prompt, bool, error) {
 	for len(f.buf) > 0 {
 		m := f.buf[0]
 		raw, _ := m.Values[stream.FieldPrompt].(string)
-		p, err := parsePrompt([]byte(raw))
+		p, err := parse([]byte(raw))
 		if err == nil {
 			p.Iteration, err = entryIteration(m)
 		}

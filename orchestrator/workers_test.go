@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrl/toolrl/internal/testsupport"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
 )
@@ -27,20 +28,20 @@ func TestDistributedWorkersWriteEachGroupOnce(t *testing.T) {
 	const job = "dist"
 	keys := stream.JobKeys(job)
 
-	set, err := ReadPrompts(writePrompts(t, 8), 0, false)
+	set, err := prompt.ReadFile(writePrompts(t, 8), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := Enqueue(ctx, client, job, set.Prompts); err != nil || n != 8 {
+	if n, err := prompt.Enqueue(ctx, client, job, set.Prompts); err != nil || n != 8 {
 		t.Fatalf("enqueue: %d, %v", n, err)
 	}
-	if n, err := Enqueue(ctx, client, job, set.Prompts); err != nil || n != 0 {
+	if n, err := prompt.Enqueue(ctx, client, job, set.Prompts); err != nil || n != 0 {
 		t.Fatalf("second enqueue added %d (%v), want 0", n, err)
 	}
 	client.XAdd(ctx, &goredis.XAddArgs{Stream: keys.Prompts, Values: []any{stream.FieldPrompt, "{not json"}})
 
 	// A worker that takes one prompt and dies without writing or acking.
-	dead, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: job, Consumer: "dead", ClaimIdle: 300 * time.Millisecond})
+	dead, err := prompt.NewRedisFeed(ctx, client, prompt.RedisFeedOptions{Job: job, Consumer: "dead", ClaimIdle: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +51,9 @@ func TestDistributedWorkersWriteEachGroupOnce(t *testing.T) {
 
 	var g errgroup.Group
 	sums := make([]*Summary, 2)
-	feeds := make([]*RedisFeed, 2)
+	feeds := make([]*prompt.RedisFeed, 2)
 	for i := range 2 {
-		feed, err := NewRedisFeed(ctx, client, RedisFeedOptions{Job: job, Consumer: fmt.Sprintf("w%d", i), ClaimIdle: 300 * time.Millisecond})
+		feed, err := prompt.NewRedisFeed(ctx, client, prompt.RedisFeedOptions{Job: job, Consumer: fmt.Sprintf("w%d", i), ClaimIdle: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package orchestrator
+package prompt
 
 import (
 	"errors"
@@ -13,16 +13,16 @@ func TestReadPromptsNamesFileAndLine(t *testing.T) {
 {"id":"c","prompt": oops}
 {"id":"d","messages":[{"role":"user","content":"hi"}]}
 `
-	_, err := readPrompts(strings.NewReader(input), "p.jsonl", 0, false)
-	var perr *PromptError
+	_, err := read(strings.NewReader(input), "p.jsonl", 0, false)
+	var perr *LineError
 	if !errors.As(err, &perr) || perr.File != "p.jsonl" || perr.Line != 4 {
-		t.Fatalf("err = %v, want a PromptError at p.jsonl:4", err)
+		t.Fatalf("err = %v, want a LineError at p.jsonl:4", err)
 	}
 	if !strings.HasPrefix(err.Error(), "p.jsonl:4: bad JSON") {
 		t.Errorf("message %q does not start with the place", err)
 	}
 
-	set, err := readPrompts(strings.NewReader(input), "p.jsonl", 0, true)
+	set, err := read(strings.NewReader(input), "p.jsonl", 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestReadPromptsRejects(t *testing.T) {
 		"iteration field": `{"id":"a","prompt":"x","iteration":1}`,
 		"@ in id":         `{"id":"a@1","prompt":"x"}`,
 	} {
-		if _, err := readPrompts(strings.NewReader(line), "f", 0, false); err == nil {
+		if _, err := read(strings.NewReader(line), "f", 0, false); err == nil {
 			t.Errorf("%s: accepted %s", name, line)
 		}
 	}
@@ -64,7 +64,7 @@ func TestReadPromptsLimit(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		input += `{"id":"p` + string(rune('0'+i)) + `","prompt":"q"}` + "\n"
 	}
-	set, err := readPrompts(strings.NewReader(input), "f", 4, false)
+	set, err := read(strings.NewReader(input), "f", 4, false)
 	if err != nil || len(set.Prompts) != 4 || set.Prompts[3].ID != "p3" {
 		t.Fatalf("limit 4: %v %v", err, set.Prompts)
 	}
