@@ -79,11 +79,12 @@ func walk(v reflect.Value, prefix string, out *[]Field) {
 }
 
 // ApplyDefaults sets every unset field that declares a default to it
-// (Source Default). A default that does not parse is a programming error
-// and is returned naming the key.
-func ApplyDefaults(spec any) error {
+// (Source Default), but for the sections named in skip (key prefixes such
+// as "learner.", sections that resolve their own defaults). A default that
+// does not parse is a programming error and is returned naming the key.
+func ApplyDefaults(spec any, skip ...string) error {
 	for _, f := range Fields(spec) {
-		if f.IsSet() || f.Default == "" {
+		if f.IsSet() || f.Default == "" || slices.ContainsFunc(skip, func(p string) bool { return strings.HasPrefix(f.Key, p) }) {
 			continue
 		}
 		if err := f.value.setText(f.Default, Default); err != nil {

@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/internal/strictyaml"
 	"github.com/toolrl/toolrl/learner"
@@ -37,20 +35,20 @@ type Config struct {
 	// declared ones, seed: the rollout's).
 	Learner learner.Spec `yaml:"learner"`
 	// Iterations is how many rollout → update → publish rounds to run.
-	Iterations int `yaml:"iterations"`
+	Iterations setting.Value[int] `yaml:"iterations" usage:"rollout → update → publish rounds to run (required)"`
 	// PromptsPerIteration is how many prompts each iteration samples a group
 	// for: consecutive slices of the prompt set, reshuffled (seeded) each
 	// time the set is used up.
-	PromptsPerIteration int `yaml:"prompts_per_iteration"`
+	PromptsPerIteration setting.Value[int] `yaml:"prompts_per_iteration" usage:"prompts each iteration samples a group for (required)"`
 	// Eval configures the held-out evaluation.
 	Eval EvalConfig `yaml:"eval"`
 	// Out is the output folder (metrics.jsonl, eval.jsonl,
 	// trajectories.jsonl, policy/ with the versions). Relative to the file.
-	Out string `yaml:"out"`
+	Out setting.Value[string] `yaml:"out" usage:"output folder: metrics.jsonl, eval.jsonl, trajectories.jsonl, policy/ (required; --out overrides)"`
 	// Async overlaps each iteration's rollout with the previous iteration's
 	// update: rollouts run one version behind the learner (staleness 1,
 	// corrected by the ratio). Off: strictly on-policy.
-	Async bool `yaml:"async"`
+	Async setting.Value[bool] `yaml:"async" default:"false" usage:"overlap each rollout with the previous update (one version of staleness; --async)"`
 	// RolloutQuantization, when set, makes actors sample with a quantized
 	// copy of each version (int8 or int4 MatMulNBits weights): every
 	// published version also holds that copy (policystore.QuantizedForm),
@@ -62,20 +60,18 @@ type Config struct {
 	RolloutQuantization *QuantizationConfig `yaml:"rollout_quantization"`
 	// IterationTimeout bounds how long the Redis driver waits for an
 	// iteration's groups (workers or the advantage service gone, a prompt
-	// dead-lettered) before it trains on what arrived (default 10m).
-	IterationTimeout time.Duration `yaml:"iteration_timeout"`
+	// dead-lettered) before it trains on what arrived.
+	IterationTimeout setting.Value[time.Duration] `yaml:"iteration_timeout" default:"10m" usage:"with --redis: how long to wait for an iteration's groups before training on what arrived"`
 
 	normalized bool
 }
 
-// QuantizationConfig is the YAML form of llama.Quantization: bits (8 or 4,
-// required), block_size (default 32), accuracy_level (0 or 4, default 0),
-// lm_head (default false).
+// QuantizationConfig is the YAML form of llama.Quantization.
 type QuantizationConfig struct {
-	Bits          int  `yaml:"bits"`
-	BlockSize     int  `yaml:"block_size"`
-	AccuracyLevel int  `yaml:"accuracy_level"`
-	LMHead        bool `yaml:"lm_head"`
+	Bits          setting.Value[int]  `yaml:"bits" usage:"8 or 4 (required when the section is given)"`
+	BlockSize     setting.Value[int]  `yaml:"block_size" default:"32" usage:"weights per quantization block"`
+	AccuracyLevel setting.Value[int]  `yaml:"accuracy_level" default:"0" usage:"MatMulNBits accuracy level: 0 or 4 (int8 activations)"`
+	LMHead        setting.Value[bool] `yaml:"lm_head" default:"false" usage:"also quantize the output projection"`
 }
 
 // Quantization is the rollout quantization the config asks for (the zero
@@ -85,8 +81,14 @@ func (c *Config) Quantization() (llama.Quantization, error) {
 	if c.RolloutQuantization == nil {
 		return llama.Quantization{}, nil
 	}
-	rq := c.RolloutQuantization
-	q := llama.Quantization{Bits: rq.Bits, BlockSize: rq.BlockSize, AccuracyLevel: rq.AccuracyLevel, LMHead: rq.LMHead}
+	rq := *c.RolloutQuantization
+	if err := setting.ApplyDefaults(&rq); err != nil {
+		return llama.Quantization{}, err
+	}
+	q := llama.Quantization{Bits: rq.Bits.Get(), BlockSize: rq.BlockSize.Get(), AccuracyLevel: rq.AccuracyLevel.Get(), LMHead: rq.LMHead.Get()}
+	if rq.BlockSize.Get() < 1 {
+		return q, fmt.Errorf("rollout_quantization.block_size: %d, want ≥ 1", rq.BlockSize.Get())
+	}
 	if q.Bits != 4 && q.Bits != 8 {
 		return q, fmt.Errorf("rollout_quantization.bits: %d, want 8 or 4 (remove the key for float32 rollouts)", q.Bits)
 	}
@@ -101,20 +103,20 @@ func (c *Config) Quantization() (llama.Quantization, error) {
 type EvalConfig struct {
 	// Prompts is a JSONL prompts file disjoint from the RL prompts (empty:
 	// no evaluation). Relative to the file.
-	Prompts string `yaml:"prompts"`
+	Prompts setting.Value[string] `yaml:"prompts" usage:"held-out prompts JSONL, disjoint from the RL prompts (unset: no evaluation)"`
 	// Limit caps the prompts read (0: all).
-	Limit int `yaml:"limit"`
+	Limit setting.Value[int] `yaml:"limit" default:"0" usage:"use at most N held-out prompts (0: all)"`
 	// Every evaluates after every Every-th iteration, and before the first
-	// (version 0) and after the last. Default 1.
-	Every int `yaml:"every"`
+	// (version 0) and after the last.
+	Every setting.Value[int] `yaml:"every" default:"1" usage:"evaluate after every N-th iteration (and before the first and after the last)"`
 	// GroupSize is the samples per prompt (default the rollout's).
-	GroupSize int `yaml:"group_size"`
+	GroupSize setting.Value[int] `yaml:"group_size" usage:"samples per held-out prompt (default: the rollout's group_size)"`
 	// Seed fixes the evaluation's sampling, the same for every version
 	// (default the rollout's seed).
-	Seed *uint64 `yaml:"seed"`
+	Seed setting.Value[uint64] `yaml:"seed" usage:"the evaluation's seed, the same for every version (default: the rollout's)"`
 	// SplitBy names prompt meta fields whose values split the figures
 	// (e.g. difficulty: easy / hard).
-	SplitBy []string `yaml:"split_by"`
+	SplitBy setting.Value[[]string] `yaml:"split_by" usage:"prompt meta fields whose values split the figures (e.g. difficulty)"`
 }
 
 // LoadConfig reads a config file strictly: an unknown key is an error
@@ -128,42 +130,12 @@ func LoadConfig(path string) (Config, error) {
 	if err := strictyaml.Decode(data, &c); err != nil {
 		return Config{}, fmt.Errorf("train config %s: %w", path, err)
 	}
-	// The loop's own keys whose zero value means "the default" refuse an
-	// explicit 0.
-	var keys struct {
-		IterationTimeout yaml.Node `yaml:"iteration_timeout"`
-		Quantization     struct {
-			BlockSize yaml.Node `yaml:"block_size"`
-		} `yaml:"rollout_quantization"`
-		Eval struct {
-			Every     yaml.Node `yaml:"every"`
-			GroupSize yaml.Node `yaml:"group_size"`
-		} `yaml:"eval"`
-	}
-	if err := yaml.Unmarshal(data, &keys); err == nil {
-		for _, k := range []struct {
-			key, def string
-			explicit bool
-		}{
-			{"iteration_timeout", "10m", keys.IterationTimeout.Kind == yaml.ScalarNode && c.IterationTimeout == 0},
-			{"eval.every", "1", keys.Eval.Every.Kind == yaml.ScalarNode && c.Eval.Every == 0},
-			{"eval.group_size", "the rollout's group_size", keys.Eval.GroupSize.Kind == yaml.ScalarNode && c.Eval.GroupSize == 0},
-			{"rollout_quantization.block_size", "32", keys.Quantization.BlockSize.Kind == yaml.ScalarNode && c.RolloutQuantization != nil && c.RolloutQuantization.BlockSize == 0},
-		} {
-			if k.explicit {
-				return Config{}, fmt.Errorf("train config %s: %s: 0 is not a valid value (omit the key for the default, %s)", path, k.key, k.def)
-			}
-		}
-	}
 	base := filepath.Dir(path)
 	c.Rollout.ResolvePaths(base)
-	for _, p := range []*string{&c.Eval.Prompts, &c.Out} {
-		if *p != "" && !filepath.IsAbs(*p) {
-			*p = filepath.Join(base, *p)
+	for _, p := range []*setting.Value[string]{&c.Eval.Prompts, &c.Out, &c.Learner.RefModel} {
+		if v := p.Get(); v != "" && !filepath.IsAbs(v) {
+			p.Set(filepath.Join(base, v), p.Source())
 		}
-	}
-	if r := c.Learner.RefModel; r.Get() != "" && !filepath.IsAbs(r.Get()) {
-		c.Learner.RefModel.Set(filepath.Join(base, r.Get()), r.Source())
 	}
 	return c, nil
 }
@@ -194,7 +166,7 @@ func (c *Config) normalize() error {
 	if !c.Rollout.ID.IsSet() {
 		c.Rollout.ID.Set("train", setting.Default)
 	}
-	c.Rollout.Out.Set(filepath.Join(c.Out, "trajectories.jsonl"), setting.Default)
+	c.Rollout.Out.Set(filepath.Join(c.Out.Get(), "trajectories.jsonl"), setting.Default)
 	if err := c.Rollout.Normalize(); err != nil {
 		return fmt.Errorf("rollout: %w", err)
 	}
@@ -204,35 +176,33 @@ func (c *Config) normalize() error {
 		// (generation_config.json do_sample: false) is caught here too.
 		return fmt.Errorf("rollout.sampling: greedy samples cannot be trained with a ratio (temperature 0 from %s); set a temperature > 0", t.Source())
 	}
-	if c.Iterations < 1 {
-		return fmt.Errorf("iterations: %d, want ≥ 1", c.Iterations)
+	if !c.Eval.GroupSize.IsSet() {
+		c.Eval.GroupSize.Set(c.Rollout.GroupSize.Get(), setting.Default)
 	}
-	if c.PromptsPerIteration < 1 {
-		return fmt.Errorf("prompts_per_iteration: %d, want ≥ 1", c.PromptsPerIteration)
+	if !c.Eval.Seed.IsSet() {
+		c.Eval.Seed.Set(c.Rollout.Seed.Get(), setting.Default)
 	}
-	if c.Out == "" {
+	// The sections resolve their own: the rollout above, the learner's and
+	// the advantage math's from their specs below.
+	if err := setting.ApplyDefaults(c, "rollout.", "learner.", "advantage.", "rollout_quantization."); err != nil {
+		return err
+	}
+	for _, k := range []struct {
+		key      string
+		v, least int
+	}{
+		{"iterations", c.Iterations.Get(), 1}, {"prompts_per_iteration", c.PromptsPerIteration.Get(), 1},
+		{"eval.every", c.Eval.Every.Get(), 1}, {"eval.group_size", c.Eval.GroupSize.Get(), 1}, {"eval.limit", c.Eval.Limit.Get(), 0},
+	} {
+		if k.v < k.least {
+			return fmt.Errorf("%s: %d, want ≥ %d", k.key, k.v, k.least)
+		}
+	}
+	if c.Out.Get() == "" {
 		return fmt.Errorf("out: the output folder is required")
 	}
-	if c.IterationTimeout == 0 {
-		c.IterationTimeout = 10 * time.Minute
-	}
-	if c.IterationTimeout < 0 {
-		return fmt.Errorf("iteration_timeout: %v, want > 0", c.IterationTimeout)
-	}
-	if c.Eval.Every == 0 {
-		c.Eval.Every = 1
-	}
-	if c.Eval.Every < 0 {
-		return fmt.Errorf("eval.every: %d, want ≥ 1", c.Eval.Every)
-	}
-	if c.Eval.GroupSize == 0 {
-		c.Eval.GroupSize = c.Rollout.GroupSize.Get()
-	}
-	if c.Eval.GroupSize < 1 {
-		return fmt.Errorf("eval.group_size: %d, want ≥ 1", c.Eval.GroupSize)
-	}
-	if c.Eval.Limit < 0 {
-		return fmt.Errorf("eval.limit: %d, want ≥ 0", c.Eval.Limit)
+	if d := c.IterationTimeout.Get(); d <= 0 {
+		return fmt.Errorf("iteration_timeout: %v, want > 0", d)
 	}
 	if _, err := c.AdvantageConfig(); err != nil {
 		return err
@@ -274,10 +244,10 @@ func (c *Config) LearnerOptions() (learner.Options, error) {
 	if err != nil {
 		return o, err
 	}
-	if !l.MaxStaleness.IsSet() && c.Async {
+	if !l.MaxStaleness.IsSet() && c.Async.Get() {
 		o.MaxStaleness = max(o.MaxStaleness, 1)
 	}
-	if c.Async && o.MaxStaleness >= 0 && o.MaxStaleness < 1 {
+	if c.Async.Get() && o.MaxStaleness >= 0 && o.MaxStaleness < 1 {
 		return o, fmt.Errorf("learner.max_staleness: %d with async: true drops every record (async rollouts are one version behind)", o.MaxStaleness)
 	}
 	return o, nil

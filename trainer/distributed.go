@@ -83,7 +83,7 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 		_, err := prompt.Enqueue(work, client, cfg.Rollout.ID.Get(), ps)
 		return err
 	}
-	for k := first; k <= cfg.Iterations; k++ {
+	for k := first; k <= cfg.Iterations.Get(); k++ {
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			break
@@ -92,7 +92,7 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 		if err := enqueue(k, r.learner.Version()); err != nil {
 			return fmt.Errorf("iteration %d: enqueue: %w", k, err)
 		}
-		if cfg.Async && k < cfg.Iterations {
+		if cfg.Async.Get() && k < cfg.Iterations.Get() {
 			// The next iteration's prompts may start on the version this
 			// update begins from; they are trained one version later.
 			if err := enqueue(k+1, r.learner.Version()+1); err != nil {
@@ -100,7 +100,7 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 			}
 		}
 		it := &iterationSource{src: src, groups: groups, client: client, keys: keys, groupSize: cfg.Rollout.GroupSize.Get(),
-			timeout: cfg.IterationTimeout}
+			timeout: cfg.IterationTimeout.Get()}
 		for _, p := range r.promptsFor(k) {
 			it.expect(traj.GroupID(cfg.Rollout.ID.Get(), p.ID, k))
 		}
@@ -133,14 +133,14 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 		m.Advantage.Dropped = it.droppedGroups
 		if it.missing > 0 {
 			r.log.Warn("train: iteration timed out waiting for groups; trained on what arrived",
-				"iteration", k, "missing_groups", it.missing, "timeout", cfg.IterationTimeout)
+				"iteration", k, "missing_groups", it.missing, "timeout", cfg.IterationTimeout.Get())
 		}
 		if !trained {
 			m.PublishedVersion = m.RolloutVersion
 			r.log.Warn("train: nothing trained in this iteration (every group dropped, stale or missing); no version published",
 				"iteration", k, "records", len(it.records), "missing_groups", it.missing)
 		}
-		if cfg.Eval.Prompts != "" && (k%cfg.Eval.Every == 0 || k == cfg.Iterations) {
+		if cfg.Eval.Prompts.Get() != "" && (k%cfg.Eval.Every.Get() == 0 || k == cfg.Iterations.Get()) {
 			t := time.Now()
 			ev, err := r.evaluate(work, k)
 			if err != nil {

@@ -23,11 +23,9 @@ func (r *run) evaluate(ctx context.Context, k int) (EvalMetrics, error) {
 	job.ID.Set(job.ID.Get()+"-eval", setting.Code)
 	job.Model.Set(r.modelDir, setting.Code)
 	job.PolicyVersion.Set(r.learner.Version(), setting.Code)
-	job.GroupSize.Set(r.cfg.Eval.GroupSize, setting.Code)
-	if r.cfg.Eval.Seed != nil {
-		job.Seed.Set(*r.cfg.Eval.Seed, setting.Code)
-	}
-	ev, _, err := Evaluate(ctx, job, r.eval, r.cfg.Eval.SplitBy, r.log)
+	job.GroupSize.Set(r.cfg.Eval.GroupSize.Get(), setting.Code)
+	job.Seed.Set(r.cfg.Eval.Seed.Get(), setting.Code)
+	ev, _, err := Evaluate(ctx, job, r.eval, r.cfg.Eval.SplitBy.Get(), r.log)
 	if err != nil {
 		return ev, err
 	}

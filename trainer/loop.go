@@ -106,11 +106,11 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 	if err != nil {
 		return Result{}, err
 	}
-	res = Result{FirstIteration: first, LastIteration: first - 1, Version: r.learner.Version(), VersionDir: r.modelDir, Out: cfg.Out}
+	res = Result{FirstIteration: first, LastIteration: first - 1, Version: r.learner.Version(), VersionDir: r.modelDir, Out: cfg.Out.Get()}
 	defer func() { res.Elapsed = time.Since(start) }()
 	// work outlives ctx: an iteration that began is finished and published.
 	work := context.WithoutCancel(ctx)
-	if first == 1 && cfg.Eval.Prompts != "" {
+	if first == 1 && cfg.Eval.Prompts.Get() != "" {
 		ev, err := r.evaluate(work, 0)
 		if err != nil {
 			return res, err
@@ -119,7 +119,7 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 	}
 	if opts.Redis != nil {
 		err := r.distributed(ctx, work, opts.Redis, first, &res)
-		if ctx.Err() != nil && res.LastIteration < cfg.Iterations {
+		if ctx.Err() != nil && res.LastIteration < cfg.Iterations.Get() {
 			res.Interrupted = true
 		}
 		return res, err
@@ -142,7 +142,7 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 		return ch
 	}
 	var ahead chan rollout
-	for k := first; k <= cfg.Iterations; k++ {
+	for k := first; k <= cfg.Iterations.Get(); k++ {
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			break
@@ -156,7 +156,7 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 		if ro.err != nil {
 			return res, fmt.Errorf("iteration %d: rollout: %w", k, ro.err)
 		}
-		if cfg.Async && k < cfg.Iterations && ctx.Err() == nil {
+		if cfg.Async.Get() && k < cfg.Iterations.Get() && ctx.Err() == nil {
 			ahead = startRollout(k + 1) // on the version this update starts from
 		}
 		m, err := r.iterate(work, k, ro.groups, ro.summary, ro.version)
@@ -166,7 +166,7 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 			}
 			return res, fmt.Errorf("iteration %d: %w", k, err)
 		}
-		if cfg.Eval.Prompts != "" && (k%cfg.Eval.Every == 0 || k == cfg.Iterations) {
+		if cfg.Eval.Prompts.Get() != "" && (k%cfg.Eval.Every.Get() == 0 || k == cfg.Iterations.Get()) {
 			t := time.Now()
 			ev, err := r.evaluate(work, k)
 			if err != nil {
@@ -190,7 +190,7 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 	if ahead != nil {
 		<-ahead // an interrupted run's rollout ahead: finished, not trained on
 	}
-	if ctx.Err() != nil && res.LastIteration < cfg.Iterations {
+	if ctx.Err() != nil && res.LastIteration < cfg.Iterations.Get() {
 		res.Interrupted = true
 	}
 	return res, nil
@@ -200,7 +200,7 @@ func Train(ctx context.Context, cfg Config, opts Options) (res Result, err error
 // returns the first iteration to run.
 func (r *run) open(ctx context.Context) (int, error) {
 	cfg := r.cfg
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Out.Get(), 0o755); err != nil {
 		return 0, fmt.Errorf("out: %w", err)
 	}
 	var err error
@@ -235,7 +235,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 	if r.learner, err = learner.New(model, ref, cfg.Rollout.PolicyVersion.Get(), lopts); err != nil {
 		return 0, err
 	}
-	if r.store, err = policystore.Open(filepath.Join(cfg.Out, PolicyDir)); err != nil {
+	if r.store, err = policystore.Open(filepath.Join(cfg.Out.Get(), PolicyDir)); err != nil {
 		return 0, err
 	}
 	first := 1
@@ -248,7 +248,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 	case err != nil:
 		return 0, err
 	case !r.opts.Resume:
-		return 0, fmt.Errorf("out %s already holds policy version %d: pass --resume to continue it, or choose another out", cfg.Out, v.Number)
+		return 0, fmt.Errorf("out %s already holds policy version %d: pass --resume to continue it, or choose another out", cfg.Out.Get(), v.Number)
 	default:
 		if err := policystore.Verify(ctx, v); err != nil {
 			return 0, fmt.Errorf("resume: %w", err)
@@ -267,7 +267,7 @@ func (r *run) open(ctx context.Context) (int, error) {
 	if first == 1 && r.base.RolloutQuantization.Enabled() {
 		// Version 0's copy for actors, from the base weights the learner
 		// just loaded; rewritten by every fresh run (it is deterministic).
-		dir := filepath.Join(cfg.Out, BaseQuantizedDir)
+		dir := filepath.Join(cfg.Out.Get(), BaseQuantizedDir)
 		if err := os.RemoveAll(dir); err != nil {
 			return 0, fmt.Errorf("rollout_quantization: %w", err)
 		}
@@ -280,12 +280,12 @@ func (r *run) open(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rollout.prompts: %w", err)
 	}
-	if len(set.Prompts) < cfg.PromptsPerIteration {
-		return 0, fmt.Errorf("rollout.prompts %s: %d prompts, fewer than prompts_per_iteration %d", cfg.Rollout.Prompts.Get(), len(set.Prompts), cfg.PromptsPerIteration)
+	if len(set.Prompts) < cfg.PromptsPerIteration.Get() {
+		return 0, fmt.Errorf("rollout.prompts %s: %d prompts, fewer than prompts_per_iteration %d", cfg.Rollout.Prompts.Get(), len(set.Prompts), cfg.PromptsPerIteration.Get())
 	}
 	r.prompts = set.Prompts
-	if cfg.Eval.Prompts != "" {
-		eset, err := prompt.ReadFile(cfg.Eval.Prompts, cfg.Eval.Limit, false)
+	if cfg.Eval.Prompts.Get() != "" {
+		eset, err := prompt.ReadFile(cfg.Eval.Prompts.Get(), cfg.Eval.Limit.Get(), false)
 		if err != nil {
 			return 0, fmt.Errorf("eval.prompts: %w", err)
 		}
@@ -298,13 +298,13 @@ func (r *run) open(ctx context.Context) (int, error) {
 	if first == 1 {
 		flags = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	}
-	if r.metrics, err = os.OpenFile(filepath.Join(cfg.Out, MetricsFile), flags, 0o644); err != nil {
+	if r.metrics, err = os.OpenFile(filepath.Join(cfg.Out.Get(), MetricsFile), flags, 0o644); err != nil {
 		return 0, err
 	}
-	if r.evals, err = os.OpenFile(filepath.Join(cfg.Out, EvalFile), flags, 0o644); err != nil {
+	if r.evals, err = os.OpenFile(filepath.Join(cfg.Out.Get(), EvalFile), flags, 0o644); err != nil {
 		return 0, err
 	}
-	if r.trajOut, err = sink.OpenSink(ctx, filepath.Join(cfg.Out, TrajectoriesFile), cfg.Rollout.ID.Get(), first == 1); err != nil {
+	if r.trajOut, err = sink.OpenSink(ctx, filepath.Join(cfg.Out.Get(), TrajectoriesFile), cfg.Rollout.ID.Get(), first == 1); err != nil {
 		return 0, err
 	}
 	return first, nil
@@ -353,7 +353,7 @@ func (r *run) close() {
 // next one, so a group is never sampled twice in an iteration. The stream is
 // replayed from the start, so iteration k's prompts depend only on the seed.
 func (r *run) promptsFor(k int) []prompt.Prompt {
-	n, per := len(r.prompts), r.cfg.PromptsPerIteration
+	n, per := len(r.prompts), r.cfg.PromptsPerIteration.Get()
 	var perm []int
 	pass, pos := -1, 0
 	next := func() int {

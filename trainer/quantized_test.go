@@ -21,9 +21,9 @@ import (
 // iterations, with int8 rollouts (block 32, accuracy level 4) and TIS.
 func quantizedConfig(t *testing.T, out string, iterations int) Config {
 	c := smallConfig(t, out, false)
-	c.Iterations, c.Eval = iterations, EvalConfig{}
+	c.Iterations, c.Eval = setting.Of(iterations), EvalConfig{}
 	c.Learner.TISCap = setting.Of(2.0)
-	c.RolloutQuantization = &QuantizationConfig{Bits: 8, BlockSize: 32, AccuracyLevel: 4}
+	c.RolloutQuantization = &QuantizationConfig{Bits: setting.Of(8), BlockSize: setting.Of(32), AccuracyLevel: setting.Of(4)}
 	return c
 }
 

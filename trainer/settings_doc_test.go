@@ -54,13 +54,17 @@ chat-template variables (e.g. ` + "`enable_thinking: false`" + ` for Qwen3), whi
 The other keys of a train config (` + "`toolrl train --config`" + `, docs/train.md);
 ` + "`toolrl train --set KEY=VALUE`" + ` sets any of them. The ` + "`learner.*`" + ` keys are
 ` + "`toolrl learn`" + `'s flags, the ` + "`advantage.*`" + ` keys those of ` + "`toolrl advantage`" + `
-and ` + "`advantage serve`" + `.
+and ` + "`advantage serve`" + ` (which also take ` + "`--max-staleness`" + ` and ` + "`--flag-stale`" + `, refused
+in a train config, where the learner drops stale records: ` + "`learner.max_staleness`" + `).
+A ` + "`rollout_quantization.*`" + ` key takes ` + "`--set`" + ` when the file has the section.
 
 `)
 	cfg := Config{RolloutQuantization: &QuantizationConfig{}}
 	var rows []string
 	for _, line := range strings.Split(setting.Markdown(&cfg, ""), "\n") {
-		if !strings.HasPrefix(line, "| `rollout.") {
+		// The rollout's keys are above; the advantage staleness keys are
+		// the service's (a train config refuses them).
+		if !strings.HasPrefix(line, "| `rollout.") && !strings.HasPrefix(line, "| `advantage.max_staleness`") && !strings.HasPrefix(line, "| `advantage.flag_stale`") {
 			rows = append(rows, line)
 		}
 	}

@@ -22,11 +22,11 @@ import (
 func smallConfig(t *testing.T, out string, async bool) Config {
 	t.Helper()
 	root := testsupport.RepoRoot(t)
-	seed := uint64(7)
 	c := Config{
-		Iterations: 3, PromptsPerIteration: 8, Out: out, Async: async,
+		Iterations: setting.Of(3), PromptsPerIteration: setting.Of(8), Out: setting.Of(out), Async: setting.Of(async),
 		Learner: learner.Spec{LR: setting.Of(1e-3)},
-		Eval:    EvalConfig{Prompts: filepath.Join(root, "data", "calc", "prompts.jsonl"), Limit: 16, GroupSize: 2, Seed: &seed, SplitBy: []string{"difficulty"}},
+		Eval: EvalConfig{Prompts: setting.Of(filepath.Join(root, "data", "calc", "prompts.jsonl")), Limit: setting.Of(16), GroupSize: setting.Of(2),
+			Seed: setting.Of[uint64](7), SplitBy: setting.Of([]string{"difficulty"})},
 	}
 	c.Rollout.ID = setting.Of("t")
 	c.Rollout.Model = setting.Of(filepath.Join(root, "models", "calc"))
@@ -178,7 +178,7 @@ func TestTrainAsync(t *testing.T) {
 	testsupport.RequireORT(t)
 	out := filepath.Join(t.TempDir(), "async")
 	cfg := smallConfig(t, out, true)
-	cfg.Eval.Prompts = ""
+	cfg.Eval.Prompts = setting.Of("")
 	if _, err := Train(context.Background(), cfg, Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +197,11 @@ func TestConfigRefusals(t *testing.T) {
 	root := testsupport.RepoRoot(t)
 	cases := map[string]func(c *Config){
 		"rollout.out":           func(c *Config) { c.Rollout.Out = setting.Of("x.jsonl") },
-		"iterations":            func(c *Config) { c.Iterations = 0 },
-		"prompts_per_iteration": func(c *Config) { c.PromptsPerIteration = 0 },
+		"iterations":            func(c *Config) { c.Iterations = setting.Of(0) },
+		"prompts_per_iteration": func(c *Config) { c.PromptsPerIteration = setting.Of(0) },
 		"greedy":                func(c *Config) { c.Rollout.Sampling.Greedy = setting.Of(true) },
 		"loss_agg":              func(c *Config) { c.Learner.LossAgg = setting.Of("sum") },
-		"max_staleness":         func(c *Config) { c.Learner.MaxStaleness = setting.Of[int64](0); c.Async = true },
+		"max_staleness":         func(c *Config) { c.Learner.MaxStaleness = setting.Of[int64](0); c.Async = setting.Of(true) },
 	}
 	for name, mutate := range cases {
 		c := smallConfig(t, filepath.Join(t.TempDir(), "x"), false)
@@ -214,7 +214,7 @@ func TestConfigRefusals(t *testing.T) {
 	}
 	// The evaluation set must be held out.
 	c := smallConfig(t, filepath.Join(t.TempDir(), "y"), false)
-	c.Eval.Prompts = filepath.Join(root, "data", "calc", "rl.jsonl")
+	c.Eval.Prompts = setting.Of(filepath.Join(root, "data", "calc", "rl.jsonl"))
 	if _, err := Train(context.Background(), c, Options{}); err == nil || !strings.Contains(err.Error(), "held out") {
 		t.Errorf("eval set = RL set: %v", err)
 	}
@@ -250,7 +250,7 @@ func TestLoadConfigStrict(t *testing.T) {
 // over the prompt set an iteration still gets distinct prompts, and each
 // pass covers the set.
 func TestPromptsForNeverRepeatsWithinAnIteration(t *testing.T) {
-	r := &run{cfg: Config{PromptsPerIteration: 3}}
+	r := &run{cfg: Config{PromptsPerIteration: setting.Of(3)}}
 	r.cfg.Rollout.Seed = setting.Of[uint64](5)
 	for i := range 7 {
 		r.prompts = append(r.prompts, prompt.Prompt{ID: string(rune('a' + i))})

@@ -63,10 +63,10 @@ SIGINT or SIGTERM finishes the iteration in progress, publishes it and exits
 				return usageErrorf("train: %v", err)
 			}
 			if out != "" {
-				cfg.Out = out
+				cfg.Out.Set(out, setting.Flag)
 			}
 			if cmd.Flags().Changed("async") {
-				cfg.Async = async
+				cfg.Async.Set(async, setting.Flag)
 			}
 			if cmd.Flags().Changed("seed") {
 				// The rollout's seed (and the learner's when the config sets
@@ -105,13 +105,13 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 	})
 	defer watch.Stop()
 	ctx := watch.Context()
-	progress := trainer.NewProgress(stderr, cfg.Iterations)
+	progress := trainer.NewProgress(stderr, cfg.Iterations.Get())
 	opts := trainer.Options{Resume: resume, Logger: logger, OnIteration: progress.Iteration, OnEval: progress.Eval}
 	mode := "on-policy"
 	if redisURL != "" {
 		mode = fmt.Sprintf("records up to max_staleness %d versions behind", derefStaleness(cfg))
 	}
-	if cfg.Async {
+	if cfg.Async.Get() {
 		mode = "async (one version of staleness)"
 	}
 	if redisURL != "" {
@@ -130,12 +130,12 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 	if q, _ := cfg.Quantization(); q.Enabled() {
 		mode += fmt.Sprintf(", %s rollouts (actors sample each version's quantized copy; the learner trains float32", q)
 		if redisURL != "" {
-			mode += fmt.Sprintf("; start workers with --model %s", filepath.Join(cfg.Out, trainer.BaseQuantizedDir))
+			mode += fmt.Sprintf("; start workers with --model %s", filepath.Join(cfg.Out.Get(), trainer.BaseQuantizedDir))
 		}
 		mode += ")"
 	}
 	fmt.Fprintf(stderr, "train: %d iterations × %d prompts × G=%d, %s, out %s\n",
-		cfg.Iterations, cfg.PromptsPerIteration, cfg.Rollout.GroupSize.Get(), mode, cfg.Out)
+		cfg.Iterations.Get(), cfg.PromptsPerIteration.Get(), cfg.Rollout.GroupSize.Get(), mode, cfg.Out.Get())
 	type outcome struct {
 		res trainer.Result
 		err error
