@@ -101,11 +101,11 @@ type Job struct {
 	Out setting.Value[string] `yaml:"out" flag:"out" usage:"output: FILE.jsonl, FILE.parquet or redis://host:port/db (default out/JOB.jsonl)"`
 	// Resume skips groups already present in Out. A resume whose settings
 	// differ from those recorded with Out is refused
-	// (SettingsMismatchError); see ForceResume.
+	// (sink.SettingsMismatchError); see ForceResume.
 	Resume setting.Value[bool] `yaml:"resume" flag:"resume" default:"true" usage:"skip groups already in the output"`
 	// ForceResume resumes Out even when its recorded settings differ from
 	// this job's: the output then mixes both, and this job's settings are
-	// recorded (the old ones kept in Settings.Replaced).
+	// recorded (the old ones kept in sink.Settings.Replaced).
 	ForceResume setting.Value[bool] `yaml:"force_resume" flag:"force-resume" default:"false" usage:"resume even when the output was written with other settings (they mix; this run's are recorded)"`
 	// RecordLatency keeps tool latencies in the output; off by default because
 	// wall times make otherwise identical runs differ byte for byte.

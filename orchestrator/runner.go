@@ -23,15 +23,15 @@ type RunOptions struct {
 	Logger *slog.Logger
 	// ProgressOut receives the progress bar or lines (default os.Stderr).
 	ProgressOut io.Writer
-	// Feed overrides reading job.Prompts.Get().
+	// Feed overrides reading job.Prompts.
 	Feed prompt.Feed
-	// Sink overrides opening job.Out.Get().
+	// Sink overrides opening job.Out.
 	Sink sink.Sink
 	// Abort, once closed, abandons in-flight groups at once (the second
 	// Ctrl-C). Cancelling Run's ctx only stops taking new prompts and lets
 	// in-flight groups finish. nil: never.
 	Abort <-chan struct{}
-	// Iteration is set on every prompt read from job.Prompts.Get() (Prompt.Iteration):
+	// Iteration is set on every prompt read from job.Prompts (prompt.Prompt.Iteration):
 	// the closed loop runs the same job once per iteration, and each run
 	// samples every prompt as a new group, job/prompt@Iteration (0, the
 	// default, is a plain rollout: job/prompt). Prompts from Feed carry
@@ -41,9 +41,9 @@ type RunOptions struct {
 	// than the loaded one (hot reload): the runner stops admitting groups,
 	// lets those in flight finish on the old version, verifies and loads the
 	// new one and stamps its number on every later trajectory. It also opens
-	// the gate of prompts that need a newer version (Prompt.MinPolicyVersion).
+	// the gate of prompts that need a newer version (prompt.Prompt.MinPolicyVersion).
 	// nil: the job's model is used for the whole run, and a prompt that needs
-	// a newer version than job.PolicyVersion.Get() is an error.
+	// a newer version than job.PolicyVersion is an error.
 	Policy PolicySource
 	// PolicyPoll is the least time between two polls of Policy (default
 	// 200 ms); a prompt that needs a newer version polls at once.

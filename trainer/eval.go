@@ -39,9 +39,9 @@ func (r *run) evaluate(ctx context.Context, k int) (EvalMetrics, error) {
 	return ev, nil
 }
 
-// Evaluate samples job.GroupSize.Get() completions of every prompt with job's
+// Evaluate samples job.GroupSize completions of every prompt with job's
 // model through the orchestrator (the rollout's own loop, tools, scoring and
-// accounting; nothing is written: job.Out.Get() is not opened) and returns the
+// accounting; nothing is written: job.Out is not opened) and returns the
 // figures, overall and split by the values of each prompt meta field in
 // splitBy, with the groups sampled.
 func Evaluate(ctx context.Context, job orchestrator.Job, prompts []prompt.Prompt, splitBy []string, logger *slog.Logger) (EvalMetrics, []traj.Group, error) {
