@@ -103,10 +103,10 @@ type Config struct {
 	FlagStale bool
 }
 
-// DefaultConfig is Spec's declared defaults: outcome GRPO, eps 1e-6, no
-// KL, no staleness check, process weight 1 and gamma 1.
+// DefaultConfig is Spec's and StalenessSpec's declared defaults: outcome
+// GRPO, eps 1e-6, no KL, no staleness check, process weight 1 and gamma 1.
 func DefaultConfig() Config {
-	c, err := Spec{}.Config()
+	c, err := Spec{}.Config(StalenessSpec{})
 	if err != nil {
 		panic("advantage: the declared defaults do not validate: " + err.Error()) // TestDefaultConfig
 	}

@@ -15,25 +15,35 @@ type Spec struct {
 	Gamma            setting.Value[float64] `yaml:"gamma" flag:"gamma" default:"1" usage:"per-step discount of later steps' process rewards, in (0, 1]"`
 	Eps              setting.Value[float64] `yaml:"eps" flag:"eps" default:"1e-06" usage:"added to the standard deviation (grpo)"`
 	DropZeroVariance setting.Value[bool]    `yaml:"drop_zero_variance" flag:"drop-zero-variance" default:"false" usage:"drop groups whose rewards are all equal (they are always counted)"`
-	// MaxStaleness and FlagStale check groups against the trainer's policy
-	// version (Config.CurrentPolicyVersion, which is not a setting).
+}
+
+// StalenessSpec is the staleness check of `toolrl advantage` and `toolrl
+// advantage serve`: each group's policy version against the trainer's
+// (Config.CurrentPolicyVersion, which is not a setting). A train config has
+// no such keys: its advantages are of the version just rolled out, and the
+// learner drops stale records (learner.max_staleness).
+type StalenessSpec struct {
 	MaxStaleness setting.Value[int64] `yaml:"max_staleness" flag:"max-staleness" default:"-1" usage:"drop groups more than this many policy versions behind (negative: no check)"`
 	FlagStale    setting.Value[bool]  `yaml:"flag_stale" flag:"flag-stale" default:"false" usage:"keep stale groups, with stale=true, instead of dropping them"`
 }
 
-// Config resolves the spec: every unset setting takes its declared default,
-// and the result is checked once. An error names the setting as the user
-// gave it: its flag (--mode) when a flag set it, else its key
-// (advantage.mode). CurrentPolicyVersion is 0; the caller sets it.
-func (s Spec) Config() (Config, error) {
+// Config resolves the spec and the staleness check st: every unset setting
+// takes its declared default, and the result is checked once. An error
+// names the setting as the user gave it: its flag (--mode) when a flag set
+// it, else its key (advantage.mode). CurrentPolicyVersion is 0; the caller
+// sets it.
+func (s Spec) Config(st StalenessSpec) (Config, error) {
 	if err := setting.ApplyDefaults(&s); err != nil {
+		return Config{}, err
+	}
+	if err := setting.ApplyDefaults(&st); err != nil {
 		return Config{}, err
 	}
 	c := Config{
 		Mode: Mode(s.Mode.Get()), Estimator: Estimator(s.Estimator.Get()), Eps: s.Eps.Get(),
 		ProcessWeight: s.ProcessWeight.Get(), Gamma: s.Gamma.Get(),
 		KL: KLEstimator(s.KL.Get()), KLCoef: s.KLCoef.Get(), DropZeroVariance: s.DropZeroVariance.Get(),
-		MaxStaleness: s.MaxStaleness.Get(), FlagStale: s.FlagStale.Get(),
+		MaxStaleness: st.MaxStaleness.Get(), FlagStale: st.FlagStale.Get(),
 	}
 	if err := c.validate(s.name); err != nil {
 		return c, err

@@ -11,7 +11,8 @@ import (
 	"github.com/toolrl/toolrl/setting"
 )
 
-// TestDefaultConfig: the defaults derived from Spec's declarations are
+// TestDefaultConfig: the defaults derived from Spec's and StalenessSpec's
+// declarations are
 // exactly the values DefaultConfig held as literals before Spec (eps bit
 // for bit).
 func TestDefaultConfig(t *testing.T) {
@@ -34,20 +35,22 @@ func TestSpecLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var flags Spec
+	var stale StalenessSpec
 	fs := pflag.NewFlagSet("advantage", pflag.ContinueOnError)
 	setting.Bind(fs, &flags)
-	if err := fs.Parse([]string{"--kl-coef", "0", "--gamma", "0.5"}); err != nil {
+	setting.Bind(fs, &stale)
+	if err := fs.Parse([]string{"--kl-coef", "0", "--gamma", "0.5", "--max-staleness", "0"}); err != nil {
 		t.Fatal(err)
 	}
 	if v := flags.KLCoef; !v.IsSet() || v.Source() != setting.Flag {
 		t.Errorf("--kl-coef 0: %+v, want set by the flag", v)
 	}
 	setting.Overlay(&file, &flags)
-	c, err := file.Config()
+	c, err := file.Config(stale)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Mode: ModeHybrid, Estimator: EstimatorGRPO, Eps: 1e-6, ProcessWeight: 0, Gamma: 0.5, KL: KLK3, MaxStaleness: -1}
+	want := Config{Mode: ModeHybrid, Estimator: EstimatorGRPO, Eps: 1e-6, ProcessWeight: 0, Gamma: 0.5, KL: KLK3, MaxStaleness: 0}
 	if c != want {
 		t.Errorf("config %+v, want %+v", c, want)
 	}
@@ -73,7 +76,7 @@ func TestSpecLayers(t *testing.T) {
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Config(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+		if _, err := s.Config(StalenessSpec{}); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%q %v: %v, want %q", tc.yaml, tc.args, err, tc.want)
 		}
 	}

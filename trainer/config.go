@@ -28,8 +28,8 @@ type Config struct {
 	// threads. Its out and resume keys must be unset: the trainer writes
 	// OUT/trajectories.jsonl itself.
 	Rollout orchestrator.Job `yaml:"rollout"`
-	// Advantage chooses the advantage math (advantage.Spec, but for
-	// max_staleness and flag_stale, which a train config refuses).
+	// Advantage chooses the advantage math (advantage.Spec; it has no
+	// staleness keys: the learner drops stale records).
 	Advantage advantage.Spec `yaml:"advantage"`
 	// Learner holds the learner's settings (learner.Spec; defaults: its
 	// declared ones, seed: the rollout's).
@@ -217,19 +217,10 @@ func (c *Config) normalize() error {
 }
 
 // AdvantageConfig is the advantage math the config chooses: advantage.Spec
-// resolved. Its staleness keys mean nothing here (the trainer computes the
-// advantages of the version it just rolled out; the learner drops stale
-// records) and are refused naming the key.
+// resolved, with no staleness check (the advantages are of the version
+// just rolled out; the learner drops stale records).
 func (c *Config) AdvantageConfig() (advantage.Config, error) {
-	for _, k := range []struct {
-		key string
-		set bool
-	}{{"max_staleness", c.Advantage.MaxStaleness.IsSet()}, {"flag_stale", c.Advantage.FlagStale.IsSet()}} {
-		if k.set {
-			return advantage.Config{}, fmt.Errorf("advantage.%s: not a train config setting (the advantages are computed with no staleness check; the learner drops stale records, learner.max_staleness); remove the key", k.key)
-		}
-	}
-	return c.Advantage.Config()
+	return c.Advantage.Config(advantage.StalenessSpec{})
 }
 
 // LearnerOptions are the learner's options: learner.Spec resolved, with

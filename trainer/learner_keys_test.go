@@ -84,8 +84,9 @@ func TestLearnerKeysExplicitZeroIsASetting(t *testing.T) {
 }
 
 // TestAdvantageKeys: the advantage: keys are advantage.Spec's; an explicit
-// 0 is that setting, the staleness keys (which mean nothing in a train
-// config) and unknown keys are refused naming the key.
+// 0 is that setting; the staleness keys (advantage.StalenessSpec's, which
+// mean nothing in a train config) and unknown keys are refused naming the
+// key, in a file and in a --set.
 func TestAdvantageKeys(t *testing.T) {
 	dir := t.TempDir()
 	head := "iterations: 1\nprompts_per_iteration: 2\nout: o\nrollout:\n  model: m\n  prompts: p.jsonl\n"
@@ -110,8 +111,8 @@ func TestAdvantageKeys(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		"advantage:\n  bogus: 1\n":          "field bogus not found",
-		"advantage:\n  max_staleness: 2\n":  "advantage.max_staleness: not a train config setting",
-		"advantage:\n  flag_stale: false\n": "advantage.flag_stale: not a train config setting",
+		"advantage:\n  max_staleness: 2\n":  "field max_staleness not found",
+		"advantage:\n  flag_stale: false\n": "field flag_stale not found",
 		"advantage:\n  mode: sideways\n":    `advantage.mode "sideways", want outcome, process or hybrid`,
 		"advantage:\n  kl_coef: 0.1\n":      "advantage.kl_coef 0.1 needs a KL estimator",
 	} {
@@ -122,5 +123,8 @@ func TestAdvantageKeys(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
 		}
+	}
+	if err := setting.SetAll(&c, []string{"advantage.max_staleness=1"}, setting.Override); err == nil || !strings.Contains(err.Error(), `"advantage.max_staleness" is not a setting`) {
+		t.Errorf("--set advantage.max_staleness=1: %v", err)
 	}
 }

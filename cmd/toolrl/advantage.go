@@ -24,16 +24,19 @@ import (
 	"github.com/toolrl/toolrl/stream"
 )
 
-// advantageMathFlags are the flags that choose the advantage math, shared by
-// the offline command and the service: advantage.Spec's, and offline the
-// trainer's current policy version.
+// advantageMathFlags are the flags that choose the advantage math and its
+// staleness check, shared by the offline command and the service:
+// advantage.Spec's and StalenessSpec's, and offline the trainer's current
+// policy version.
 type advantageMathFlags struct {
 	spec                 advantage.Spec
+	staleness            advantage.StalenessSpec
 	currentPolicyVersion int64
 }
 
 func (f *advantageMathFlags) register(fs *pflag.FlagSet, offline bool) {
 	setting.Bind(fs, &f.spec)
+	setting.Bind(fs, &f.staleness)
 	if offline {
 		fs.Int64Var(&f.currentPolicyVersion, "policy-version", 0, "the trainer's current policy version, for --max-staleness")
 	}
@@ -43,7 +46,7 @@ func (f *advantageMathFlags) config(verb string) (advantage.Config, error) {
 	if f.currentPolicyVersion < 0 {
 		return advantage.Config{}, usageErrorf("%s: --policy-version %d: want ≥ 0", verb, f.currentPolicyVersion)
 	}
-	cfg, err := f.spec.Config()
+	cfg, err := f.spec.Config(f.staleness)
 	if err != nil {
 		return cfg, usageErrorf("%s: %v", verb, err)
 	}
