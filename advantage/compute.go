@@ -1,7 +1,10 @@
 package advantage
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
+	"slices"
 
 	"github.com/toolrl/toolrl/traj"
 )
@@ -71,8 +74,8 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 		}
 	}
 
-	useOutcome := cfg.Mode == ModeOutcome || cfg.Mode == ModeHybrid
-	useProcess := cfg.Mode == ModeProcess || cfg.Mode == ModeHybrid
+	useOutcome := cfg.Mode == ModeOutcome || cfg.Mode == ModeHybrid || cfg.Mode == ModeStepGroup
+	useProcess := cfg.Mode == ModeProcess || cfg.Mode == ModeHybrid || cfg.Mode == ModeStepGroup
 
 	// Per-token KL, when there is a reference to compare against.
 	// One block holds every record's advantages, then every KL array (the
@@ -125,7 +128,11 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 	if useProcess {
 		var err error
 		var processZero bool
-		process, processZero, err = processAdvantages(g, kls, cfg)
+		if cfg.Mode == ModeStepGroup {
+			process, processZero, err = stepGroupAdvantages(g, kls, cfg)
+		} else {
+			process, processZero, err = processAdvantages(g, kls, cfg)
+		}
 		if err != nil {
 			return nil, st, err
 		}
@@ -166,7 +173,7 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 			}
 			if useProcess {
 				w := 1.0
-				if cfg.Mode == ModeHybrid {
+				if cfg.Mode == ModeHybrid || cfg.Mode == ModeStepGroup {
 					w = cfg.ProcessWeight
 				}
 				a += w * process[i][step]
@@ -207,6 +214,37 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 // per-step advantage for each trajectory and whether all step rewards of the
 // group were equal.
 func processAdvantages(g *traj.Group, kls [][]float32, cfg Config) ([][]float64, bool, error) {
+	pooled, zero, err := stepRewards(g, kls, cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	Baseline(pooled, cfg.Estimator, cfg.Eps)
+
+	total := len(pooled)
+	out := make([][]float64, len(g.Trajectories))
+	slab := make([]float64, total) // the trajectories' per-step advantages, one allocation
+	k := 0
+	for i := range g.Trajectories {
+		steps := len(g.Trajectories[i].StepRewards)
+		norm := pooled[k : k+steps]
+		adv := slab[k : k+steps : k+steps]
+		k += steps
+		// Suffix sums, latest step first: A_k = r̃_k + γ A_{k+1}.
+		var acc float64
+		for j := steps - 1; j >= 0; j-- {
+			acc = norm[j] + cfg.Gamma*acc
+			adv[j] = acc
+		}
+		out[i] = adv
+	}
+	return out, zero, nil
+}
+
+// stepRewards returns every step reward of the group, trajectory after
+// trajectory (Trajectory.StepRewards: one per step, an assistant turn), each
+// less KLCoef × the KL summed over its tokens when KLCoef > 0, and whether the
+// step rewards (before the KL) are all equal.
+func stepRewards(g *traj.Group, kls [][]float32, cfg Config) ([]float64, bool, error) {
 	total := 0
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
@@ -246,23 +284,93 @@ func processAdvantages(g *traj.Group, kls [][]float32, cfg Config) ([][]float64,
 			}
 		}
 	}
-	Baseline(pooled, cfg.Estimator, cfg.Eps)
+	return pooled, zero, nil
+}
 
+// stepGroupAdvantages is GiGPO's step-level advantage (arXiv 2505.10978,
+// section 3.2): the steps of the group taken from the same anchor state —
+// the same prefix tokens before the step's first model segment — form a
+// step group; step k of trajectory i has the return
+// R_{i,k} = Σ_{j≥k} γ^(j−k) r_{i,j} (its step rewards, KL folded in as in
+// the process mode), and its advantage is R_{i,k} against the returns of
+// its step group (the configured estimator, as the episode advantage). A
+// step alone in its state has advantage 0. Every trajectory shares the
+// prompt, so the first steps form one group and, with Gamma 1, their step
+// advantage is the episode advantage. It returns each trajectory's per-step
+// advantages and whether all step rewards were equal.
+func stepGroupAdvantages(g *traj.Group, kls [][]float32, cfg Config) ([][]float64, bool, error) {
+	rewards, zero, err := stepRewards(g, kls, cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	// step is step k of trajectory i, taken from the state Tokens[:start].
+	type step struct{ i, k, start int }
 	out := make([][]float64, len(g.Trajectories))
-	slab := make([]float64, total) // the trajectories' per-step advantages, one allocation
-	k := 0
+	returns := make([][]float64, len(g.Trajectories))
+	var steps []step
+	at := 0
 	for i := range g.Trajectories {
-		steps := len(g.Trajectories[i].StepRewards)
-		norm := pooled[k : k+steps]
-		adv := slab[k : k+steps : k+steps]
-		k += steps
-		// Suffix sums, latest step first: A_k = r̃_k + γ A_{k+1}.
+		t := &g.Trajectories[i]
+		n := len(t.StepRewards)
+		r := rewards[at : at+n]
+		at += n
+		// Returns, latest step first: R_k = r_k + γ R_{k+1}.
+		returns[i] = make([]float64, n)
 		var acc float64
-		for j := steps - 1; j >= 0; j-- {
-			acc = norm[j] + cfg.Gamma*acc
-			adv[j] = acc
+		for k := n - 1; k >= 0; k-- {
+			acc = r[k] + cfg.Gamma*acc
+			returns[i][k] = acc
 		}
-		out[i] = adv
+		out[i] = make([]float64, n)
+		// A step begins at a turn's first model segment, as Compute counts them.
+		k := 0
+		for j, seg := range t.Segments {
+			if seg.Kind == traj.SegmentModel && (j == 0 || t.Segments[j-1].Turn != seg.Turn) {
+				steps = append(steps, step{i: i, k: k, start: t.PromptLen + seg.Start})
+				k++
+			}
+		}
+	}
+	// Step groups by the prefix before the step: hashed, then compared, in
+	// the order the steps come so that the result does not depend on map
+	// order.
+	prefix := func(st step) []int32 { return g.Trajectories[st.i].Tokens[:st.start] }
+	byHash := map[uint64][]int{} // hash → indexes into groups
+	var groups [][]step
+	var b [4]byte
+	for _, st := range steps {
+		h := fnv.New64a()
+		for _, id := range prefix(st) {
+			binary.LittleEndian.PutUint32(b[:], uint32(id))
+			h.Write(b[:])
+		}
+		key := h.Sum64()
+		placed := false
+		for _, gi := range byHash[key] {
+			if slices.Equal(prefix(groups[gi][0]), prefix(st)) {
+				groups[gi] = append(groups[gi], st)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			byHash[key] = append(byHash[key], len(groups))
+			groups = append(groups, []step{st})
+		}
+	}
+	var vals []float64
+	for _, members := range groups {
+		if len(members) < 2 {
+			continue // alone in its state: no baseline, advantage 0
+		}
+		vals = vals[:0]
+		for _, m := range members {
+			vals = append(vals, returns[m.i][m.k])
+		}
+		Baseline(vals, cfg.Estimator, cfg.Eps)
+		for mi, m := range members {
+			out[m.i][m.k] = vals[mi]
+		}
 	}
 	return out, zero, nil
 }

@@ -20,6 +20,19 @@ const (
 	ModeProcess Mode = "process"
 	// ModeHybrid is outcome + ProcessWeight × process.
 	ModeHybrid Mode = "hybrid"
+	// ModeStepGroup is GiGPO's two-level credit (Feng et al. 2025, "Group-
+	// in-Group Policy Optimization for LLM Agent Training", arXiv
+	// 2505.10978, eq. 7-9): the episode advantage A^E_i of the outcome mode,
+	// plus ProcessWeight × a step advantage A^S computed within anchor-state
+	// groups. The steps of the group's trajectories that were taken from the
+	// same state — the same prefix tokens: the prompt, and any identical
+	// calls and results before them — form a step group; a step's return is
+	// Σ_{j≥k} Gamma^(j−k) r_j over its trajectory's step rewards, and its
+	// A^S is that return against the step group's (the configured
+	// estimator); a step alone in its state gets A^S = 0. Unlike the
+	// pooled process mode, a step is compared only with steps taken from
+	// where it was, so a trajectory is not penalised for having more steps.
+	ModeStepGroup Mode = "stepgroup"
 )
 
 // Estimator says how a reward is turned into an advantage against the group.
@@ -72,7 +85,8 @@ type Config struct {
 	Estimator Estimator
 	// Eps is added to the standard deviation (GRPO estimator only).
 	Eps float64
-	// ProcessWeight scales the process advantages in ModeHybrid.
+	// ProcessWeight scales the process advantages in ModeHybrid and the
+	// step-group advantages in ModeStepGroup (GiGPO's ω).
 	ProcessWeight float64
 	// Gamma discounts later steps in the process advantage: a token of step k
 	// gets Σ_{j≥k} Gamma^(j−k) r̃_j. 1 is DeepSeekMath's undiscounted sum.
@@ -122,9 +136,9 @@ func (c *Config) Validate() error {
 // validate is Validate with the settings named by name(key).
 func (c *Config) validate(name func(key string) string) error {
 	switch c.Mode {
-	case ModeOutcome, ModeProcess, ModeHybrid:
+	case ModeOutcome, ModeProcess, ModeHybrid, ModeStepGroup:
 	default:
-		return fmt.Errorf("%s %q, want outcome, process or hybrid", name("mode"), c.Mode)
+		return fmt.Errorf("%s %q, want outcome, process, hybrid or stepgroup", name("mode"), c.Mode)
 	}
 	switch c.Estimator {
 	case EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO:
