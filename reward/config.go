@@ -56,6 +56,19 @@ type Config struct {
 	// (0.1, format alone), whatever its calls. Set it large (e.g. 1e9) for
 	// no clip.
 	MaxToolPenalty setting.Value[float64] `yaml:"max_tool_penalty" default:"0.8" usage:"most the tool parts may take from a right answer (≥ 0); the excess comes back as penalty_clip"`
+	// CallCostForm is how calls cost: "additive", call_cost per call (the
+	// design's −0.1), or "multiplicative", OTC's tool-integrated reward
+	// (Wang et al. 2025, arXiv 2504.14870, OTC-PPO): a right answer's
+	// outcome is multiplied by f(m) = cos(m·π / (2m + c)) for its m calls
+	// (1 without calls, falling towards 0 with more), c = CallCostC, and no
+	// per-call cost is charged. The factor's share and the tool parts
+	// together take at most max_tool_penalty from a right answer (the clip),
+	// so a right answer still scores above every wrong one.
+	CallCostForm setting.Value[string] `yaml:"call_cost_form" default:"additive" usage:"additive (call_cost per call) | multiplicative (OTC: a right answer's outcome × cos(m·π/(2m + call_cost_c)) for m calls)"`
+	// CallCostC is OTC's smoothing constant c (> 0; larger decays slower).
+	// No default: the paper leaves it a hyperparameter; the multiplicative
+	// form needs it.
+	CallCostC setting.Value[float64] `yaml:"call_cost_c" usage:"OTC's smoothing constant c > 0 of the multiplicative form (required with it)"`
 
 	// Extract lists the answer extractors tried in order: boxed, answer_is,
 	// regex, last_number. Default [boxed, answer_is, last_number], with regex
@@ -93,6 +106,21 @@ func (c *Config) Normalize() error {
 	if p := c.MaxToolPenalty.Get(); p < 0 {
 		return fmt.Errorf("rewards.max_tool_penalty: %g, want ≥ 0", p)
 	}
+	switch c.CallCostForm.Get() {
+	case "additive":
+		if c.CallCostC.IsSet() {
+			return fmt.Errorf("rewards.call_cost_c: only the multiplicative call_cost_form uses it")
+		}
+	case "multiplicative":
+		if !c.CallCostC.IsSet() || !(c.CallCostC.Get() > 0) {
+			return fmt.Errorf("rewards.call_cost_c: %s, want > 0 with call_cost_form: multiplicative (OTC's smoothing constant; no default)", c.CallCostC.String())
+		}
+		if c.CallCost.Source() != setting.Default {
+			return fmt.Errorf("rewards.call_cost: the multiplicative call_cost_form replaces the per-call cost; remove the key")
+		}
+	default:
+		return fmt.Errorf("rewards.call_cost_form: %q, want additive or multiplicative", c.CallCostForm.Get())
+	}
 	if t := c.Tolerance.Get(); t < 0 {
 		return fmt.Errorf("rewards.tolerance: %g, want ≥ 0 (0: exact)", t)
 	}
@@ -125,8 +153,26 @@ func (c *Config) Normalize() error {
 }
 
 func (c *Config) toolWeights() ToolWeights {
-	return ToolWeights{ToolSuccess: c.ToolSuccess.Get(), ToolUse: c.ToolUse.Get(), CallCost: c.CallCost.Get(),
+	w := ToolWeights{ToolSuccess: c.ToolSuccess.Get(), ToolUse: c.ToolUse.Get(), CallCost: c.CallCost.Get(),
 		ToolFailure: c.ToolFailure.Get(), InvalidCall: c.InvalidCall.Get(), OverCap: c.OverCap.Get()}
+	if c.multiplicative() {
+		w.CallCost = 0 // the calls cost through the outcome (callFactor)
+	}
+	return w
+}
+
+func (c *Config) multiplicative() bool { return c.CallCostForm.Get() == "multiplicative" }
+
+// callFactor is what a right answer's outcome is multiplied by for its
+// calls: 1 in the additive form; OTC-PPO's cos(m·π / (2m + c)) in the
+// multiplicative one (arXiv 2504.14870), which is 1 for no call and stays
+// above 0 for any m since m·π/(2m + c) < π/2.
+func (c *Config) callFactor(calls int) float64 {
+	if !c.multiplicative() {
+		return 1
+	}
+	m := float64(calls)
+	return math.Cos(m * math.Pi / (2*m + c.CallCostC.Get()))
 }
 
 var (
@@ -234,8 +280,12 @@ func (c *Config) Score(t *traj.Trajectory, answer string) bool {
 	ex := c.ExtractAnswer(modelText.String())
 	correct := ex.By != "" && c.AnswerMatches(ex.Answer, answer)
 	parts[PartOutcome] = 0
+	factor := c.callFactor(tr.Calls)
 	if correct {
 		parts[PartOutcome] = c.Outcome.Get()
+		if factor != 1 {
+			parts[PartOutcome] = roundTo(c.Outcome.Get()*factor, 12)
+		}
 	}
 	parts[PartFormat] = 0
 	if t.FinishReason == traj.FinishStop && ex.Marked() && tr.Invalid == 0 {
@@ -254,7 +304,10 @@ func (c *Config) Score(t *traj.Trajectory, answer string) bool {
 	// tool parts of a right answer take at most MaxToolPenalty. The 1e-9 keeps
 	// float noise from producing a clip of 1e-17.
 	parts[PartPenaltyClip] = 0
-	if limit := c.MaxToolPenalty.Get(); correct && toolSum < -limit-1e-9 {
+	// In the multiplicative form the call factor's share counts towards
+	// the same limit: a right answer keeps at least outcome −
+	// max_tool_penalty, as in the additive form.
+	if limit := c.MaxToolPenalty.Get() - (c.Outcome.Get() - parts[PartOutcome]); correct && toolSum < -limit-1e-9 {
 		parts[PartPenaltyClip] = roundTo(-limit-toolSum, 12)
 	}
 	steps[len(steps)-1] += parts[PartOutcome] + parts[PartFormat] + parts[PartPenaltyClip]
