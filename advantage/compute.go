@@ -75,7 +75,7 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 	}
 
 	useOutcome := cfg.Mode == ModeOutcome || cfg.Mode == ModeHybrid || cfg.Mode == ModeStepGroup
-	useProcess := cfg.Mode == ModeProcess || cfg.Mode == ModeHybrid || cfg.Mode == ModeStepGroup
+	useProcess := cfg.Mode == ModeProcess || cfg.Mode == ModeHybrid || cfg.Mode == ModeStepGroup || cfg.Mode == ModeTurns
 
 	// Per-token KL, when there is a reference to compare against.
 	// One block holds every record's advantages, then every KL array (the
@@ -128,9 +128,12 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 	if useProcess {
 		var err error
 		var processZero bool
-		if cfg.Mode == ModeStepGroup {
+		switch cfg.Mode {
+		case ModeStepGroup:
 			process, processZero, err = stepGroupAdvantages(g, kls, cfg)
-		} else {
+		case ModeTurns:
+			process, processZero, err = turnAdvantages(g, kls, cfg)
+		default:
 			process, processZero, err = processAdvantages(g, kls, cfg)
 		}
 		if err != nil {
@@ -176,6 +179,7 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 				if cfg.Mode == ModeHybrid || cfg.Mode == ModeStepGroup {
 					w = cfg.ProcessWeight
 				}
+				// turns: the weights are in turnAdvantages' values.
 				a += w * process[i][step]
 			}
 			// Every token of a model step is sampled (response_mask 1: Validate).
@@ -370,6 +374,62 @@ func stepGroupAdvantages(g *traj.Group, kls [][]float32, cfg Config) ([][]float6
 		Baseline(vals, cfg.Estimator, cfg.Eps)
 		for mi, m := range members {
 			out[m.i][m.k] = vals[mi]
+		}
+	}
+	return out, zero, nil
+}
+
+// turnAdvantages is MT-GRPO's turn-level credit (arXiv 2505.11821, ModeTurns):
+// per trajectory and step, Â^O_i + ProcessWeight × Â^T_{i,k} for its earlier
+// steps and Â^O_i for its last. The outcome reward O_i is the last step's
+// reward, the turn rewards the earlier steps' (KL folded into each step as
+// in the process mode); Â^O normalises O across the group, Â^T_{i,k} the
+// k-th turn rewards across the trajectories that have a k-th earlier turn.
+// It returns the per-step advantages and whether all step rewards were
+// equal.
+func turnAdvantages(g *traj.Group, kls [][]float32, cfg Config) ([][]float64, bool, error) {
+	rewards, zero, err := stepRewards(g, kls, cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	n := len(g.Trajectories)
+	per := make([][]float64, n) // each trajectory's step rewards
+	outcome := make([]float64, n)
+	maxTurns := 0
+	at := 0
+	for i := range g.Trajectories {
+		m := len(g.Trajectories[i].StepRewards)
+		per[i] = rewards[at : at+m]
+		at += m
+		if m > 0 {
+			outcome[i] = per[i][m-1]
+		}
+		maxTurns = max(maxTurns, m-1)
+	}
+	Baseline(outcome, cfg.Estimator, cfg.Eps)
+	out := make([][]float64, n)
+	for i := range out {
+		out[i] = make([]float64, len(per[i]))
+		for k := range out[i] {
+			out[i][k] = outcome[i]
+		}
+	}
+	var vals []float64
+	var who []int
+	for k := range maxTurns {
+		vals, who = vals[:0], who[:0]
+		for i := range per {
+			if k < len(per[i])-1 {
+				vals = append(vals, per[i][k])
+				who = append(who, i)
+			}
+		}
+		if len(vals) < 2 {
+			continue // a turn no other trajectory has: no baseline
+		}
+		Baseline(vals, cfg.Estimator, cfg.Eps)
+		for j, i := range who {
+			out[i][k] += cfg.ProcessWeight * vals[j]
 		}
 	}
 	return out, zero, nil

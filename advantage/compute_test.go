@@ -98,7 +98,7 @@ func TestOutcomeGoldens(t *testing.T) {
 }
 
 func TestGroupOfOneHasZeroAdvantage(t *testing.T) {
-	for _, mode := range []Mode{ModeOutcome, ModeProcess, ModeHybrid, ModeStepGroup} {
+	for _, mode := range []Mode{ModeOutcome, ModeProcess, ModeHybrid, ModeStepGroup, ModeTurns} {
 		for _, est := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
 			cfg := DefaultConfig()
 			cfg.Mode, cfg.Estimator = mode, est
@@ -252,7 +252,7 @@ func TestZeroVarianceAndStaleness(t *testing.T) {
 
 func allConfigs() []Config {
 	var out []Config
-	for _, mode := range []Mode{ModeOutcome, ModeProcess, ModeHybrid, ModeStepGroup} {
+	for _, mode := range []Mode{ModeOutcome, ModeProcess, ModeHybrid, ModeStepGroup, ModeTurns} {
 		for _, est := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
 			for _, kl := range []KLEstimator{KLNone, KLK1, KLK2, KLK3} {
 				cfg := DefaultConfig()

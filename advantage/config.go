@@ -33,6 +33,18 @@ const (
 	// pooled process mode, a step is compared only with steps taken from
 	// where it was, so a trajectory is not penalised for having more steps.
 	ModeStepGroup Mode = "stepgroup"
+	// ModeTurns is MT-GRPO's turn-level credit (Zeng et al. 2025,
+	// "Reinforcing Multi-Turn Reasoning in LLM Agents via Turn-Level Credit
+	// Assignment", arXiv 2505.11821, eq. 6): the answer's reward and the
+	// turn rewards are normalised separately. A trajectory's outcome reward
+	// O_i is its last step's reward (the answer turn: outcome, format, clip
+	// and that turn's tool parts); its turn rewards T_{i,k} are the rewards
+	// of its earlier steps (the calls' tool parts). Â^O is O against the
+	// group's, Â^T_{i,k} is T_{i,k} against the k-th turn rewards of the
+	// group's trajectories that have a k-th call turn (0 alone). A token of
+	// an earlier turn k gets Â^O_i + ProcessWeight × Â^T_{i,k}, the answer
+	// turn Â^O_i (MT-GRPO's Â^T + λÂ^O with λ = 1 at ProcessWeight 1).
+	ModeTurns Mode = "turns"
 )
 
 // Estimator says how a reward is turned into an advantage against the group.
@@ -85,8 +97,9 @@ type Config struct {
 	Estimator Estimator
 	// Eps is added to the standard deviation (GRPO estimator only).
 	Eps float64
-	// ProcessWeight scales the process advantages in ModeHybrid and the
-	// step-group advantages in ModeStepGroup (GiGPO's ω).
+	// ProcessWeight scales the process advantages in ModeHybrid, the
+	// step-group advantages in ModeStepGroup (GiGPO's ω) and the turn
+	// advantages in ModeTurns.
 	ProcessWeight float64
 	// Gamma discounts later steps in the process advantage: a token of step k
 	// gets Σ_{j≥k} Gamma^(j−k) r̃_j. 1 is DeepSeekMath's undiscounted sum.
@@ -136,9 +149,9 @@ func (c *Config) Validate() error {
 // validate is Validate with the settings named by name(key).
 func (c *Config) validate(name func(key string) string) error {
 	switch c.Mode {
-	case ModeOutcome, ModeProcess, ModeHybrid, ModeStepGroup:
+	case ModeOutcome, ModeProcess, ModeHybrid, ModeStepGroup, ModeTurns:
 	default:
-		return fmt.Errorf("%s %q, want outcome, process, hybrid or stepgroup", name("mode"), c.Mode)
+		return fmt.Errorf("%s %q, want outcome, process, hybrid, stepgroup or turns", name("mode"), c.Mode)
 	}
 	switch c.Estimator {
 	case EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO:

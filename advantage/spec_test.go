@@ -59,8 +59,8 @@ func TestSpecLayers(t *testing.T) {
 		args []string
 		want string
 	}{
-		{yaml: "mode: sideways\n", want: `advantage.mode "sideways", want outcome, process, hybrid or stepgroup`},
-		{args: []string{"--mode", "sideways"}, want: `--mode "sideways", want outcome, process, hybrid or stepgroup`},
+		{yaml: "mode: sideways\n", want: `advantage.mode "sideways", want outcome, process, hybrid, stepgroup or turns`},
+		{args: []string{"--mode", "sideways"}, want: `--mode "sideways", want outcome, process, hybrid, stepgroup or turns`},
 		{args: []string{"--kl-coef", "0.1"}, want: "--kl-coef 0.1 needs a KL estimator"},
 		{yaml: "gamma: 0\n", want: "advantage.gamma 0, want in (0, 1]"},
 		{args: []string{"--eps", "-1"}, want: "--eps -1, want a finite value ≥ 0"},

@@ -46,6 +46,29 @@ func TestStepGroupGoldens(t *testing.T) {
 	checkTokens(t, "gamma 0.5 sample 2", recs[2].Advantages, []float64{0.45 + 0.675})
 }
 
+// TestTurnsGoldens: MT-GRPO's separate normalisation by hand (drgrpo, w 1).
+// The answer turns' rewards [1.1, 0.1, 1.1, 0.6] (mean 0.725) give Â^O
+// [0.375, −0.625, 0.375, −0.125]; the call turns' rewards [−0.1, −0.3, −0.1]
+// of samples 0, 1 and 3 (mean −1/6) give Â^T [1/15, −2/15, 1/15].
+func TestTurnsGoldens(t *testing.T) {
+	call := func(cost, answer float64) []trajtest.Step {
+		return []trajtest.Step{{Model: 2, Tool: 1, Reward: cost}, {Model: 1, Reward: answer}}
+	}
+	group := traj.NewGroup([]traj.Trajectory{
+		makeTraj(0, 4, 1.0, call(-0.1, 1.1)...),
+		makeTraj(1, 4, -0.2, call(-0.3, 0.1)...),
+		makeTraj(2, 4, 1.1, trajtest.Step{Model: 1, Reward: 1.1}),
+		makeTraj(3, 4, 0.5, call(-0.1, 0.6)...),
+	})
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.Estimator, cfg.ProcessWeight = ModeTurns, EstimatorDrGRPO, 1
+	recs, _ := mustCompute(t, group, cfg)
+	checkTokens(t, "sample 0", recs[0].Advantages, []float64{0.375 + 1.0/15, 0.375 + 1.0/15, 0, 0.375})
+	checkTokens(t, "sample 1", recs[1].Advantages, []float64{-0.625 - 2.0/15, -0.625 - 2.0/15, 0, -0.625})
+	checkTokens(t, "sample 2", recs[2].Advantages, []float64{0.375})
+	checkTokens(t, "sample 3", recs[3].Advantages, []float64{-0.125 + 1.0/15, -0.125 + 1.0/15, 0, -0.125})
+}
+
 // bandit is the two-step problem of issue #26: call the tool (right with
 // probability p; the call costs 0.1) or answer directly (right with
 // probability q); a right answer pays 1 + 0.1 format, a wrong one the 0.1
@@ -125,6 +148,7 @@ func TestBanditEstimatorsFavour(t *testing.T) {
 		mk("hybrid grpo 0.5 (old staged)", ModeHybrid, EstimatorGRPO, 0.5),
 		mk("stepgroup grpo", ModeStepGroup, EstimatorGRPO, 1),
 		mk("stepgroup drgrpo", ModeStepGroup, EstimatorDrGRPO, 1),
+		mk("turns drgrpo", ModeTurns, EstimatorDrGRPO, 1),
 	}
 	points := [][2]float64{{1, 0.68}, {1, 0.8}, {0.95, 0.7}, {0.9, 0.5}, {0.9, 0.9}, {0.8, 0.9}, {1, 0.97}, {0.6, 0.8}}
 	wrong := map[string]int{}
@@ -208,7 +232,7 @@ func stagedGroup(rng *rand.Rand, g int) (traj.Group, []bool) {
 
 // TestPropertyRightAnswerAboveWrong: at the first decision (the state all
 // samples share), no right answer's advantage is at or below a wrong
-// answer's in the same group, for the outcome and step-group credits with
+// answer's in the same group, for the outcome, step-group and turns credits with
 // every estimator, over random staged groups. The DeepSeekMath pooled
 // process credit (process, hybrid) breaks it: a right answer with more
 // calls (more steps) can fall below a wrong one (counted, and required to
@@ -218,7 +242,7 @@ func TestPropertyRightAnswerAboveWrong(t *testing.T) {
 	broken := map[string]int{}
 	for range 2000 {
 		g, right := stagedGroup(rng, 8)
-		for _, m := range []Mode{ModeOutcome, ModeStepGroup, ModeProcess, ModeHybrid} {
+		for _, m := range []Mode{ModeOutcome, ModeStepGroup, ModeProcess, ModeHybrid, ModeTurns} {
 			for _, e := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
 				cfg := DefaultConfig()
 				cfg.Mode, cfg.Estimator, cfg.ProcessWeight = m, e, 0.5
@@ -236,7 +260,7 @@ func TestPropertyRightAnswerAboveWrong(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []Mode{ModeOutcome, ModeStepGroup} {
+	for _, m := range []Mode{ModeOutcome, ModeStepGroup, ModeTurns} {
 		for _, e := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
 			if n := broken[string(m)+" "+string(e)]; n > 0 {
 				t.Errorf("%s %s: %d pairs where a right answer's advantage is at or below a wrong one's", m, e, n)

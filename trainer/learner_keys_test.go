@@ -113,7 +113,7 @@ func TestAdvantageKeys(t *testing.T) {
 		"advantage:\n  bogus: 1\n":          "field bogus not found",
 		"advantage:\n  max_staleness: 2\n":  "field max_staleness not found",
 		"advantage:\n  flag_stale: false\n": "field flag_stale not found",
-		"advantage:\n  mode: sideways\n":    `advantage.mode "sideways", want outcome, process, hybrid or stepgroup`,
+		"advantage:\n  mode: sideways\n":    `advantage.mode "sideways", want outcome, process, hybrid, stepgroup or turns`,
 		"advantage:\n  kl_coef: 0.1\n":      "advantage.kl_coef 0.1 needs a KL estimator",
 	} {
 		c, err := load(body)

@@ -24,7 +24,7 @@ import (
 func TestServiceRecordsMatchEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	svc := &Service{opts: Options{Job: "job"}}
-	modes := []advantage.Mode{advantage.ModeOutcome, advantage.ModeProcess, advantage.ModeHybrid, advantage.ModeStepGroup}
+	modes := []advantage.Mode{advantage.ModeOutcome, advantage.ModeProcess, advantage.ModeHybrid, advantage.ModeStepGroup, advantage.ModeTurns}
 	kls := []advantage.KLEstimator{advantage.KLNone, advantage.KLK1, advantage.KLK2, advantage.KLK3}
 	for iter := 0; iter < 120; iter++ {
 		o := trajtest.Options{Size: 1 + rng.IntN(6), Iteration: iter % 3, Temperature: trajtest.Temperature(0.7), Sample: trajtest.RolloutRewards}

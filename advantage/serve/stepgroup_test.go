@@ -21,7 +21,7 @@ func TestServiceMatchesOfflineInEveryMode(t *testing.T) {
 	const n = 10
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client := connectTest(t, r.URL())
-	for _, mode := range []advantage.Mode{advantage.ModeOutcome, advantage.ModeProcess, advantage.ModeHybrid, advantage.ModeStepGroup} {
+	for _, mode := range []advantage.Mode{advantage.ModeOutcome, advantage.ModeProcess, advantage.ModeHybrid, advantage.ModeStepGroup, advantage.ModeTurns} {
 		job := "modes-" + string(mode)
 		groups := make([]*traj.Group, n)
 		var all []traj.Trajectory
