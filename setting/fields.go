@@ -115,6 +115,17 @@ func Set(spec any, key, text string, src Source) error {
 			best, bestDist = f.Key, d
 		}
 	}
+	if best == "" { // a key given without its section: rewards.call_cost for rollout.rewards.call_cost
+		for _, k := range keys {
+			if strings.HasSuffix(k, "."+key) {
+				if best != "" {
+					best = ""
+					break
+				}
+				best = k
+			}
+		}
+	}
 	if best != "" {
 		return fmt.Errorf("%q is not a setting; did you mean %s?", key, best)
 	}

@@ -111,6 +111,9 @@ func TestErrorsNameTheSetting(t *testing.T) {
 	if err := SetAll(&s, []string{"sampling.tempreature=1"}, Flag); err == nil || !strings.Contains(err.Error(), `"sampling.tempreature" is not a setting; did you mean sampling.temperature?`) {
 		t.Errorf("misspelt key: %v", err)
 	}
+	if err := SetAll(&s, []string{"top_k=1"}, Flag); err == nil || !strings.Contains(err.Error(), `"top_k" is not a setting; did you mean sampling.top_k?`) {
+		t.Errorf("key without its section: %v", err)
+	}
 	if err := SetAll(&s, []string{"learner.lr=1"}, Flag); err == nil || !strings.Contains(err.Error(), `"learner.lr" is not a setting; the settings are async, group_size, name`) {
 		t.Errorf("unknown key: %v", err)
 	}
