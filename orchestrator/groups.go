@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/sink"
 	"github.com/toolrl/toolrl/traj"
 )
@@ -196,6 +197,99 @@ func (r *runner) scoreRef(ctx context.Context, ts []traj.Trajectory) error {
 			}
 		}
 		ts[i].RefLogprobs = lp
+	}
+	return nil
+}
+
+// groupID is the id of p's group in this job: (job, prompt, iteration).
+func (r *runner) groupID(p prompt.Prompt) string {
+	return traj.GroupID(r.job.ID.Get(), p.ID, p.Iteration)
+}
+
+// alreadyDone reports whether p's group was written before the run (resume)
+// or was started earlier in it (a prompt fed twice), counting it and telling
+// the feed it is done; such a prompt is not sampled again.
+func (r *runner) alreadyDone(ctx context.Context, p prompt.Prompt) (bool, error) {
+	id := r.groupID(p)
+	switch {
+	case r.done[id]:
+		r.summary.GroupsResumed++
+	case r.seen[id]:
+		r.summary.GroupsDuplicate++
+	default:
+		return false, nil
+	}
+	if err := r.feed.Done(ctx, p); err != nil {
+		return true, fmt.Errorf("mark prompt %s done: %w", p.Key(), err)
+	}
+	return true, nil
+}
+
+// startGroup queues p's group in the engine, or refuses p when its tokens
+// leave no room under the model's context (refuse).
+func (r *runner) startGroup(ctx context.Context, p prompt.Prompt) error {
+	if err := p.CheckIdentity(); err != nil {
+		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
+	}
+	ids, err := r.format.PromptTokens(&p)
+	if err != nil {
+		return err
+	}
+	if limit := r.eng.MaxSeqLen(); len(ids) >= limit {
+		// The engine would refuse it (AddGroup), and so would every rerun:
+		// refuse this prompt alone rather than fail the job.
+		return r.refuse(ctx, p, fmt.Sprintf("prompt %d tokens, context %d", len(ids), limit))
+	}
+	g := &groupRun{prompt: p, id: r.groupID(p), version: r.version, model: r.model}
+	r.seen[g.id] = true
+	// Seeds derive from the prompt's key: its id in iteration 0 (the seeds
+	// of a plain rollout), id@k in iteration k, so each iteration samples
+	// anew and none can take another prompt's seeds (ids have no '@').
+	seeds := make([]uint64, r.job.GroupSize.Get())
+	for i := range seeds {
+		seeds[i] = actor.SampleSeed(r.job.Seed.Get(), p.Key(), i)
+	}
+	detectors, err := r.newDetectors()
+	if err != nil {
+		return err
+	}
+	req := actor.GroupRequest{ID: g.id, Prompt: ids, Seeds: seeds, Sampling: r.sampling, NewDetector: detectors}
+	if f := r.opts.Hooks.Forced; f != nil {
+		for i := range seeds {
+			req.Forced = append(req.Forced, f(i))
+		}
+	}
+	seqs, err := r.eng.AddGroup(req)
+	if err != nil {
+		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
+	}
+	g.seqs = seqs
+	for _, s := range seqs {
+		d, ok := s.Detector().(*callDetector)
+		if !ok {
+			return fmt.Errorf("sequence %s/%d has no call detector", g.id, s.Index())
+		}
+		sr := &sampleRun{group: g, seq: s, detector: d, episode: r.exec.NewEpisode()}
+		g.samples = append(g.samples, sr)
+		r.bySeq[s] = sr
+	}
+	r.inflight += len(seqs)
+	return nil
+}
+
+// refuse counts and logs a prompt the run can never sample and tells the
+// feed (prompt.Refuser), which drops it: prompt.RedisFeed dead-letters it with reason.
+func (r *runner) refuse(ctx context.Context, p prompt.Prompt, reason string) error {
+	r.summary.PromptsRefused++
+	attrs := []any{"prompt", p.Key(), "reason", reason}
+	if p.Line > 0 {
+		attrs = append(attrs, "line", p.Line) // a prompts file's; a fed prompt has none
+	}
+	r.log.Warn("refused prompt", attrs...)
+	if rf, ok := r.feed.(prompt.Refuser); ok {
+		if err := rf.Refuse(ctx, p, reason); err != nil {
+			return fmt.Errorf("refuse prompt %s: %w", p.Key(), err)
+		}
 	}
 	return nil
 }

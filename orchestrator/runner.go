@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -15,47 +14,6 @@ import (
 	"github.com/toolrl/toolrl/tools"
 	"github.com/toolrl/toolrl/traj"
 )
-
-// RunOptions are the parts of a run that are not the job: where progress
-// goes, and overrides for the prompt feed and the sink (distributed workers
-// and tests use them).
-type RunOptions struct {
-	Logger *slog.Logger
-	// ProgressOut receives the progress bar or lines (default os.Stderr).
-	ProgressOut io.Writer
-	// Feed overrides reading job.Prompts.
-	Feed prompt.Feed
-	// Sink overrides opening job.Out.
-	Sink sink.Sink
-	// Abort, once closed, abandons in-flight groups at once (the second
-	// Ctrl-C). Cancelling Run's ctx only stops taking new prompts and lets
-	// in-flight groups finish. nil: never.
-	Abort <-chan struct{}
-	// Iteration is set on every prompt read from job.Prompts (prompt.Prompt.Iteration):
-	// the closed loop runs the same job once per iteration, and each run
-	// samples every prompt as a new group, job/prompt@Iteration (0, the
-	// default, is a plain rollout: job/prompt). Prompts from Feed carry
-	// their own iteration. ≥ 0.
-	Iteration int
-	// Policy, when set, is polled between groups for a newer policy version
-	// than the loaded one (hot reload): the runner stops admitting groups,
-	// lets those in flight finish on the old version, verifies and loads the
-	// new one and stamps its number on every later trajectory. It also opens
-	// the gate of prompts that need a newer version (prompt.Prompt.MinPolicyVersion).
-	// nil: the job's model is used for the whole run, and a prompt that needs
-	// a newer version than job.PolicyVersion is an error.
-	Policy PolicySource
-	// PolicyPoll is the least time between two polls of Policy (default
-	// 200 ms); a prompt that needs a newer version polls at once.
-	PolicyPoll time.Duration
-	// Hooks replace the format, tools, call detection or sampling settings
-	// for a synthetic workload (benchmarks); the zero value changes nothing.
-	Hooks Hooks
-	// Live, when set, receives a copy of the summary at every turn of the
-	// loop and at the end, for readers on other goroutines (toolrl rollout
-	// --listen serves it as Prometheus metrics, NewCollector).
-	Live *Live
-}
 
 // groupRun is one prompt's group in flight.
 type groupRun struct {
@@ -327,99 +285,6 @@ func (r *runner) loop(ctx context.Context) error {
 			return err
 		}
 	}
-}
-
-// groupID is the id of p's group in this job: (job, prompt, iteration).
-func (r *runner) groupID(p prompt.Prompt) string {
-	return traj.GroupID(r.job.ID.Get(), p.ID, p.Iteration)
-}
-
-// alreadyDone reports whether p's group was written before the run (resume)
-// or was started earlier in it (a prompt fed twice), counting it and telling
-// the feed it is done; such a prompt is not sampled again.
-func (r *runner) alreadyDone(ctx context.Context, p prompt.Prompt) (bool, error) {
-	id := r.groupID(p)
-	switch {
-	case r.done[id]:
-		r.summary.GroupsResumed++
-	case r.seen[id]:
-		r.summary.GroupsDuplicate++
-	default:
-		return false, nil
-	}
-	if err := r.feed.Done(ctx, p); err != nil {
-		return true, fmt.Errorf("mark prompt %s done: %w", p.Key(), err)
-	}
-	return true, nil
-}
-
-// startGroup queues p's group in the engine, or refuses p when its tokens
-// leave no room under the model's context (refuse).
-func (r *runner) startGroup(ctx context.Context, p prompt.Prompt) error {
-	if err := p.CheckIdentity(); err != nil {
-		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
-	}
-	ids, err := r.format.PromptTokens(&p)
-	if err != nil {
-		return err
-	}
-	if limit := r.eng.MaxSeqLen(); len(ids) >= limit {
-		// The engine would refuse it (AddGroup), and so would every rerun:
-		// refuse this prompt alone rather than fail the job.
-		return r.refuse(ctx, p, fmt.Sprintf("prompt %d tokens, context %d", len(ids), limit))
-	}
-	g := &groupRun{prompt: p, id: r.groupID(p), version: r.version, model: r.model}
-	r.seen[g.id] = true
-	// Seeds derive from the prompt's key: its id in iteration 0 (the seeds
-	// of a plain rollout), id@k in iteration k, so each iteration samples
-	// anew and none can take another prompt's seeds (ids have no '@').
-	seeds := make([]uint64, r.job.GroupSize.Get())
-	for i := range seeds {
-		seeds[i] = actor.SampleSeed(r.job.Seed.Get(), p.Key(), i)
-	}
-	detectors, err := r.newDetectors()
-	if err != nil {
-		return err
-	}
-	req := actor.GroupRequest{ID: g.id, Prompt: ids, Seeds: seeds, Sampling: r.sampling, NewDetector: detectors}
-	if f := r.opts.Hooks.Forced; f != nil {
-		for i := range seeds {
-			req.Forced = append(req.Forced, f(i))
-		}
-	}
-	seqs, err := r.eng.AddGroup(req)
-	if err != nil {
-		return fmt.Errorf("prompt %s (line %d): %w", p.ID, p.Line, err)
-	}
-	g.seqs = seqs
-	for _, s := range seqs {
-		d, ok := s.Detector().(*callDetector)
-		if !ok {
-			return fmt.Errorf("sequence %s/%d has no call detector", g.id, s.Index())
-		}
-		sr := &sampleRun{group: g, seq: s, detector: d, episode: r.exec.NewEpisode()}
-		g.samples = append(g.samples, sr)
-		r.bySeq[s] = sr
-	}
-	r.inflight += len(seqs)
-	return nil
-}
-
-// refuse counts and logs a prompt the run can never sample and tells the
-// feed (prompt.Refuser), which drops it: prompt.RedisFeed dead-letters it with reason.
-func (r *runner) refuse(ctx context.Context, p prompt.Prompt, reason string) error {
-	r.summary.PromptsRefused++
-	attrs := []any{"prompt", p.Key(), "reason", reason}
-	if p.Line > 0 {
-		attrs = append(attrs, "line", p.Line) // a prompts file's; a fed prompt has none
-	}
-	r.log.Warn("refused prompt", attrs...)
-	if rf, ok := r.feed.(prompt.Refuser); ok {
-		if err := rf.Refuse(ctx, p, reason); err != nil {
-			return fmt.Errorf("refuse prompt %s: %w", p.Key(), err)
-		}
-	}
-	return nil
 }
 
 // handle reacts to a step's events in their order: paused sequences get
