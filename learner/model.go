@@ -106,3 +106,39 @@ func TrainConfig(c llama.Config) (train.Config, error) {
 	}
 	return tc, nil
 }
+
+// Models are the networks a learner run starts from.
+type Models struct {
+	// Policy is the trainable policy of the start version, Base the files
+	// every published version copies from its folder.
+	Policy train.Net
+	Base   Base
+	// Ref is the frozen reference policy of the KL term (nil: none).
+	Ref train.Net
+}
+
+// LoadModels reads the policy folder dir in precision p, its published
+// files, and the reference policy a run needs: refDir when given, else dir
+// itself when klBeta > 0 (the KL term then compares against the start
+// version), else none. An error reading the reference starts with
+// "--ref-model: ", the flag of Spec.RefModel.
+func LoadModels(dir, refDir string, klBeta float64, p train.Precision) (Models, error) {
+	policy, cfg, err := LoadNet(dir, p)
+	if err != nil {
+		return Models{}, err
+	}
+	base, err := ReadBase(dir, cfg)
+	if err != nil {
+		return Models{}, err
+	}
+	m := Models{Policy: policy, Base: base}
+	if refDir == "" && klBeta > 0 {
+		refDir = dir
+	}
+	if refDir != "" {
+		if m.Ref, _, err = LoadNet(refDir, p); err != nil {
+			return Models{}, fmt.Errorf("--ref-model: %w", err)
+		}
+	}
+	return m, nil
+}

@@ -174,31 +174,13 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	ctx, stop := signalContext(cmd)
 	defer stop()
 
-	model, cfg, err := learner.LoadNet(f.model, precision)
+	models, err := learner.LoadModels(f.model, f.spec.RefModel.Get(), opts.Loss.KLBeta, precision)
 	if err != nil {
 		return fmt.Errorf("learn: %w", err)
 	}
-	base, err := learner.ReadBase(f.model, cfg)
-	if err != nil {
-		return fmt.Errorf("learn: %w", err)
-	}
+	base := models.Base
 	base.RolloutQuantization = rolloutQuant
-	var ref train.Net
-	refModel := f.spec.RefModel.Get()
-	if opts.Loss.KLBeta > 0 {
-		refDir := refModel
-		if refDir == "" {
-			refDir = f.model
-		}
-		if ref, _, err = learner.LoadNet(refDir, precision); err != nil {
-			return fmt.Errorf("learn: --ref-model: %w", err)
-		}
-	} else if refModel != "" {
-		if ref, _, err = learner.LoadNet(refModel, precision); err != nil {
-			return fmt.Errorf("learn: --ref-model: %w", err)
-		}
-	}
-	l, err := learner.New(model, ref, f.startVersion, opts)
+	l, err := learner.New(models.Policy, models.Ref, f.startVersion, opts)
 	if err != nil {
 		return usageErrorf("learn: %v", err)
 	}
@@ -216,11 +198,11 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 			fmt.Fprintf(stderr, "learn: resumed from %s: version %d, %d optimiser steps; %d records of that version acknowledged\n",
 				store.Dir(), st.Version, st.Steps, len(st.Consumed))
 		},
-		OnUpdate: func(m learner.Metrics) { fmt.Fprintln(stderr, formatUpdate(m)) },
+		OnUpdate: func(m learner.Metrics) { fmt.Fprintln(stderr, m) },
 		OnPublish: func(v policystore.Version, st learner.State) {
 			fmt.Fprintf(stderr, "learn: published version %d → %s (%d records)\n", v.Number, v.Dir, st.Records)
 		},
-		OnSummary: func(s learner.Summary) { fmt.Fprintln(stderr, formatLearnSummary(s)) },
+		OnSummary: func(s learner.Summary) { fmt.Fprintln(stderr, s) },
 	}
 	if f.in != "" && !cmd.Flags().Changed("publish-every") {
 		job.PublishEvery = 0 // once, at the end
@@ -244,26 +226,4 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 		return exitError{code: exitInterrupted, err: fmt.Errorf("learner stopped by signal after publishing version %d", sum.LastVersion)}
 	}
 	return nil
-}
-
-// formatUpdate is the readable line of one update.
-func formatUpdate(m learner.Metrics) string {
-	if m.Steps == 0 {
-		return fmt.Sprintf("update %d (v%d): nothing trained: %d records, %d dropped as stale %v", m.Update, m.PolicyVersion, m.Records, m.Dropped, m.Staleness)
-	}
-	return fmt.Sprintf("update %d (v%d): loss %.4f pg %.4f kl %.4f clip %.3f/%.3f/%.3f entropy %.3f |A| %.3f ratio %.3f (max %.2f) "+
-		"mismatch max %.2g mean %.2g k3 %.2g grad %.3f lr %.2g tokens %d (%d trained) records %d (%d stale) %.2fs %.0f tok/s",
-		m.Update, m.PolicyVersion, m.Loss, m.PGLoss, m.KL, m.ClipFracLow, m.ClipFracHigh, m.DualClipFrac, m.Entropy, m.AdvAbsMean,
-		m.RatioMean, m.RatioMax, m.Mismatch.MaxAbs, m.Mismatch.MeanAbs, m.Mismatch.K3, m.GradNorm, m.LR, m.Tokens, m.TokensTrained,
-		m.Records, m.Dropped, m.Seconds, m.TokensPerS)
-}
-
-func formatLearnSummary(s learner.Summary) string {
-	tps := 0.0
-	if s.Elapsed > 0 {
-		tps = float64(s.Tokens) / s.Elapsed.Seconds()
-	}
-	return fmt.Sprintf("learn: %d updates, %d optimiser steps, %d versions published (v%d → v%d); records %d read, %d trained, %d stale, %d set aside; %d tokens in %s (%.0f tokens/s)",
-		s.Updates, s.Steps, s.Published, s.FirstVersion, s.LastVersion, s.Records, s.Trained, s.Dropped, s.Rejected, s.Tokens,
-		s.Elapsed.Round(10*time.Millisecond), tps)
 }
