@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+
+	"github.com/toolrl/toolrl/internal/interrupt"
 )
 
 // Exit codes: they mean the same thing for every verb.
@@ -38,6 +41,13 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
+
+// signalContext is the context of a verb's run: the first Ctrl-C (or
+// SIGTERM) cancels it, a second one ends the process (interrupt.Start).
+func signalContext(cmd *cobra.Command) (context.Context, func()) {
+	w := interrupt.Start(cmd.Context(), nil, nil)
+	return w.Context(), w.Stop
+}
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{

@@ -7,12 +7,10 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolrl/toolrl/internal/interrupt"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/tokenizer"
 	"github.com/toolrl/toolrl/tools"
@@ -44,13 +42,6 @@ func loadTools(ctx context.Context, path string) (*tools.Registry, error) {
 		return nil, usageErrorf("--tools FILE is required")
 	}
 	return tools.LoadRegistry(ctx, path)
-}
-
-// signalContext is the context of a verb's run: the first Ctrl-C (or
-// SIGTERM) cancels it, a second one ends the process (interrupt.Start).
-func signalContext(cmd *cobra.Command) (context.Context, func()) {
-	w := interrupt.Start(cmd.Context(), nil, nil)
-	return w.Context(), w.Stop
 }
 
 func newToolsListCmd() *cobra.Command {
@@ -87,24 +78,7 @@ func listTools(reg *tools.Registry, asJSON bool, out io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(reg.Specs())
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tBRACKET\tTIMEOUT\tCONCURRENCY\tMAX_OUTPUT\tDESCRIPTION")
-	for _, name := range reg.Names() {
-		t, s, _ := reg.Lookup(name)
-		dash := func(v string, zero bool) string {
-			if zero {
-				return "-"
-			}
-			return v
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name,
-			dash(s.Bracket, s.Bracket == ""),
-			dash(s.Timeout.String(), s.Timeout == 0),
-			dash(fmt.Sprint(s.Concurrency), s.Concurrency == 0),
-			dash(fmt.Sprint(s.MaxOutput), s.MaxOutput == 0),
-			t.Description())
-	}
-	return tw.Flush()
+	return reg.WriteTable(out)
 }
 
 type toolsCallFlags struct {
