@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 
@@ -120,8 +119,8 @@ Build with GOEXPERIMENT=simd for the AVX GEMM kernel (make model does).`,
   toolrl model train --out /tmp/calc-small --steps 200 --dim 64`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkModelTrainFlags(cmd.Flags().Changed, o, snapDir); err != nil {
-				return err
+			if err := o.Check(snapDir, cmd.Flags().Changed("snapshot-every")); err != nil {
+				return usageErrorf("model train: %v", err)
 			}
 			if tokPath == "" {
 				tokPath = filepath.Join(out, "tokenizer.json")
@@ -160,49 +159,6 @@ Build with GOEXPERIMENT=simd for the AVX GEMM kernel (make model does).`,
 	fl.StringVar(&snapDir, "snapshot-dir", "", "write intermediate model folders here (step-NNNNNN)")
 	fl.IntVar(&o.Train.SnapshotEvery, "snapshot-every", 500, "steps between snapshots (with --snapshot-dir)")
 	return cmd
-}
-
-// checkModelTrainFlags refuses the train command's flag values that are not
-// positive, naming the flag: --log-every 0 or below was silently 50 and
-// --snapshot-every 0 or below silently wrote no snapshot. set reports
-// whether a flag was given.
-func checkModelTrainFlags(set func(string) bool, o calcdata.PolicyOptions, snapDir string) error {
-	for _, f := range []struct {
-		name  string
-		value int
-		what  string
-	}{
-		{"steps", o.Train.Steps, "optimiser steps"}, {"batch", o.Train.BatchSize, "sequences per step"},
-		{"examples", o.Examples, "training examples"}, {"log-every", o.Train.LogEvery, "steps between loss lines"},
-		{"snapshot-every", o.Train.SnapshotEvery, "steps between snapshots"},
-		{"dim", o.Model.Dim, "hidden size"}, {"layers", o.Model.Layers, "decoder layers"},
-		{"heads", o.Model.Heads, "attention heads"}, {"kv-heads", o.Model.KVHeads, "key/value heads"},
-		{"ff", o.Model.FF, "MLP size"}, {"max-pos", o.Model.MaxPos, "sequence length"},
-	} {
-		if f.value < 1 {
-			return usageErrorf("model train: --%s %d: want ≥ 1 (%s)", f.name, f.value, f.what)
-		}
-	}
-	if !(o.Train.LR > 0) || math.IsInf(o.Train.LR, 0) {
-		return usageErrorf("model train: --lr %g: want a finite value > 0", o.Train.LR)
-	}
-	if set("snapshot-every") && snapDir == "" {
-		return usageErrorf("model train: --snapshot-every needs --snapshot-dir (without it no snapshot is written)")
-	}
-	return nil
-}
-
-// calcEvalFlags are the eval command's knobs.
-type calcEvalFlags struct {
-	model, prompts string
-	samples, limit int
-	temperature    float64
-	seed           uint64
-	maxNew         int
-	threads        int
-	splitBy        []string
-	samplesOut     string
-	asJSON         bool
 }
 
 func newModelEvalCmd() *cobra.Command {
@@ -266,14 +222,7 @@ func runCalcEval(cmd *cobra.Command, f calceval.Options, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(out).Encode(ev)
 	}
-	job := &e.Job
-	temperature := fmt.Sprintf("T=%g", job.Sampling.Temperature.Get())
-	if job.Sampling.Temperature.Get() == 0 {
-		temperature = "greedy"
-	}
-	fmt.Fprintf(out, "model eval: %s on %d prompts of %s, %d samples each, %s, seed %d: %.1f s\n",
-		job.Model.Get(), ev.Prompts, job.Prompts.Get(), job.GroupSize.Get(), temperature, job.Seed.Get(), ev.Overall.Seconds)
-	if err := calceval.WriteTable(out, job, ev, groups, f.SplitBy); err != nil {
+	if err := e.WriteReport(out, ev, groups); err != nil {
 		return fmt.Errorf("model eval: %w", err)
 	}
 	return nil
