@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -90,9 +91,13 @@ func runChatRender(cmd *cobra.Command, f chatRenderFlags, kwargs chat.Kwargs, ou
 	if !json.Valid(messages) || !bytes.HasPrefix(bytes.TrimSpace(messages), []byte("[")) {
 		return usageErrorf("chat render: %s: want a JSON array of messages", f.messages)
 	}
-	specs, err := chatTools(cmd, f.tools)
-	if err != nil {
-		return err
+	var specs json.RawMessage
+	if f.tools != "" {
+		if specs, err = tools.ReadSpecs(cmd.Context(), f.tools); errors.Is(err, tools.ErrSpecsNotJSON) {
+			return usageErrorf("chat render: %w", err)
+		} else if err != nil {
+			return fmt.Errorf("chat render: %w", err)
+		}
 	}
 	tmpl, err := chat.Load(f.model, specs != nil)
 	if err != nil {
@@ -119,32 +124,4 @@ func runChatRender(cmd *cobra.Command, f chatRenderFlags, kwargs chat.Kwargs, ou
 		IDs  []int32 `json:"ids"`
 		Text string  `json:"text"`
 	}{ids, text})
-}
-
-// chatTools reads --tools: a JSON array of specs as written, or a registry
-// file's specs (nil for no --tools).
-func chatTools(cmd *cobra.Command, path string) (json.RawMessage, error) {
-	if path == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("chat render: read tools: %w", err)
-	}
-	if trimmed := bytes.TrimSpace(data); bytes.HasPrefix(trimmed, []byte("[")) {
-		if !json.Valid(trimmed) {
-			return nil, usageErrorf("chat render: %s: not valid JSON", path)
-		}
-		return json.RawMessage(trimmed), nil
-	}
-	reg, err := tools.LoadRegistry(cmd.Context(), path)
-	if err != nil {
-		return nil, fmt.Errorf("chat render: %w", err)
-	}
-	defer reg.Close()
-	specs, err := json.Marshal(reg.Specs())
-	if err != nil {
-		return nil, fmt.Errorf("chat render: %s: %w", path, err)
-	}
-	return specs, nil
 }
