@@ -45,7 +45,7 @@ func edgeTrajectories() []traj.Trajectory {
 	extreme.Segments = []traj.Segment{
 		{Kind: traj.SegmentModel, Start: 0, End: 1, Call: &traj.ToolCall{Name: "", Raw: ""}},
 		{Kind: traj.SegmentTool, Start: 1, End: 2, Call: &traj.ToolCall{Name: "x", Raw: "<tool_call>", Arguments: json.RawMessage(`null`)},
-			Result: &traj.ToolResult{}},
+			Result: &traj.ToolResult{Fault: "implicit"}},
 		{Kind: traj.SegmentModel, Turn: 1 << 40, Start: 2, End: 3, Text: "日本語 \u0000 \"quoted\"\n"},
 	}
 	extreme.Reward = traj.Reward{Total: -math.MaxFloat64, Parts: map[string]float64{"outcome": math.SmallestNonzeroFloat64, "call-cost": math.Copysign(0, -1)}}

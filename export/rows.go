@@ -46,6 +46,8 @@ type resultRow struct {
 	Content    string  `parquet:"content"`
 	LatencyMS  float64 `parquet:"latency_ms"`
 	Truncated  bool    `parquet:"truncated"`
+	// Fault is optional so that files written before it read (as "").
+	Fault string `parquet:"fault,optional"`
 }
 
 // trajectoryRow is one trajectory, with the JSON's names (schema v3).
@@ -229,7 +231,7 @@ func segmentsToRows(segs []traj.Segment, omit bool, err *error) []segmentRow {
 		}
 		if res := s.Result; res != nil {
 			rows[i].Result = &resultRow{OK: res.OK, ErrorClass: res.ErrorClass, Error: res.Error, Content: res.Content,
-				LatencyMS: res.LatencyMS, Truncated: res.Truncated}
+				LatencyMS: res.LatencyMS, Truncated: res.Truncated, Fault: res.Fault}
 		}
 	}
 	return rows
@@ -247,7 +249,7 @@ func segmentsFromRows(rows []segmentRow, omit bool) []traj.Segment {
 		}
 		if res := r.Result; res != nil {
 			segs[i].Result = &traj.ToolResult{OK: res.OK, ErrorClass: res.ErrorClass, Error: res.Error, Content: res.Content,
-				LatencyMS: res.LatencyMS, Truncated: res.Truncated}
+				LatencyMS: res.LatencyMS, Truncated: res.Truncated, Fault: res.Fault}
 		}
 	}
 	return segs

@@ -134,7 +134,10 @@ func segments(segs []traj.Segment) any {
 		}
 		if r := s.Result; r != nil {
 			m["result"] = map[string]any{"ok": r.OK, "error_class": r.ErrorClass, "error": r.Error, "content": r.Content,
-				"latency_ms": r.LatencyMS, "truncated": r.Truncated}
+				"latency_ms": r.LatencyMS, "truncated": r.Truncated, "fault": nil}
+			if r.Fault != "" {
+				m["result"].(map[string]any)["fault"] = r.Fault
+			}
 		}
 		out[i] = m
 	}

@@ -269,7 +269,7 @@ func (r *runner) startGroup(ctx context.Context, p prompt.Prompt) error {
 		if !ok {
 			return fmt.Errorf("sequence %s/%d has no call detector", g.id, s.Index())
 		}
-		sr := &sampleRun{group: g, seq: s, detector: d, episode: r.exec.NewEpisode()}
+		sr := &sampleRun{group: g, seq: s, detector: d, episode: r.exec.NewSeededEpisode(s.Seed())}
 		g.samples = append(g.samples, sr)
 		r.bySeq[s] = sr
 	}

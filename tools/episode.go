@@ -14,14 +14,26 @@ import (
 // Executor.NewEpisode; it is safe for concurrent use.
 type Episode struct {
 	e      *Executor
+	seed   uint64 // the faults' seed (Settings.Faults)
 	mu     sync.Mutex
 	turn   int
 	inTurn int
 	total  int
 }
 
-// NewEpisode starts the call accounting of one trajectory.
-func (e *Executor) NewEpisode() *Episode { return &Episode{e: e, turn: -1} }
+// NewEpisode starts the call accounting of one trajectory; its faults (a
+// tool's Settings.Faults) are drawn with seed 0, as NewSeededEpisode(0).
+func (e *Executor) NewEpisode() *Episode { return e.NewSeededEpisode(0) }
+
+// NewSeededEpisode starts the call accounting of one trajectory whose
+// injected faults are drawn from seed and each call's index among the
+// trajectory's calls (every call the model wrote counts, as for the caps):
+// the same seed and calls give the same faults. The rollout passes the
+// trajectory's sampling seed (traj.Trajectory.Seed), itself a function of
+// the job's seed, the prompt and the sample's index.
+func (e *Executor) NewSeededEpisode(seed uint64) *Episode {
+	return &Episode{e: e, seed: seed, turn: -1}
+}
 
 // Calls is the number of calls counted so far, over-cap ones included.
 func (ep *Episode) Calls() int {
@@ -40,33 +52,35 @@ func (ep *Episode) Exhausted() bool {
 }
 
 // admit counts a call of the given turn and returns the cap it breaks, if any.
-func (ep *Episode) admit(turn int) string {
-	detail, _ := ep.admitCap(turn)
-	return detail
+func (ep *Episode) admit(turn int) (detail string, key callKey) {
+	detail, _, key = ep.admitCap(turn)
+	return detail, key
 }
 
 // admitCap is admit that also says whether the cap broken is the
 // trajectory's (or no calls at all), which ends the trajectory, rather than
-// the turn's, which fails only the call.
-func (ep *Episode) admitCap(turn int) (detail string, trajectoryCap bool) {
+// the turn's, which fails only the call; and the call's identity for
+// fault injection.
+func (ep *Episode) admitCap(turn int) (detail string, trajectoryCap bool, key callKey) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	if turn != ep.turn {
 		ep.turn, ep.inTurn = turn, 0
 	}
+	key = callKey{seed: ep.seed, index: ep.total}
 	ep.inTurn++
 	ep.total++
 	opts := ep.e.opts
 	if opts.NoCalls {
-		return fmt.Sprintf("call %d of the trajectory: no calls are allowed (cap 0)", ep.total), true
+		return fmt.Sprintf("call %d of the trajectory: no calls are allowed (cap 0)", ep.total), true, key
 	}
 	if opts.MaxCallsPerTrajectory > 0 && ep.total > opts.MaxCallsPerTrajectory {
-		return fmt.Sprintf("call %d of the trajectory is past the cap of %d", ep.total, opts.MaxCallsPerTrajectory), true
+		return fmt.Sprintf("call %d of the trajectory is past the cap of %d", ep.total, opts.MaxCallsPerTrajectory), true, key
 	}
 	if opts.MaxCallsPerTurn > 0 && ep.inTurn > opts.MaxCallsPerTurn {
-		return fmt.Sprintf("call %d of turn %d is past the per-turn cap of %d", ep.inTurn, turn, opts.MaxCallsPerTurn), false
+		return fmt.Sprintf("call %d of turn %d is past the per-turn cap of %d", ep.inTurn, turn, opts.MaxCallsPerTurn), false, key
 	}
-	return "", false
+	return "", false, key
 }
 
 // Execute counts a call the model made in the given turn (turns count model
@@ -75,10 +89,11 @@ func (ep *Episode) admitCap(turn int) (detail string, trajectoryCap bool) {
 // over-cap call gets ParseError "over_cap: ..." and a failed result of that
 // class.
 func (ep *Episode) Execute(ctx context.Context, turn int, c Call) (traj.ToolCall, traj.ToolResult) {
-	if detail := ep.admit(turn); detail != "" && c.OK() {
+	detail, key := ep.admit(turn)
+	if detail != "" && c.OK() {
 		c.ErrorClass, c.Error = ClassOverCap, detail
 	}
-	return c.Traj(), ep.e.Execute(ctx, c)
+	return c.Traj(), ep.e.executeAt(ctx, c, &key)
 }
 
 // ExecuteTurn counts the calls one assistant turn made, in order, and runs
@@ -92,8 +107,10 @@ func (ep *Episode) Execute(ctx context.Context, turn int, c Call) (traj.ToolCall
 // cost.
 func (ep *Episode) ExecuteTurn(ctx context.Context, turn int, calls []Call) (tc []traj.ToolCall, results []traj.ToolResult, ended bool) {
 	calls = append([]Call(nil), calls...)
+	keys := make([]callKey, len(calls))
 	for i := range calls {
-		detail, trajectoryCap := ep.admitCap(turn)
+		detail, trajectoryCap, key := ep.admitCap(turn)
+		keys[i] = key
 		if detail != "" && calls[i].OK() {
 			calls[i].ErrorClass, calls[i].Error = ClassOverCap, detail
 		}
@@ -109,7 +126,7 @@ func (ep *Episode) ExecuteTurn(ctx context.Context, turn int, calls []Call) (tc 
 	results = make([]traj.ToolResult, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
-		wg.Go(func() { results[i] = ep.e.Execute(ctx, c) })
+		wg.Go(func() { results[i] = ep.e.executeAt(ctx, c, &keys[i]) })
 	}
 	wg.Wait()
 	return tc, results, false

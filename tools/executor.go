@@ -136,8 +136,9 @@ func Failure(class, detail string) traj.ToolResult {
 }
 
 type outcome struct {
-	res Result
-	err error
+	res   Result
+	err   error
+	fault string // the injected fault that had an effect, if any
 }
 
 // Execute runs one call and returns its result; it never panics and never
@@ -147,11 +148,20 @@ type outcome struct {
 // error class. Waiting for a concurrency slot is bounded by ctx only; the
 // per-call timeout starts once the call holds its slots, and LatencyMS is the
 // time from then to the result.
+//
+// Execute injects no faults (Settings.Faults): a call has an identity to
+// draw them from only in an Episode.
 func (e *Executor) Execute(ctx context.Context, c Call) traj.ToolResult {
-	return e.finish(c.Name, e.execute(ctx, c))
+	return e.finish(c.Name, e.execute(ctx, c, nil))
 }
 
-func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
+// executeAt is Execute with the call's identity for fault injection (nil:
+// none).
+func (e *Executor) executeAt(ctx context.Context, c Call, key *callKey) traj.ToolResult {
+	return e.finish(c.Name, e.execute(ctx, c, key))
+}
+
+func (e *Executor) execute(ctx context.Context, c Call, key *callKey) traj.ToolResult {
 	if !c.OK() {
 		return Failure(c.ErrorClass, c.Error)
 	}
@@ -194,13 +204,25 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 	if timeout <= 0 {
 		timeout = e.opts.DefaultTimeout
 	}
+	var fault faultDraw
+	if key != nil && ent.settings.Faults.Active() {
+		fault = ent.settings.Faults.draw(*key)
+		if fault.kind == FaultTimeout || fault.delay >= timeout {
+			return e.injectedTimeout(c.Name, timeout, fault)
+		}
+	}
 	start := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	done := make(chan outcome, 1)
 	deadline, _ := callCtx.Deadline()
 	go func() {
-		o := e.run(callCtx, ent.tool, args) // run recovers panics
+		var o outcome
+		if fault.kind == "" && fault.delay == 0 {
+			o = e.run(callCtx, ent.tool, args) // run recovers panics
+		} else {
+			o = e.runFaulty(callCtx, c.Name, ent.tool, args, fault)
+		}
 		if late := time.Since(deadline); late > e.opts.OverrunAfter {
 			e.overruns.Add(1)
 			e.opts.Logger.Warn("tool returned long after its deadline", "tool", c.Name, "late", late)
@@ -225,12 +247,13 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 		} else {
 			out = traj.ToolResult{OK: true, Content: o.res.Content}
 		}
+		out.Fault = o.fault
 	case <-callCtx.Done():
 		// The tool has not returned: report at the deadline.
 		if errors.Is(ctx.Err(), context.Canceled) {
 			out = Failure(ClassCanceled, ctx.Err().Error())
 		} else {
-			out = Failure(ClassTimeout, fmt.Sprintf("%s did not finish within %s", c.Name, timeout))
+			out = Failure(ClassTimeout, timeoutDetail(c.Name, timeout))
 		}
 	}
 	if out.ErrorClass == ClassTimeout {
@@ -242,6 +265,11 @@ func (e *Executor) execute(ctx context.Context, c Call) traj.ToolResult {
 		h.observe(elapsed)
 	}
 	return out
+}
+
+// timeoutDetail is a timed-out call's error detail.
+func timeoutDetail(name string, timeout time.Duration) string {
+	return fmt.Sprintf("%s did not finish within %s", name, timeout)
 }
 
 // run calls the tool and turns a panic into an error.

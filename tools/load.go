@@ -33,6 +33,11 @@ import (
 //	      description: ...
 //	      parameters: {type: object, properties: {...}, required: [...]}
 //	    settings: {...}  # the implementation's own settings
+//	    faults:          # optional, per tool: injected failures (faults.go)
+//	      error_rate: 0.05
+//	      timeout_rate: 0.05
+//	      implicit_rate: 0.05   # calculator and search only
+//	      latency: {dist: lognormal, median: 200ms, p99: 2s}   # or a duration
 //
 // An mcp entry expands into every tool of its server and takes no function.
 type fileDoc struct {
@@ -49,6 +54,7 @@ type entryDoc struct {
 	Bracket     string       `yaml:"bracket"`
 	BracketArg  string       `yaml:"bracket_arg"`
 	Settings    yaml.Node    `yaml:"settings"`
+	Faults      *faultsDoc   `yaml:"faults"`
 }
 
 type functionDoc struct {
@@ -91,6 +97,9 @@ func ParseRegistry(ctx context.Context, data []byte, baseDir string) (*Registry,
 	if err := checkPositive(&lines.Defaults, "", entryPositive); err != nil {
 		return nil, fmt.Errorf("defaults: %w", err)
 	}
+	if doc.Defaults.Faults != nil {
+		return nil, fmt.Errorf("defaults: faults (line %d): faults are set per tool, in its entry", keyLine(&lines.Defaults, "faults"))
+	}
 
 	defTimeout, err := parseDuration(doc.Defaults.Timeout)
 	if err != nil {
@@ -102,14 +111,16 @@ func ParseRegistry(ctx context.Context, data []byte, baseDir string) (*Registry,
 	reg := NewRegistry()
 	for i, ent := range doc.Tools {
 		where := fmt.Sprintf("tools[%d]", i)
+		var node *yaml.Node
 		if i < len(lines.Tools) {
+			node = &lines.Tools[i]
 			where += fmt.Sprintf(" (line %d)", lines.Tools[i].Line)
 			if err := checkPositive(&lines.Tools[i], "", entryPositive); err != nil {
 				reg.Close()
 				return nil, fmt.Errorf("%s: %w", where, err)
 			}
 		}
-		if err := addEntry(ctx, reg, ent, doc.Defaults, defTimeout, baseDir); err != nil {
+		if err := addEntry(ctx, reg, ent, node, doc.Defaults, defTimeout, baseDir); err != nil {
 			reg.Close()
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
@@ -131,10 +142,17 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func addEntry(ctx context.Context, reg *Registry, ent, defaults entryDoc, defTimeout time.Duration, baseDir string) error {
+// addEntry builds and registers one entry; node is its YAML node (for the
+// lines of its faults' keys; nil when unknown).
+func addEntry(ctx context.Context, reg *Registry, ent entryDoc, node *yaml.Node, defaults entryDoc, defTimeout time.Duration, baseDir string) error {
 	timeout, err := parseDuration(ent.Timeout)
 	if err != nil {
 		return fmt.Errorf("timeout: %w", err)
+	}
+	faultsNode := mappingValue(node, "faults")
+	faults, err := parseFaults(ent.Faults, faultsNode)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ent.Type, err)
 	}
 	s := Settings{
 		Timeout:     timeout,
@@ -142,6 +160,7 @@ func addEntry(ctx context.Context, reg *Registry, ent, defaults entryDoc, defTim
 		MaxOutput:   ent.MaxOutput,
 		Bracket:     ent.Bracket,
 		BracketArg:  ent.BracketArg,
+		Faults:      faults,
 	}
 	if s.Timeout == 0 {
 		s.Timeout = defTimeout
@@ -185,6 +204,9 @@ func addEntry(ctx context.Context, reg *Registry, ent, defaults entryDoc, defTim
 			if err != nil {
 				return fmt.Errorf("%s: function: %w", ent.Type, err)
 			}
+		}
+		if faults.ImplicitRate > 0 && !supportsImplicit(t) {
+			return fmt.Errorf("%s: faults.implicit_rate (line %d): tool %q cannot make a plausible wrong result (implicit faults are for the calculator and search); use error_rate or timeout_rate", ent.Type, keyLine(faultsNode, "implicit_rate"), t.Name())
 		}
 		if err := reg.Register(t, s); err != nil {
 			return err

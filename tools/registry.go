@@ -32,6 +32,9 @@ type Settings struct {
 	// BracketArg is the argument that receives the bracket text (default: the
 	// schema's only required property, or its only property).
 	BracketArg string
+	// Faults are the failures injected into this tool's calls (zero: none;
+	// see Faults).
+	Faults Faults
 }
 
 // Spec is one tool in the OpenAI function-calling format, as chat templates
@@ -91,6 +94,12 @@ func (r *Registry) Register(t Tool, s Settings) error {
 	}
 	if s.Timeout == 0 {
 		s.Timeout = toolDefaultTimeout(t)
+	}
+	if err := s.Faults.check(); err != nil {
+		return fmt.Errorf("register tool %q: %w", name, err)
+	}
+	if s.Faults.ImplicitRate > 0 && !supportsImplicit(t) {
+		return fmt.Errorf("register tool %q: faults: implicit_rate: the tool cannot make a plausible wrong result (implicit faults are for the calculator and search)", name)
 	}
 	sch, err := compileSchema(name, t.Schema())
 	if err != nil {
@@ -287,9 +296,7 @@ func (r *Registry) Close() error {
 // toolDefaultTimeout is the tool's own default timeout (0: none), looking
 // through a registry file's function override.
 func toolDefaultTimeout(t Tool) time.Duration {
-	if o, ok := t.(*overridden); ok {
-		t = o.Tool
-	}
+	t = unwrapTool(t)
 	if d, ok := t.(interface{ DefaultTimeout() time.Duration }); ok {
 		return d.DefaultTimeout()
 	}

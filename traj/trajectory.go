@@ -99,6 +99,12 @@ type ToolResult struct {
 	LatencyMS float64 `json:"latency_ms,omitempty"`
 	// Truncated is true when Content was cut to the tool's output limit.
 	Truncated bool `json:"truncated,omitempty"`
+	// Fault is the failure the environment injected into the call (a
+	// tools registry entry's faults: block), when it had an effect: error
+	// (ErrorClass tool_error), timeout or latency (ErrorClass timeout: the
+	// drawn latency reached the call's timeout), implicit (OK, but Content
+	// is a plausible wrong result). Empty, and omitted, when none.
+	Fault string `json:"fault,omitempty"`
 }
 
 // Segment is a contiguous span of the response. Start and End are offsets into

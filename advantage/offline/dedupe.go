@@ -118,6 +118,7 @@ func (d *dedupe) hash(t *traj.Trajectory) uint64 {
 			} else {
 				num(0)
 			}
+			str(r.Fault)
 		} else {
 			num(0)
 		}

@@ -97,6 +97,22 @@ def test_v3_names_pass_through():
     assert a["reward"] == b["reward"] and a["reward_parts"] == b["reward_parts"]
 
 
+def test_tool_result_fault_passes_through():
+    # A tool segment's result may carry "fault" (an injected failure, docs/tools.md);
+    # normalize_record keeps segments as they are, with or without it.
+    segs = [{"kind": "model", "turn": 0, "start": 0, "end": 2, "call": {"name": "calculator", "raw": "[CALC: 1+1]"}},
+            {"kind": "tool", "turn": 0, "start": 2, "end": 3,
+             "result": {"ok": True, "content": "3", "fault": "implicit"}},
+            {"kind": "tool", "turn": 0, "start": 3, "end": 5,
+             "result": {"ok": False, "error_class": "timeout", "content": "error: timeout: x", "fault": "timeout"}}]
+    v3 = {k: v for k, v in V2.items() if k not in ("loss_mask", "old_logprobs", "reward")}
+    v3.update(schema="toolrl.advantage/v3", response_mask=V2["loss_mask"],
+              rollout_log_probs=V2["old_logprobs"], reward=1.0, reward_parts={"outcome": 1.0}, segments=segs)
+    a = toolrl.normalize_record(v3)
+    assert a["segments"] == segs
+    assert [s.get("result", {}).get("fault") for s in a["segments"]] == [None, "implicit", "timeout"]
+
+
 def test_v3_with_old_names_is_refused():
     # As the Go decoder does: a v3 record must use v3's names.
     v3 = {k: v for k, v in V2.items() if k not in ("loss_mask", "reward")}

@@ -145,6 +145,9 @@ func Build(docs []Doc, opts Options) *Index {
 // Len is the number of documents.
 func (ix *Index) Len() int { return len(ix.docs) }
 
+// Doc returns the i-th document of the corpus, 0 ≤ i < Len().
+func (ix *Index) Doc(i int) Doc { return ix.docs[i] }
+
 // Terms splits text into lower-cased letter/digit runs.
 func Terms(text string) []string {
 	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {

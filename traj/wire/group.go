@@ -16,7 +16,7 @@ var (
 	modelFields   = []string{"name", "hash", "quantization"}
 	segmentFields = []string{"kind", "turn", "start", "end", "text", "call", "result"}
 	callFields    = []string{"name", "arguments", "raw", "parse_error"}
-	resultFields  = []string{"ok", "error_class", "error", "content", "latency_ms", "truncated"}
+	resultFields  = []string{"ok", "error_class", "error", "content", "latency_ms", "truncated", "fault"}
 	rewardFields  = []string{"reward", "reward_parts"}
 
 	groupFields      = []string{"schema", "group_id", "job_id", "prompt_id", "iteration", "policy_version", "trajectories"}
@@ -446,6 +446,8 @@ func (s *scanner) result(r *traj.ToolResult) error {
 			r.LatencyMS, err = s.float64()
 		case "truncated":
 			r.Truncated, err = s.bool(r.Truncated)
+		case "fault":
+			r.Fault, err = s.str()
 		}
 		return err
 	})
