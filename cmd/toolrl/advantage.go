@@ -18,7 +18,6 @@ import (
 	"github.com/toolrl/toolrl/advantage/offline"
 	"github.com/toolrl/toolrl/advantage/serve"
 	"github.com/toolrl/toolrl/export"
-	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
@@ -107,9 +106,31 @@ and flags are documented in docs/advantage.md.`,
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			return runOfflineAdvantage(ctx, cmd, in, out, offline.Options{
+			opts := offline.FileOptions{Options: offline.Options{
 				Config: cfg, MemoryLimit: limit, SpillDir: spillDir, AllowIncomplete: allowIncomplete, RefBatch: refBatch,
-			}, refModel, refTemperature, rewardParts)
+				Logger: newAdvantageLogger(cmd),
+			}, RewardParts: rewardParts}
+			if refModel != "" {
+				scorer, err := openRefScorer(ctx, "advantage", refModel, refTemperature)
+				if err != nil {
+					return err
+				}
+				defer scorer.Close()
+				opts.RefScorer, opts.RefTemperature = scorer, refTemperature
+			}
+			st, err := offline.RunFiles(ctx, in, out, opts)
+			if ctx.Err() != nil {
+				return exitError{code: exitInterrupted, err: fmt.Errorf("advantage interrupted; %s not written", out)}
+			}
+			if err != nil {
+				return fmt.Errorf("advantage: %w", err)
+			}
+			secs := st.Elapsed.Seconds()
+			fmt.Fprintf(cmd.OutOrStdout(), "advantages: %d trajectories in %d groups -> %d records (%d tokens) in %.2fs, %.0f tokens/s\n",
+				st.Trajectories, st.Groups, st.Records, st.Tokens, secs, float64(st.Tokens)/max(secs, 1e-9))
+			fmt.Fprintf(cmd.OutOrStdout(), "  zero-variance %d (dropped %d), stale %d (dropped %d), incomplete %d, spilled %d, ref-scored %d\n",
+				st.ZeroVariance, st.DroppedZero, st.Stale, st.DroppedStale, st.Incomplete, st.Spilled, st.RefScored)
+			return nil
 		},
 	}
 	fs := cmd.Flags()
@@ -144,52 +165,11 @@ func openRefScorer(ctx context.Context, verb, dir string, temperature float64) (
 	return policy, nil
 }
 
-func runOfflineAdvantage(ctx context.Context, cmd *cobra.Command, in, out string, opts offline.Options, refModel string, refTemperature float64, parts []string) error {
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	opts.Logger = logger
-	if refModel != "" {
-		scorer, err := openRefScorer(ctx, "advantage", refModel, refTemperature)
-		if err != nil {
-			return err
-		}
-		defer scorer.Close()
-		opts.RefScorer, opts.RefTemperature = scorer, refTemperature
-	}
-	src, err := export.OpenTrajectories(in)
-	if err != nil {
-		return fmt.Errorf("advantage: %w", err)
-	}
-	defer src.Close()
-	dst, err := export.CreateAdvantages(out, export.WriterOptions{RewardParts: parts})
-	if err != nil {
-		return fmt.Errorf("advantage: %w", err)
-	}
-	start := time.Now()
-	st, err := offline.Run(ctx, src, dst, opts)
-	if err != nil || ctx.Err() != nil {
-		export.Abort(dst) // the file at --out is replaced only on success
-	} else if cerr := dst.Close(); cerr != nil {
-		err = fmt.Errorf("advantage: close %s: %w", out, cerr)
-	}
-	if ctx.Err() != nil {
-		return exitError{code: exitInterrupted, err: fmt.Errorf("advantage interrupted; %s not written", out)}
-	}
-	if err != nil {
-		return fmt.Errorf("advantage: %w", err)
-	}
-	secs := time.Since(start).Seconds()
-	fmt.Fprintf(cmd.OutOrStdout(), "advantages: %d trajectories in %d groups -> %d records (%d tokens) in %.2fs, %.0f tokens/s\n",
-		st.Trajectories, st.Groups, st.Records, st.Tokens, secs, float64(st.Tokens)/max(secs, 1e-9))
-	fmt.Fprintf(cmd.OutOrStdout(), "  zero-variance %d (dropped %d), stale %d (dropped %d), incomplete %d, spilled %d, ref-scored %d\n",
-		st.ZeroVariance, st.DroppedZero, st.Stale, st.DroppedStale, st.Incomplete, st.Spilled, st.RefScored)
-	return nil
-}
-
 func newAdvantageServeCmd() *cobra.Command {
 	var mathFlags advantageMathFlags
-	var url, job, listen, refModel string
+	var url, job, refModel string
 	var refTemperature float64
-	opts := serve.Options{}
+	opts := serve.RunOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve --redis URL --job JOB",
 		Short: "Consume a job's groups stream and write advantage records to Redis",
@@ -259,7 +239,7 @@ stops reading, commits the batches in flight and exits with status 130.`,
 			case opts.MaxDeliveries < 1:
 				return usageErrorf("advantage serve: --max-deliveries %d, want at least 1", opts.MaxDeliveries)
 			}
-			opts.Job, opts.Config = job, cfg
+			opts.Job, opts.Config, opts.Logger, opts.Build = job, cfg, newAdvantageLogger(cmd), build()
 			ctx, stop := signalContext(cmd)
 			defer stop()
 			if refModel != "" {
@@ -270,13 +250,25 @@ stops reading, commits the batches in flight and exits with status 130.`,
 				defer scorer.Close()
 				opts.RefScorer, opts.RefTemperature = scorer, refTemperature
 			}
-			return runAdvantageService(ctx, cmd, url, listen, opts)
+			err = serve.Run(ctx, url, opts)
+			var refused *serve.OptionsError
+			switch {
+			case errors.As(err, &refused) && refused.Listen:
+				return usageErrorf("advantage serve: --listen: %v", err)
+			case errors.As(err, &refused):
+				return usageErrorf("advantage serve: %v", err)
+			case err != nil:
+				return fmt.Errorf("advantage serve: %w", err)
+			case ctx.Err() != nil:
+				return exitError{code: exitInterrupted, err: errors.New("advantage service stopped by signal after committing its batches")}
+			}
+			return nil
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&url, "redis", "", "Redis URL (redis:// or rediss://; see docs/redis.md)")
 	fs.StringVar(&job, "job", "", "job name: the service uses the keys toolrl:{JOB}:*")
-	fs.StringVar(&listen, "listen", "127.0.0.1:9464", "address for /metrics and /healthz (empty: none)")
+	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:9464", "address for /metrics and /healthz (empty: none)")
 	fs.IntVar(&opts.Workers, "workers", 2, "concurrent consumers")
 	fs.Int64Var(&opts.Batch, "batch", 32, "groups per read and per atomic commit")
 	fs.DurationVar(&opts.ClaimIdle, "claim-idle", 30*time.Second, "claim groups pending this long with another consumer")
@@ -295,34 +287,9 @@ stops reading, commits the batches in flight and exits with status 130.`,
 	return cmd
 }
 
-func runAdvantageService(ctx context.Context, cmd *cobra.Command, url, listen string, opts serve.Options) error {
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	opts.Logger = logger
-	client, err := stream.Connect(ctx, url, stream.ConnectOptions{ClientName: "toolrl-advantage"})
-	if err != nil {
-		return fmt.Errorf("advantage serve: %w", err)
-	}
-	defer client.Close()
-	opts.Registry = metricsserver.NewRegistry(build())
-	svc, err := serve.New(client, opts)
-	if err != nil {
-		return usageErrorf("advantage serve: %v", err)
-	}
-	if listen != "" {
-		srv, err := metricsserver.Start(listen, svc.Handler(), logger)
-		if err != nil {
-			return usageErrorf("advantage serve: --listen: %v", err)
-		}
-		defer srv.Close()
-	}
-	logger.Info("advantage service", "redis", stream.Redact(url), "job", opts.Job)
-	if err := svc.Run(ctx); err != nil {
-		return fmt.Errorf("advantage serve: %w", err)
-	}
-	if ctx.Err() != nil {
-		return exitError{code: exitInterrupted, err: errors.New("advantage service stopped by signal after committing its batches")}
-	}
-	return nil
+// newAdvantageLogger is the advantage verbs' log: text on stderr, from Info.
+func newAdvantageLogger(cmd *cobra.Command) *slog.Logger {
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // parseBytes reads a size such as 512MiB, 2GiB, 100MB or 1048576.
