@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +16,7 @@ import (
 	"github.com/toolrl/toolrl/advantage/offline"
 	"github.com/toolrl/toolrl/advantage/serve"
 	"github.com/toolrl/toolrl/export"
+	"github.com/toolrl/toolrl/internal/bytesize"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/setting"
 	"github.com/toolrl/toolrl/stream"
@@ -100,9 +99,9 @@ and flags are documented in docs/advantage.md.`,
 			if err != nil {
 				return err
 			}
-			limit, err := parseBytes(memLimit)
+			limit, err := bytesize.Parse(memLimit)
 			if err != nil {
-				return usageErrorf("advantage: --memory-limit: %v", err)
+				return usageErrorf("advantage: --memory-limit %q: %v", memLimit, err)
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
@@ -290,25 +289,4 @@ stops reading, commits the batches in flight and exits with status 130.`,
 // newAdvantageLogger is the advantage verbs' log: text on stderr, from Info.
 func newAdvantageLogger(cmd *cobra.Command) *slog.Logger {
 	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-// parseBytes reads a size such as 512MiB, 2GiB, 100MB or 1048576.
-func parseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("%q is not a positive size (e.g. 256MiB)", s)
-	}
-	return int64(v * float64(mult)), nil
 }

@@ -126,6 +126,7 @@ func TestAdvantageCmdUsageErrors(t *testing.T) {
 		{"--in", in, "--out", filepath.Join(dir, "x.jsonl"), "--mode", "sideways"},
 		{"--in", in, "--out", filepath.Join(dir, "x.jsonl"), "--kl-coef", "0.1"},
 		{"--in", in, "--out", filepath.Join(dir, "x.jsonl"), "--memory-limit", "lots"},
+		{"--in", in, "--out", filepath.Join(dir, "x.jsonl"), "--memory-limit", "NaN"},
 		{"serve", "--job", "j"},
 		{"serve", "--redis", "redis://h", "--job", "a{b}"},
 		{"serve", "--redis", "http://h", "--job", "j"},
