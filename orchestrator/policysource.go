@@ -88,3 +88,38 @@ func (s *RedisPolicySource) Latest(ctx context.Context) (PolicyRef, bool, error)
 
 // String names the source in logs.
 func (s *RedisPolicySource) String() string { return fmt.Sprintf("redis key %s", s.keys.Policy) }
+
+// WatchRedis is the --watch value that follows the job's Redis policy
+// pointer (RedisPolicySource) instead of a policy store folder.
+const WatchRedis = "redis"
+
+// WatchError is a --watch value that names no usable source: the user's to
+// fix (the CLI exits 2).
+type WatchError struct{ Err error }
+
+func (e *WatchError) Error() string { return e.Err.Error() }
+func (e *WatchError) Unwrap() error { return e.Err }
+
+// OpenPolicySource is the source of hot reloads a --watch value names: none
+// for "", the job's Redis pointer for WatchRedis (client must then be set),
+// else a policy store folder. Its errors are *WatchError.
+func OpenPolicySource(watch string, client goredis.UniversalClient, job string) (PolicySource, error) {
+	switch watch {
+	case "":
+		return nil, nil
+	case WatchRedis:
+		if client == nil {
+			return nil, &WatchError{errors.New("--watch redis needs --redis URL, --job J and --worker (it follows the job's policy pointer)")}
+		}
+		src, err := NewRedisPolicySource(client, job)
+		if err != nil {
+			return nil, &WatchError{err}
+		}
+		return src, nil
+	}
+	src, err := NewStorePolicySource(watch)
+	if err != nil {
+		return nil, &WatchError{fmt.Errorf("--watch %s: %v", watch, err)}
+	}
+	return src, nil
+}

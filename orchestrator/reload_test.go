@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -551,5 +552,22 @@ func waitStreamLen(t *testing.T, ctx context.Context, client goredis.UniversalCl
 			t.Fatalf("%s held fewer than %d entries after 60 s", stream, n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// OpenPolicySource reads a --watch value: none, the Redis pointer (which
+// needs a client), or a store folder; what names no usable source is a
+// *WatchError naming the value.
+func TestOpenPolicySource(t *testing.T) {
+	if src, err := OpenPolicySource("", nil, "j"); src != nil || err != nil {
+		t.Errorf("no --watch: %v, %v", src, err)
+	}
+	var we *WatchError
+	if _, err := OpenPolicySource(WatchRedis, nil, "j"); !errors.As(err, &we) || !strings.Contains(err.Error(), "--watch redis needs --redis") {
+		t.Errorf("redis without a client: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "nowhere")
+	if _, err := OpenPolicySource(missing, nil, "j"); !errors.As(err, &we) || !strings.Contains(err.Error(), "--watch "+missing) {
+		t.Errorf("missing store: %v", err)
 	}
 }

@@ -126,7 +126,7 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 			if dist.worker {
 				return usageErrorf("--worker needs --redis URL and --job J")
 			}
-			if dist.watch == watchRedis {
+			if dist.watch == orchestrator.WatchRedis {
 				return usageErrorf("--watch redis needs --redis URL, --job J and --worker (it follows the job's policy pointer)")
 			}
 			if set("min-policy-version") {
@@ -141,13 +141,9 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 			if err := checkRolloutOutput(job, jobFile); err != nil {
 				return err
 			}
-			var policy orchestrator.PolicySource
-			if dist.watch != "" {
-				src, err := orchestrator.NewStorePolicySource(dist.watch)
-				if err != nil {
-					return usageErrorf("--watch %s: %v", dist.watch, err)
-				}
-				policy = src
+			policy, err := orchestrator.OpenPolicySource(dist.watch, nil, "")
+			if err != nil {
+				return usageError{err}
 			}
 			return runRollout(cmd, job, nil, iteration, policy, report)
 		},
@@ -189,9 +185,6 @@ func usageErrorIf(err error) error {
 	}
 	return usageError{err}
 }
-
-// watchRedis is the --watch value that follows the job's Redis policy pointer.
-const watchRedis = "redis"
 
 type distributedFlags struct {
 	url              string
@@ -252,17 +245,9 @@ func runDistributed(cmd *cobra.Command, job orchestrator.Job, dist distributedFl
 	if err := checkRolloutOutput(job, ""); err != nil {
 		return err
 	}
-	var policy orchestrator.PolicySource
-	switch dist.watch {
-	case "":
-	case watchRedis:
-		if policy, err = orchestrator.NewRedisPolicySource(client, job.ID.Get()); err != nil {
-			return usageError{err}
-		}
-	default:
-		if policy, err = orchestrator.NewStorePolicySource(dist.watch); err != nil {
-			return usageErrorf("--watch %s: %v", dist.watch, err)
-		}
+	policy, err := orchestrator.OpenPolicySource(dist.watch, client, job.ID.Get())
+	if err != nil {
+		return usageError{err}
 	}
 	// The feed rides out a Redis restart as long as the sink does (retry=).
 	retry, err := stream.WriteRetry(dist.url)
