@@ -82,6 +82,38 @@ func (p *Progress) Eval(ev EvalMetrics) {
 	p.println(line)
 }
 
+// Describe is the run in one line, as toolrl train prints it when it starts:
+// iterations, prompts and G, how on-policy it is, where it is distributed
+// (redisURL, already redacted; "" for one process) and how workers are
+// started, the rollout quantization, and out.
+func (c *Config) Describe(redisURL string) string {
+	mode := "on-policy"
+	if redisURL != "" {
+		staleness := int64(0)
+		if o, err := c.LearnerOptions(); err == nil {
+			staleness = o.MaxStaleness
+		}
+		mode = fmt.Sprintf("records up to max_staleness %d versions behind", staleness)
+	}
+	if c.Async.Get() {
+		mode = "async (one version of staleness)"
+	}
+	if redisURL != "" {
+		job := c.Rollout.ID.Get()
+		mode += fmt.Sprintf(", distributed on %s (job %s: start workers with toolrl rollout --worker --follow --watch redis --redis URL --job %s, and toolrl advantage serve --redis URL --job %s)",
+			redisURL, job, job, job)
+	}
+	if q, _ := c.Quantization(); q.Enabled() {
+		mode += fmt.Sprintf(", %s rollouts (actors sample each version's quantized copy; the learner trains float32", q)
+		if redisURL != "" {
+			mode += fmt.Sprintf("; start workers with --model %s", filepath.Join(c.Out.Get(), BaseQuantizedDir))
+		}
+		mode += ")"
+	}
+	return fmt.Sprintf("%d iterations × %d prompts × G=%d, %s, out %s",
+		c.Iterations.Get(), c.PromptsPerIteration.Get(), c.Rollout.GroupSize.Get(), mode, c.Out.Get())
+}
+
 // Write prints the run's end-of-run summary: how it ended, the last
 // iteration's and evaluation's figures, and where its files are.
 func (r Result) Write(w io.Writer) {

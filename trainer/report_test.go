@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolrl/toolrl/setting"
 )
 
 // The summary and the progress lines say what a person needs: how the run
@@ -33,5 +35,26 @@ func TestReportLines(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("progress lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// The start line says the shape of the run and how to start its workers.
+func TestDescribe(t *testing.T) {
+	c := smallConfig(t, t.TempDir(), false)
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Describe(""); !strings.HasPrefix(got, "3 iterations × 8 prompts × G=") || !strings.Contains(got, ", on-policy, out ") {
+		t.Errorf("one process: %s", got)
+	}
+	got := c.Describe("redis://h:1/0")
+	for _, want := range []string{"records up to max_staleness 1 versions behind", "distributed on redis://h:1/0 (job t:", "--watch redis --redis URL --job t"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("distributed: %s lacks %q", got, want)
+		}
+	}
+	c.Async = setting.Of(true)
+	if got := c.Describe(""); !strings.Contains(got, "async (one version of staleness)") {
+		t.Errorf("async: %s", got)
 	}
 }

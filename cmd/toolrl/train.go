@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -107,13 +106,6 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 	ctx := watch.Context()
 	progress := trainer.NewProgress(stderr, cfg.Iterations.Get())
 	opts := trainer.Options{Resume: resume, Logger: logger, OnIteration: progress.Iteration, OnEval: progress.Eval}
-	mode := "on-policy"
-	if redisURL != "" {
-		mode = fmt.Sprintf("records up to max_staleness %d versions behind", derefStaleness(cfg))
-	}
-	if cfg.Async.Get() {
-		mode = "async (one version of staleness)"
-	}
 	if redisURL != "" {
 		if _, err := stream.ParseURL(redisURL, stream.ConnectOptions{}); err != nil {
 			return usageErrorf("train: --redis: %v", err)
@@ -124,18 +116,8 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 		}
 		defer client.Close()
 		opts.Redis = client
-		mode += fmt.Sprintf(", distributed on %s (job %s: start workers with toolrl rollout --worker --follow --watch redis --redis URL --job %s, and toolrl advantage serve --redis URL --job %s)",
-			stream.Redact(redisURL), cfg.Rollout.ID.Get(), cfg.Rollout.ID.Get(), cfg.Rollout.ID.Get())
 	}
-	if q, _ := cfg.Quantization(); q.Enabled() {
-		mode += fmt.Sprintf(", %s rollouts (actors sample each version's quantized copy; the learner trains float32", q)
-		if redisURL != "" {
-			mode += fmt.Sprintf("; start workers with --model %s", filepath.Join(cfg.Out.Get(), trainer.BaseQuantizedDir))
-		}
-		mode += ")"
-	}
-	fmt.Fprintf(stderr, "train: %d iterations × %d prompts × G=%d, %s, out %s\n",
-		cfg.Iterations.Get(), cfg.PromptsPerIteration.Get(), cfg.Rollout.GroupSize.Get(), mode, cfg.Out.Get())
+	fmt.Fprintln(stderr, "train: "+cfg.Describe(stream.Redact(redisURL)))
 	type outcome struct {
 		res trainer.Result
 		err error
@@ -163,13 +145,4 @@ func runTrain(cmd *cobra.Command, cfg trainer.Config, resume bool, redisURL stri
 		return exitError{code: exitInterrupted, err: fmt.Errorf("training stopped by signal after iteration %d (version %d); continue with --resume", res.LastIteration, res.Version)}
 	}
 	return nil
-}
-
-// derefStaleness is the learner's staleness bound the config sets.
-func derefStaleness(cfg trainer.Config) int64 {
-	o, err := cfg.LearnerOptions()
-	if err != nil {
-		return 0
-	}
-	return o.MaxStaleness
 }
