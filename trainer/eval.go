@@ -43,7 +43,8 @@ func (r *run) evaluate(ctx context.Context, k int) (EvalMetrics, error) {
 // model through the orchestrator (the rollout's own loop, tools, scoring and
 // accounting; nothing is written: job.Out is not opened) and returns the
 // figures, overall and split by the values of each prompt meta field in
-// splitBy, with the groups sampled.
+// splitBy, with each set's counts per prompt (RolloutStats.PerPrompt, in
+// the order of prompts), and the groups sampled, as the sink received them.
 func Evaluate(ctx context.Context, job orchestrator.Job, prompts []prompt.Prompt, splitBy []string, logger *slog.Logger) (EvalMetrics, []traj.Group, error) {
 	if err := job.Normalize(); err != nil {
 		return EvalMetrics{}, nil, err
@@ -56,11 +57,13 @@ func Evaluate(ctx context.Context, job orchestrator.Job, prompts []prompt.Prompt
 	if err != nil {
 		return EvalMetrics{}, nil, fmt.Errorf("evaluate %s (version %d): %w", job.Model.Get(), job.PolicyVersion.Get(), err)
 	}
+	groups := inPromptOrder(mem.Groups, prompts)
 	ev := EvalMetrics{PolicyVersion: job.PolicyVersion.Get(), Prompts: len(prompts), Overall: statsOf(sum)}
+	ev.Overall.PerPrompt = promptCounts(groups, &job)
 	if len(splitBy) > 0 {
 		ev.Split = map[string]map[string]RolloutStats{}
 		for _, field := range splitBy {
-			split, err := splitGroups(field, mem.Groups, &job)
+			split, err := splitGroups(field, groups, &job)
 			if err != nil {
 				return ev, mem.Groups, err
 			}
@@ -68,6 +71,28 @@ func Evaluate(ctx context.Context, job orchestrator.Job, prompts []prompt.Prompt
 		}
 	}
 	return ev, mem.Groups, nil
+}
+
+// inPromptOrder sorts groups (a sink receives them as they finish) by
+// their prompt's place in prompts, so that the counts per prompt of two
+// evaluations of the same prompts line up; a group of a prompt not in
+// prompts (none is expected) goes last, in the order received.
+func inPromptOrder(groups []traj.Group, prompts []prompt.Prompt) []traj.Group {
+	place := make(map[string]int, len(prompts))
+	for i, p := range prompts {
+		if _, seen := place[p.ID]; !seen {
+			place[p.ID] = i
+		}
+	}
+	rank := func(g traj.Group) int {
+		if i, ok := place[g.PromptID]; ok {
+			return i
+		}
+		return len(prompts)
+	}
+	out := slices.Clone(groups)
+	slices.SortStableFunc(out, func(a, b traj.Group) int { return rank(a) - rank(b) })
+	return out
 }
 
 // splitGroups splits the groups by the value of the prompts' meta field

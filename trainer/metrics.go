@@ -33,6 +33,26 @@ type RolloutStats struct {
 	// GroupsWithSignal is the share of groups whose rewards are not all equal.
 	GroupsWithSignal float64 `json:"groups_with_signal"`
 	Seconds          float64 `json:"seconds"`
+	// PerPrompt are the counts behind the rates, prompt by prompt: what an
+	// interval over prompts needs (the G samples of one prompt are
+	// correlated). An evaluation fills it, overall and for each split
+	// value; a rollout's figures (metrics.jsonl) and eval.jsonl lines
+	// written before it existed have none.
+	PerPrompt *PromptCounts `json:"per_prompt,omitempty"`
+}
+
+// PromptCounts are a set of groups' counts per prompt, as columns: entry j
+// of every slice is the j-th prompt's, in the order of the evaluation's
+// prompts (a split holds its own prompts, in that order). All slices have
+// one entry per group; Correct and WithCall are at most Samples.
+type PromptCounts struct {
+	// Samples are the prompt's trajectories (the group size G); Correct
+	// those whose final answer is right; WithCall those with at least one
+	// tool call; Calls the tool calls of all of them (every outcome).
+	Samples  []int `json:"samples"`
+	Correct  []int `json:"correct"`
+	WithCall []int `json:"with_call"`
+	Calls    []int `json:"calls"`
 }
 
 // invalidCallClasses are the call outcomes that count as invalid calls: the
@@ -119,19 +139,48 @@ type EvalMetrics struct {
 }
 
 // groupStats folds groups into RolloutStats with the orchestrator's
-// accounting and the job's own answer check (the job must be normalized).
+// accounting and the job's own answer check (the job must be normalized),
+// with the groups' counts per prompt in the order given.
 func groupStats(groups []traj.Group, job *orchestrator.Job) RolloutStats {
 	sum := orchestrator.NewSummary(job.ID.Get())
 	for i := range groups {
-		g := &groups[i]
-		correct := make([]bool, len(g.Trajectories))
-		for j := range g.Trajectories {
-			t := g.Trajectories[j] // Score sets the reward; score a copy
-			correct[j] = job.Rewards.Score(&t, t.Answer)
-		}
-		sum.AddGroup(g, correct)
+		sum.AddGroup(&groups[i], correctness(&groups[i], job))
 	}
-	return statsOf(sum)
+	st := statsOf(sum)
+	st.PerPrompt = promptCounts(groups, job)
+	return st
+}
+
+// correctness is whether each of g's trajectories is right by the job's
+// answer check.
+func correctness(g *traj.Group, job *orchestrator.Job) []bool {
+	correct := make([]bool, len(g.Trajectories))
+	for j := range g.Trajectories {
+		t := g.Trajectories[j] // Score sets the reward; score a copy
+		correct[j] = job.Rewards.Score(&t, t.Answer)
+	}
+	return correct
+}
+
+// promptCounts counts each group's samples, right answers, samples with a
+// call and calls, one entry per group in the order given, with the
+// orchestrator's accounting (one Summary per group, so that the counts sum
+// to the figures statsOf reports) and the job's answer check.
+func promptCounts(groups []traj.Group, job *orchestrator.Job) *PromptCounts {
+	pc := &PromptCounts{
+		Samples: make([]int, len(groups)), Correct: make([]int, len(groups)),
+		WithCall: make([]int, len(groups)), Calls: make([]int, len(groups)),
+	}
+	for i := range groups {
+		sum := orchestrator.NewSummary(job.ID.Get())
+		sum.AddGroup(&groups[i], correctness(&groups[i], job))
+		calls := 0
+		for _, c := range sum.Calls {
+			calls += c
+		}
+		pc.Samples[i], pc.Correct[i], pc.WithCall[i], pc.Calls[i] = sum.Trajectories, sum.Correct, sum.TrajectoriesWithCall, calls
+	}
+	return pc
 }
 
 // advantageStats counts records, zero-variance groups and the mean |A| over

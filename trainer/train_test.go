@@ -104,6 +104,9 @@ func TestTrainThreeIterations(t *testing.T) {
 	if e := evs[0]; e.PolicyVersion != 0 || e.Prompts != 16 || len(e.Split["difficulty"]) != 2 || e.Overall.Trajectories != 32 {
 		t.Errorf("eval of version 0: %+v", e)
 	}
+	for _, e := range evs {
+		checkPromptCounts(t, e)
+	}
 	// Determinism: a second run, same seed.
 	if _, err := Train(context.Background(), smallConfig(t, outB, false), Options{}); err != nil {
 		t.Fatal(err)
