@@ -45,13 +45,40 @@ type quantity struct {
 type kind struct {
 	name   string
 	points func(Run) plotter.XYs
-	// band, when set, gives each point's 95% interval (a Wilson interval of
-	// a share over the point's trajectories), drawn as a shaded band.
+	// band, when set, gives each point's 95% interval (of a share: over
+	// the evaluation's prompts, or Wilson's over its trajectories where
+	// eval.jsonl has no counts per prompt), drawn as a shaded band.
 	band func(Run) []interval
 }
 
-// interval is one point's confidence interval, in the point's units.
-type interval struct{ lo, hi float64 }
+// interval is one point's confidence interval, in the point's units, and
+// how it was computed.
+type interval struct {
+	lo, hi float64
+	method Method
+}
+
+// intervalOf is a share's interval.
+func intervalOf(s Share) interval { return interval{lo: s.Lo, hi: s.Hi, method: s.Method} }
+
+// bandNote says in a legend how a band's intervals were computed.
+func bandNote(band []interval) string {
+	prompts, samples := 0, 0
+	for _, b := range band {
+		if b.method == OverPrompts {
+			prompts++
+		} else {
+			samples++
+		}
+	}
+	switch {
+	case samples == 0:
+		return "95% band over prompts"
+	case prompts == 0:
+		return "95% Wilson band over samples"
+	}
+	return fmt.Sprintf("95%% band over prompts, Wilson over samples at %d of %d points", samples, len(band))
+}
 
 // quantities are the standard charts, in the order they are written.
 var quantities = []quantity{
@@ -61,11 +88,11 @@ var quantities = []quantity{
 	{file: "accuracy.png", title: "Accuracy", yLabel: "accuracy (% of trajectories right)", axis: share,
 		kinds: []kind{{name: "rollout", points: rollout(func(s trainer.RolloutStats) float64 { return s.Accuracy })},
 			{name: "eval", points: eval(func(s trainer.RolloutStats) float64 { return s.Accuracy }),
-				band: evalWilson(func(s trainer.RolloutStats) float64 { return s.Accuracy })}}},
+				band: evalBand(Accuracy)}}},
 	{file: "call_rate.png", title: "Tool call rate", yLabel: "call rate (% of trajectories with a tool call)", axis: share,
 		kinds: []kind{{name: "rollout", points: rollout(func(s trainer.RolloutStats) float64 { return s.CallRate })},
 			{name: "eval", points: eval(func(s trainer.RolloutStats) float64 { return s.CallRate }),
-				band: evalWilson(func(s trainer.RolloutStats) float64 { return s.CallRate })}}},
+				band: evalBand(CallRate)}}},
 	{file: "calls_per_trajectory.png", title: "Tool calls per trajectory", yLabel: "tool calls (mean per trajectory)", axis: fromZero,
 		kinds: []kind{{name: "rollout", points: rollout(func(s trainer.RolloutStats) float64 { return s.CallsPerTrajectory })},
 			{name: "eval", points: eval(func(s trainer.RolloutStats) float64 { return s.CallsPerTrajectory })}}},
@@ -89,15 +116,14 @@ var quantities = []quantity{
 		kinds: []kind{{name: "learner", points: update(func(m learner.Metrics) float64 { return m.Entropy })}}},
 }
 
-// evalWilson gives each evaluation's 95% Wilson interval of the share f
-// over its trajectories, point for point with eval(f).
-func evalWilson(f func(trainer.RolloutStats) float64) func(Run) []interval {
+// evalBand gives each evaluation's 95% interval of the share f (Accuracy,
+// CallRate), point for point with eval.
+func evalBand(f func(trainer.RolloutStats) Share) func(Run) []interval {
 	return func(r Run) []interval {
 		var out []interval
 		for _, e := range r.Evals {
 			if e.Overall.Trajectories > 0 {
-				lo, hi := Wilson(f(e.Overall), e.Overall.Trajectories)
-				out = append(out, interval{lo, hi})
+				out = append(out, intervalOf(f(e.Overall)))
 			}
 		}
 		return out
@@ -204,9 +230,10 @@ func charts(runs []Run) []chart {
 	splits := []struct {
 		name, file, yLabel string
 		value              func(trainer.RolloutStats) float64
+		share              func(trainer.RolloutStats) Share
 	}{
-		{"accuracy", "eval_accuracy_by_", "accuracy (% of trajectories right)", func(s trainer.RolloutStats) float64 { return s.Accuracy }},
-		{"call rate", "eval_call_rate_by_", "call rate (% of trajectories with a tool call)", func(s trainer.RolloutStats) float64 { return s.CallRate }},
+		{"accuracy", "eval_accuracy_by_", "accuracy (% of trajectories right)", func(s trainer.RolloutStats) float64 { return s.Accuracy }, Accuracy},
+		{"call rate", "eval_call_rate_by_", "call rate (% of trajectories with a tool call)", func(s trainer.RolloutStats) float64 { return s.CallRate }, CallRate},
 	}
 	for _, field := range splitFields(runs) {
 		values := splitValues(runs, field)
@@ -224,8 +251,7 @@ func charts(runs []Run) []chart {
 					for _, e := range r.Evals {
 						if st, ok := e.Split[field][value]; ok && st.Trajectories > 0 {
 							xy = append(xy, plotter.XY{X: float64(e.Iteration), Y: q.value(st)})
-							lo, hi := Wilson(q.value(st), st.Trajectories)
-							band = append(band, interval{lo, hi})
+							band = append(band, intervalOf(q.share(st)))
 						}
 					}
 					c.series = append(c.series, series{label: label, run: i, color: i, kind: v % 4, points: xy, band: band})

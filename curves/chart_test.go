@@ -153,3 +153,47 @@ func TestWriteDrawsEveryChart(t *testing.T) {
 		t.Errorf("%d charts, want at least %d", len(written), len(quantities))
 	}
 }
+
+// TestBandsOverPrompts: an evaluation with counts per prompt gets its band
+// over prompts, overall and in the split charts, one without falls back to
+// Wilson's; the legend says which.
+func TestBandsOverPrompts(t *testing.T) {
+	// 16 prompts × 8 samples, each prompt all right or all wrong (3 in 4
+	// right), so the band over prompts is √8 times as wide as Wilson's.
+	counts := func() (trainer.RolloutStats, trainer.RolloutStats) {
+		all := &trainer.PromptCounts{}
+		for j := range 16 {
+			right := 0
+			if j%4 != 0 {
+				right = 8
+			}
+			all.Samples = append(all.Samples, 8)
+			all.Correct = append(all.Correct, right)
+			all.WithCall = append(all.WithCall, 8-right)
+			all.Calls = append(all.Calls, 8-right)
+		}
+		st := trainer.RolloutStats{Groups: 16, Trajectories: 128, Accuracy: 0.75, CallRate: 0.25, PerPrompt: all}
+		return st, st
+	}
+	withCounts, easy := counts()
+	run := Run{Label: "r", Iterations: []trainer.IterationMetrics{{Iteration: 1, Rollout: trainer.RolloutStats{Trajectories: 8, Accuracy: 0.5}}},
+		Evals: []trainer.EvalMetrics{
+			{Iteration: 0, Overall: trainer.RolloutStats{Groups: 16, Trajectories: 128, Accuracy: 0.75, CallRate: 0.25}}, // an old line
+			{Iteration: 1, Overall: withCounts, Split: map[string]map[string]trainer.RolloutStats{"difficulty": {"easy": easy}}},
+		}}
+	cs := charts([]Run{run})
+	ev := chartNamed(t, cs, "accuracy.png").series[1]
+	if len(ev.band) != 2 || ev.band[0].method != OverSamples || ev.band[1].method != OverPrompts {
+		t.Fatalf("accuracy bands %+v, want Wilson then over prompts", ev.band)
+	}
+	if w0, w1 := ev.band[0].hi-ev.band[0].lo, ev.band[1].hi-ev.band[1].lo; w1 < 2.5*w0 {
+		t.Errorf("band over prompts %.3f wide, Wilson's %.3f: want about √8 times as wide", w1, w0)
+	}
+	if note := bandNote(ev.band); note != "95% band over prompts, Wilson over samples at 1 of 2 points" {
+		t.Errorf("legend note %q", note)
+	}
+	split := chartNamed(t, cs, "eval_call_rate_by_difficulty.png").series[0]
+	if len(split.band) != 1 || split.band[0].method != OverPrompts || bandNote(split.band) != "95% band over prompts" {
+		t.Errorf("split band %+v (%s), want over prompts", split.band, bandNote(split.band))
+	}
+}

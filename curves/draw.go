@@ -178,7 +178,7 @@ func (c chart) render(w, h int) ([]byte, error) {
 		}
 		label := shorten(s.label, 48)
 		if len(band) > 0 {
-			label += " (95% band)"
+			label += " (" + bandNote(s.band) + ")"
 		}
 		if dropped > 0 {
 			label += fmt.Sprintf(" (%d points ≤ 0 not drawn)", dropped)

@@ -17,7 +17,7 @@ func Wilson(p float64, n int) (lo, hi float64) {
 	if n <= 0 {
 		return 0, 1
 	}
-	const z = 1.959963984540054
+	const z = z95
 	fn := float64(n)
 	d := 1 + z*z/fn
 	c := (p + z*z/(2*fn)) / d
@@ -25,31 +25,30 @@ func Wilson(p float64, n int) (lo, hi float64) {
 	return max(0, c-h), min(1, c+h)
 }
 
-// percent formats a proportion over n trials with its 95% interval.
-func percent(p float64, n int) string {
-	lo, hi := Wilson(p, n)
-	return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*p, 100*lo, 100*hi)
-}
-
 // WriteTable writes a markdown table of each run's held-out evaluation: the
 // first (the starting policy) and the last evaluated version, overall and
-// by each split field's values, with 95% Wilson intervals over the
-// evaluation's samples (trajectories). The interval treats samples as
-// independent; the G samples of one prompt are correlated, so it is
-// narrower than an interval over prompts would be. Runs without evaluations
-// are listed without figures.
+// by each split field's values, accuracy and call rate with 95% intervals
+// over the evaluation's prompts (ClusterRobust), or, for an eval.jsonl line
+// without counts per prompt, Wilson's over its samples (which treats the G
+// correlated samples of a prompt as independent and is narrower); the last
+// column names the method of the row. Runs without evaluations are listed
+// without figures.
 func WriteTable(w io.Writer, runs []Run) error {
 	var b strings.Builder
-	b.WriteString("| run | version (iteration) | split | samples | accuracy | call rate | calls / trajectory | invalid calls | timeouts |\n")
-	b.WriteString("|---|---|---|---:|---|---|---:|---:|---:|\n")
+	b.WriteString("| run | version (iteration) | split | samples | accuracy | call rate | calls / trajectory | invalid calls | timeouts | 95% interval |\n")
+	b.WriteString("|---|---|---|---:|---|---|---:|---:|---:|---|\n")
 	row := func(run, version, split string, s trainer.RolloutStats) {
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %.2f | %.1f%% | %.1f%% |\n", run, version, split, s.Trajectories,
-			percent(s.Accuracy, s.Trajectories), percent(s.CallRate, s.Trajectories), s.CallsPerTrajectory,
-			100*s.InvalidCallRate, 100*s.TimeoutRate)
+		acc := Accuracy(s)
+		method := string(acc.Method)
+		if acc.Method == OverPrompts {
+			method = fmt.Sprintf("over %d prompts (CR1)", len(s.PerPrompt.Samples))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %.2f | %.1f%% | %.1f%% | %s |\n", run, version, split, s.Trajectories,
+			acc, CallRate(s), s.CallsPerTrajectory, 100*s.InvalidCallRate, 100*s.TimeoutRate, method)
 	}
 	for _, r := range runs {
 		if len(r.Evals) == 0 {
-			fmt.Fprintf(&b, "| %s | (no evaluation) | | | | | | | |\n", r.Label)
+			fmt.Fprintf(&b, "| %s | (no evaluation) | | | | | | | | |\n", r.Label)
 			continue
 		}
 		evals := []trainer.EvalMetrics{r.Evals[0]}
