@@ -26,10 +26,12 @@ type evalColumn struct {
 }
 
 // WriteTable prints ev as a table with one column for all prompts and
-// one per value of each split field. The figures are ev's; the one figure
-// EvalMetrics lacks, groups with unequal correctness, is counted from the
-// groups with the job's own answer check (job.Rewards.Score, as the
-// orchestrator's accounting does; the job must be normalized).
+// one per value of each split field. The figures are ev's, accuracy and
+// call rate with their 95% intervals over prompts (curves.Accuracy,
+// curves.CallRate, from ev's counts per prompt); the one figure EvalMetrics
+// lacks, groups with unequal correctness, is counted from the groups with
+// the job's own answer check (job.Rewards.Score, as the orchestrator's
+// accounting does; the job must be normalized).
 func WriteTable(w io.Writer, job *orchestrator.Job, ev trainer.EvalMetrics, groups []traj.Group, splitBy []string) error {
 	cols := []*evalColumn{{name: "all", stats: ev.Overall}}
 	byName := map[string]*evalColumn{"all": cols[0]}
@@ -75,11 +77,9 @@ func WriteTable(w io.Writer, job *orchestrator.Job, ev trainer.EvalMetrics, grou
 		{"prompts", func(c *evalColumn) string { return fmt.Sprint(c.stats.Groups) }},
 		{"samples", func(c *evalColumn) string { return fmt.Sprint(c.stats.Trajectories) }},
 		{"accuracy", func(c *evalColumn) string { return share(c.stats.Accuracy, c.stats.Trajectories) }},
-		{"  95% interval (Wilson)", func(c *evalColumn) string {
-			lo, hi := curves.Wilson(c.stats.Accuracy, c.stats.Trajectories)
-			return fmt.Sprintf("%.1f–%.1f%%", 100*lo, 100*hi)
-		}},
+		{intervalLabel, func(c *evalColumn) string { return interval(curves.Accuracy(c.stats)) }},
 		{"call rate", func(c *evalColumn) string { return share(c.stats.CallRate, c.stats.Trajectories) }},
+		{intervalLabel, func(c *evalColumn) string { return interval(curves.CallRate(c.stats)) }},
 		{"calls per trajectory", func(c *evalColumn) string { return fmt.Sprintf("%.2f", c.stats.CallsPerTrajectory) }},
 		{"invalid calls", func(c *evalColumn) string { return share(c.stats.InvalidCallRate, calls(c.stats)) }},
 		{"timeouts", func(c *evalColumn) string { return share(c.stats.TimeoutRate, calls(c.stats)) }},
@@ -103,6 +103,22 @@ func WriteTable(w io.Writer, job *orchestrator.Job, ev trainer.EvalMetrics, grou
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// intervalLabel heads the rows of the accuracy's and call rate's 95%
+// intervals: over prompts (curves.ClusterRobust) from the figures' counts
+// per prompt, which trainer.Evaluate records; a cell of figures without
+// them says it is Wilson's over samples.
+const intervalLabel = "  95% interval over prompts (CR1)"
+
+// interval formats a share's interval as "90.0–92.5%", naming the method
+// when it is not the interval over prompts.
+func interval(s curves.Share) string {
+	cell := fmt.Sprintf("%.1f–%.1f%%", 100*s.Lo, 100*s.Hi)
+	if s.Method != curves.OverPrompts {
+		cell += " (" + string(s.Method) + ")"
+	}
+	return cell
 }
 
 // unequalCorrectness reports whether some of g's samples are right and some
