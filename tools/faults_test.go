@@ -350,3 +350,25 @@ func TestFaultsTurnIndices(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultsDocExample parses the faults example of docs/tools.md.
+func TestFaultsDocExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "tools.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Faults")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/tools.md has no faults example")
+	}
+	reg, err := ParseRegistry(context.Background(), []byte(block), ".")
+	if err != nil {
+		t.Fatalf("the example does not load: %v\n%s", err, block)
+	}
+	if _, s, _ := reg.Lookup("calculator"); s.Faults != (Faults{ErrorRate: 0.05, TimeoutRate: 0.05, ImplicitRate: 0.05,
+		Latency: Latency{Dist: LatencyLognormal, Median: 200 * time.Millisecond, P99: 2 * time.Second}}) {
+		t.Errorf("faults %+v", s.Faults)
+	}
+}
