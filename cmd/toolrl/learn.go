@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,13 +17,9 @@ import (
 )
 
 type learnFlags struct {
-	model, in, redisURL, job, store, metricsPath, listen string
-	group, consumer, rolloutQuant, precision             string
-	batch, publishEvery, keep, maxUpdates                int
-	startVersion                                         int64
-	temperature                                          float64
-	maxWait                                              time.Duration
-	// spec holds the learner's settings, bound as flags (learner.Spec).
+	// job holds learn's own settings, spec the learner's; both are bound as
+	// flags (learner.JobSpec, learner.Spec).
+	job  learner.JobSpec
 	spec learner.Spec
 }
 
@@ -85,24 +80,7 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.model, "model", "", "model folder of version 0 (config.json, model.safetensors, tokenizer)")
-	fs.StringVar(&f.in, "in", "", "advantage records, JSONL or Parquet")
-	fs.StringVar(&f.redisURL, "redis", "", "Redis URL: read the job's advantages stream (see docs/redis.md)")
-	fs.StringVar(&f.job, "job", "", "job name of the Redis keys toolrl:{JOB}:*")
-	fs.StringVar(&f.store, "store", "", "policy store folder the versions are published into")
-	fs.StringVar(&f.metricsPath, "metrics", "", "append one JSON line of metrics per update to this file")
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:9465", "with --redis: address for /metrics and /healthz (empty: none)")
-	fs.StringVar(&f.group, "group", stream.LearnerGroup, "with --redis: the learner's consumer group")
-	fs.StringVar(&f.consumer, "consumer", "learner", "with --redis: consumer name (keep it across restarts: a restart finds its pending records by it)")
-	fs.IntVar(&f.batch, "batch", 0, "records per update (0: the whole file with --in, 256 with --redis)")
-	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Second, "with --redis: train on a partial batch after waiting this long")
-	fs.IntVar(&f.publishEvery, "publish-every", 1, "publish a version every K updates (with --in, unset: once, at the end)")
-	fs.IntVar(&f.maxUpdates, "max-updates", 0, "stop after N updates that trained, their version published (0: run until the file ends or a signal)")
-	fs.IntVar(&f.keep, "keep", 0, "keep only the newest N versions in the store (0: keep all)")
-	fs.Int64Var(&f.startVersion, "version", 0, "the policy version of --model (records are tagged with it)")
-	fs.StringVar(&f.rolloutQuant, "rollout-quantization", "", "also publish each version's quantized copy for actors (STORE/vN/quantized/): int{8,4}-b{block}-acc{0,4}[-lmhead], e.g. int8-b32-acc4")
-	fs.StringVar(&f.precision, "precision", string(train.Float32), "float32 | float64: the precision of the forward, backward and AdamW (float64: to check another trainer against this one; versions are published as float32 either way)")
-	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature of records that carry none (v1); 0: such a record is an error")
+	setting.Bind(fs, &f.job)
 	setting.Bind(fs, &f.spec)
 	alias := fs.VarPF(fs.Lookup("minibatches").Value, "minibatch", "", "alias of --minibatches")
 	alias.DefValue = fs.Lookup("minibatches").DefValue
@@ -111,61 +89,44 @@ One JSON line per update goes to --metrics; a readable line to stderr.`,
 }
 
 func runLearn(cmd *cobra.Command, f learnFlags) error {
-	switch {
-	case f.model == "":
-		return usageErrorf("learn: --model is required")
-	case f.store == "":
-		return usageErrorf("learn: --store is required")
-	case (f.in == "") == (f.redisURL == ""):
-		return usageErrorf("learn: give exactly one of --in FILE and --redis URL")
-	case f.redisURL != "" && f.job == "":
-		return usageErrorf("learn: --redis needs --job")
-	case f.batch < 0:
-		return usageErrorf("learn: --batch %d: want ≥ 0", f.batch)
-	case f.publishEvery < 1:
-		return usageErrorf("learn: --publish-every %d: want ≥ 1", f.publishEvery)
-	case f.maxUpdates < 0:
-		return usageErrorf("learn: --max-updates %d: want ≥ 0", f.maxUpdates)
-	case f.keep < 0:
-		return usageErrorf("learn: --keep %d: want ≥ 0", f.keep)
-	case f.startVersion < 0:
-		return usageErrorf("learn: --version %d: want ≥ 0", f.startVersion)
-	case f.temperature < 0:
-		return usageErrorf("learn: --temperature %g: want > 0 (or 0 for none)", f.temperature)
-	case f.redisURL != "" && f.maxWait <= 0:
-		return usageErrorf("learn: --max-wait %v: want a duration > 0", f.maxWait)
+	if err := setting.ApplyDefaults(&f.job); err != nil {
+		return err
 	}
-	in := samefile.Path{Flag: "--in", Path: f.in}
-	if err := samefile.Refuse(samefile.Path{Flag: "--metrics", Path: f.metricsPath}, in); err != nil {
+	if err := f.job.Check(); err != nil {
 		return usageErrorf("learn: %v", err)
 	}
-	if err := samefile.Refuse(samefile.Path{Flag: "--store", Path: f.store}, in); err != nil {
+	j := &f.job
+	in := samefile.Path{Flag: "--in", Path: j.In.Get()}
+	if err := samefile.Refuse(samefile.Path{Flag: "--metrics", Path: j.Metrics.Get()}, in); err != nil {
+		return usageErrorf("learn: %v", err)
+	}
+	if err := samefile.Refuse(samefile.Path{Flag: "--store", Path: j.Store.Get()}, in); err != nil {
 		return usageErrorf("learn: %v", err)
 	}
 	opts, err := f.spec.Options()
 	if err != nil {
 		return usageErrorf("learn: %v", err)
 	}
-	if f.temperature > 0 {
-		t := f.temperature
+	if j.Temperature.Get() > 0 {
+		t := j.Temperature.Get()
 		opts.Temperature = &t
 	}
 	if err := opts.Validate(); err != nil {
 		return usageErrorf("learn: %v", err)
 	}
-	precision, err := train.ParsePrecision(f.precision)
+	precision, err := train.ParsePrecision(j.Precision.Get())
 	if err != nil {
 		return usageErrorf("learn: --precision: %v", err)
 	}
-	rolloutQuant, err := llama.ParseQuantization(f.rolloutQuant)
+	rolloutQuant, err := llama.ParseQuantization(j.RolloutQuant.Get())
 	if err != nil {
 		return usageErrorf("learn: --rollout-quantization: %v", err)
 	}
-	if f.redisURL != "" {
-		if err := stream.ValidateJob(f.job); err != nil {
+	if j.Redis.Get() != "" {
+		if err := stream.ValidateJob(j.Job.Get()); err != nil {
 			return usageErrorf("learn: --job: %v", err)
 		}
-		if _, err := stream.ParseURL(f.redisURL, stream.ConnectOptions{}); err != nil {
+		if _, err := stream.ParseURL(j.Redis.Get(), stream.ConnectOptions{}); err != nil {
 			return usageErrorf("learn: --redis: %v", err)
 		}
 	}
@@ -174,26 +135,26 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	ctx, stop := signalContext(cmd)
 	defer stop()
 
-	models, err := learner.LoadModels(f.model, f.spec.RefModel.Get(), opts.Loss.KLBeta, precision)
+	models, err := learner.LoadModels(j.Model.Get(), f.spec.RefModel.Get(), opts.Loss.KLBeta, precision)
 	if err != nil {
 		return fmt.Errorf("learn: %w", err)
 	}
 	base := models.Base
 	base.RolloutQuantization = rolloutQuant
-	l, err := learner.New(models.Policy, models.Ref, f.startVersion, opts)
+	l, err := learner.New(models.Policy, models.Ref, j.Version.Get(), opts)
 	if err != nil {
 		return usageErrorf("learn: %v", err)
 	}
-	store, err := policystore.Open(f.store)
+	store, err := policystore.Open(j.Store.Get())
 	if err != nil {
 		return fmt.Errorf("learn: %w", err)
 	}
 	defer store.Close()
 
 	job := learner.Job{
-		Store: store, Base: base, In: f.in, Redis: f.redisURL, Batch: f.batch,
-		Stream:       learner.StreamOptions{Job: f.job, Group: f.group, Consumer: f.consumer, MaxWait: f.maxWait},
-		PublishEvery: f.publishEvery, MaxUpdates: f.maxUpdates, Keep: f.keep, MetricsPath: f.metricsPath, Logger: logger,
+		Store: store, Base: base, In: j.In.Get(), Redis: j.Redis.Get(), Batch: j.Batch.Get(),
+		Stream:       learner.StreamOptions{Job: j.Job.Get(), Group: j.Group.Get(), Consumer: j.Consumer.Get(), MaxWait: j.MaxWait.Get()},
+		PublishEvery: j.PublishEvery.Get(), MaxUpdates: j.MaxUpdates.Get(), Keep: j.Keep.Get(), MetricsPath: j.Metrics.Get(), Logger: logger,
 		OnResume: func(st learner.State) {
 			fmt.Fprintf(stderr, "learn: resumed from %s: version %d, %d optimiser steps; %d records of that version acknowledged\n",
 				store.Dir(), st.Version, st.Steps, len(st.Consumed))
@@ -204,14 +165,14 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 		},
 		OnSummary: func(s learner.Summary) { fmt.Fprintln(stderr, s) },
 	}
-	if f.in != "" && !cmd.Flags().Changed("publish-every") {
+	if j.In.Get() != "" && !cmd.Flags().Changed("publish-every") {
 		job.PublishEvery = 0 // once, at the end
 	}
-	if f.redisURL != "" {
+	if j.Redis.Get() != "" {
 		reg := metricsserver.NewRegistry(build())
 		job.Registry = reg
-		if f.listen != "" {
-			srv, err := metricsserver.Start(f.listen, metricsserver.Handler(reg, nil), logger)
+		if j.Listen.Get() != "" {
+			srv, err := metricsserver.Start(j.Listen.Get(), metricsserver.Handler(reg, nil), logger)
 			if err != nil {
 				return usageErrorf("learn: --listen: %v", err)
 			}

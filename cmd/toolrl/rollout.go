@@ -11,7 +11,6 @@ import (
 
 	"github.com/toolrl/toolrl/chat"
 	"github.com/toolrl/toolrl/internal/interrupt"
-	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/samefile"
 	"github.com/toolrl/toolrl/orchestrator"
 	"github.com/toolrl/toolrl/prompt"
@@ -99,38 +98,11 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 				}
 				job.ChatTemplateKwargs = kw
 			}
-			if iteration < 0 {
-				return usageErrorf("--iteration %d: want ≥ 0", iteration)
-			}
-			if dist.follow && !dist.worker {
-				return usageErrorf("--follow is for workers (--worker): it keeps one waiting for new prompts")
-			}
-			if dist.minPolicyVersion < 0 {
-				return usageErrorf("--min-policy-version %d: want ≥ 0", dist.minPolicyVersion)
+			if err := checkRolloutModes(set, iteration, dist, report); err != nil {
+				return err
 			}
 			if dist.url != "" {
-				if dist.worker && set("iteration") {
-					return usageErrorf("--iteration is for enqueueing: a worker samples each prompt in the iteration its entry carries")
-				}
-				if dist.worker && set("min-policy-version") {
-					return usageErrorf("--min-policy-version is for enqueueing: a worker takes each entry's minimum from the entry")
-				}
-				if !dist.worker && dist.watch != "" {
-					return usageErrorf("--watch is for sampling; with --redis and without --worker the prompts are only enqueued")
-				}
-				if !dist.worker && (report.listen != "" || report.summaryJSON != "") {
-					return usageErrorf("--listen and --summary-json are for sampling; with --redis and without --worker the prompts are only enqueued")
-				}
 				return runDistributed(cmd, job, dist, iteration, report)
-			}
-			if dist.worker {
-				return usageErrorf("--worker needs --redis URL and --job J")
-			}
-			if dist.watch == orchestrator.WatchRedis {
-				return usageErrorf("--watch redis needs --redis URL, --job J and --worker (it follows the job's policy pointer)")
-			}
-			if set("min-policy-version") {
-				return usageErrorf("--min-policy-version is for enqueueing into --redis")
 			}
 			if err := job.Normalize(); err != nil {
 				if jobFile != "" && !strings.HasPrefix(err.Error(), "--") {
@@ -163,6 +135,34 @@ the end-of-run summary as JSON. Both are listed in docs/rollout.md.`,
 	f.StringVar(&report.listen, "listen", "", "serve Prometheus /metrics and /healthz on this address while the rollout runs, e.g. 127.0.0.1:9102 (empty: none)")
 	f.StringVar(&report.summaryJSON, "summary-json", "", "also write the end-of-run summary as JSON to this file (docs/rollout.md)")
 	return cmd
+}
+
+// checkRolloutModes refuses flags that do not belong to the run they ask
+// for: enqueueing (--redis), a distributed worker (--redis --worker) or a
+// file rollout, the first that applies, naming the flags. set reports
+// whether a flag was given.
+func checkRolloutModes(set func(string) bool, iteration int, dist distributedFlags, report reportFlags) error {
+	distributed, enqueue := dist.url != "", dist.url != "" && !dist.worker
+	for _, c := range []struct {
+		refused bool
+		msg     string
+	}{
+		{iteration < 0, fmt.Sprintf("--iteration %d: want ≥ 0", iteration)},
+		{dist.follow && !dist.worker, "--follow is for workers (--worker): it keeps one waiting for new prompts"},
+		{dist.minPolicyVersion < 0, fmt.Sprintf("--min-policy-version %d: want ≥ 0", dist.minPolicyVersion)},
+		{distributed && dist.worker && set("iteration"), "--iteration is for enqueueing: a worker samples each prompt in the iteration its entry carries"},
+		{distributed && dist.worker && set("min-policy-version"), "--min-policy-version is for enqueueing: a worker takes each entry's minimum from the entry"},
+		{enqueue && dist.watch != "", "--watch is for sampling; with --redis and without --worker the prompts are only enqueued"},
+		{enqueue && (report.listen != "" || report.summaryJSON != ""), "--listen and --summary-json are for sampling; with --redis and without --worker the prompts are only enqueued"},
+		{!distributed && dist.worker, "--worker needs --redis URL and --job J"},
+		{!distributed && dist.watch == orchestrator.WatchRedis, "--watch redis needs --redis URL, --job J and --worker (it follows the job's policy pointer)"},
+		{!distributed && set("min-policy-version"), "--min-policy-version is for enqueueing into --redis"},
+	} {
+		if c.refused {
+			return usageErrorf("%s", c.msg)
+		}
+	}
+	return nil
 }
 
 // checkRolloutOutput refuses a file output that is one of the job's input
@@ -289,14 +289,12 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed prompt.Feed, iter
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var live *orchestrator.Live
 	if report.listen != "" {
-		live = orchestrator.NewLive()
-		reg := metricsserver.NewRegistry(build())
-		reg.MustRegister(orchestrator.NewCollector(live))
-		srv, err := metricsserver.Start(report.listen, metricsserver.Handler(reg, nil), logger)
+		l, srv, err := orchestrator.ServeLive(report.listen, build(), logger)
 		if err != nil {
 			return usageErrorf("--listen: %v", err)
 		}
 		defer srv.Close()
+		live = l
 	}
 	summary, err := orchestrator.Run(ctx, job, orchestrator.RunOptions{Logger: logger, ProgressOut: cmd.ErrOrStderr(), Abort: abort, Feed: feed, Iteration: iteration, Policy: policy,
 		Live: live})
@@ -305,11 +303,7 @@ func runRollout(cmd *cobra.Command, job orchestrator.Job, feed prompt.Feed, iter
 		fmt.Fprintf(cmd.OutOrStdout(), "  output         %s\n", sink.DisplayOut(job.Out.Get()))
 	}
 	if report.summaryJSON != "" {
-		s := summary
-		if s == nil {
-			s = orchestrator.NewSummary(job.ID.Get()) // the run failed before it began: say so
-		}
-		if werr := s.WriteJSONFile(report.summaryJSON, job.Out.Get(), err); werr != nil {
+		if werr := summary.WriteJSONFile(report.summaryJSON, job.ID.Get(), job.Out.Get(), err); werr != nil {
 			werr = fmt.Errorf("--summary-json %s: %w", report.summaryJSON, werr)
 			if err == nil {
 				return werr
