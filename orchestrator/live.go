@@ -1,11 +1,13 @@
 package orchestrator
 
 import (
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 
 	"github.com/toolrl/toolrl/actor"
+	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/prompt"
 	"github.com/toolrl/toolrl/tools"
 )
@@ -39,6 +41,21 @@ type EngineFigures struct {
 
 // NewLive returns a Live with nothing published yet.
 func NewLive() *Live { return &Live{} }
+
+// ServeLive serves a run's Prometheus /metrics (NewCollector over a new
+// Live, with the process collectors and build) and /healthz on listen
+// while the run lasts: pass the Live as RunOptions.Live and Close the
+// server when the run is over.
+func ServeLive(listen string, build metricsserver.Build, logger *slog.Logger) (*Live, *metricsserver.Server, error) {
+	live := NewLive()
+	reg := metricsserver.NewRegistry(build)
+	reg.MustRegister(NewCollector(live))
+	srv, err := metricsserver.Start(listen, metricsserver.Handler(reg, nil), logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return live, srv, nil
+}
 
 // Snapshot returns the summary last published and the tool executor's stats
 // now; ok is false until the run has opened its model and tools. The

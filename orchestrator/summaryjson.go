@@ -146,8 +146,12 @@ func (s *Summary) JSON(out string, runErr error) SummaryJSON {
 
 // WriteJSONFile writes s.JSON(out, runErr), indented, to path: to a
 // temporary file in the same folder renamed over path, so that a reader
-// never sees half a summary.
-func (s *Summary) WriteJSONFile(path, out string, runErr error) error {
+// never sees half a summary. A nil s (the run of job failed before it
+// began) writes an empty summary of job with the error.
+func (s *Summary) WriteJSONFile(path, job, out string, runErr error) error {
+	if s == nil {
+		s = NewSummary(job)
+	}
 	data, err := json.MarshalIndent(s.JSON(out, runErr), "", "  ")
 	if err != nil {
 		return err

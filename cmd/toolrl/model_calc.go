@@ -171,8 +171,9 @@ func newModelEvalCmd() *cobra.Command {
 toolrl rollout and toolrl train's evaluation do (trainer.Evaluate: the same
 loop, tool calls, rewards and accounting; nothing is written unless
 --samples-out), and prints the figures overall and split by the prompts'
-meta fields (--split-by, default difficulty): accuracy with its 95% Wilson
-interval over samples, call rate, calls per trajectory, invalid calls and
+meta fields (--split-by, default difficulty): accuracy and call rate, each with
+its 95% interval over prompts (cluster-robust, CR1) and over samples (Wilson),
+calls per trajectory, invalid calls and
 timeouts (shares of calls), the groups whose samples are not all right or all
 wrong (unequal correctness) and whose staged rewards are not all equal,
 the mean reward and the mean response length.

@@ -27,7 +27,7 @@ import (
 // direct call's EvalMetrics (wall time aside); its table shows the overall
 // column and both difficulty splits with the same figures; --samples-out
 // holds the very groups, byte for byte what `toolrl rollout` writes for the
-// same job and seed. (The interval is curves.Wilson, tested there.)
+// same job and seed. (The intervals are curves.ClusterRobust and curves.Wilson, tested there.)
 func TestModelEvalIsTrainerEvaluate(t *testing.T) {
 	testsupport.RequireORT(t)
 	root := testsupport.RepoRoot(t)

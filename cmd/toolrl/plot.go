@@ -41,7 +41,8 @@ iteration:
 Each run has its own colour (Okabe–Ito, colour-blind safe); a run's rollout
 series is a thin solid line in a light shade, its eval series a thick dashed
 line with markers in the full shade and, for shares (accuracy, call rate), a
-95% Wilson band. Eval points sit at the iteration after which the version
+95% band over prompts (cluster-robust, CR1; Wilson over samples for an
+eval.jsonl without per-prompt counts, as the legend says). Eval points sit at the iteration after which the version
 was evaluated (0: before the first update). Shares are drawn in % on an axis
 fitted to the data within 0–100 %; never-negative figures start at 0; the
 mismatch, which spans decades, is drawn on a log axis. Iterations whose
@@ -103,7 +104,7 @@ where; files are replaced.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&table, "table", "", "also write a markdown table of each run's first and last evaluation (95% Wilson intervals) to this file")
+	f.StringVar(&table, "table", "", "also write a markdown table of each run's first and last evaluation (95% intervals over prompts) to this file")
 	f.StringVar(&to, "to", "", "folder for the charts (default OUT/plots for one run, FIRST/plots/overlay for several)")
 	f.StringSliceVar(&labels, "label", nil, "legend names of the runs, one per OUT, comma-separated (default: the folders' names)")
 	f.IntVar(&opts.Width, "width", 1000, "chart width in pixels (200–8000)")
