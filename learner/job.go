@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -59,6 +60,45 @@ type Job struct {
 	OnUpdate  func(Metrics)
 	OnPublish func(policystore.Version, State)
 	OnSummary func(Summary)
+	// Progress, when set, gets toolrl learn's readable lines: the resume,
+	// each update (Metrics.String), each published version and the
+	// summary (Summary.String), besides the On* callbacks.
+	Progress io.Writer
+}
+
+// progress wraps the On* callbacks with Progress's lines.
+func (j Job) progress() Job {
+	w := j.Progress
+	if w == nil {
+		return j
+	}
+	onResume, onUpdate, onPublish, onSummary := j.OnResume, j.OnUpdate, j.OnPublish, j.OnSummary
+	j.OnResume = func(st State) {
+		fmt.Fprintf(w, "learn: resumed from %s: version %d, %d optimiser steps; %d records of that version acknowledged\n",
+			j.Store.Dir(), st.Version, st.Steps, len(st.Consumed))
+		if onResume != nil {
+			onResume(st)
+		}
+	}
+	j.OnUpdate = func(m Metrics) {
+		fmt.Fprintln(w, m)
+		if onUpdate != nil {
+			onUpdate(m)
+		}
+	}
+	j.OnPublish = func(v policystore.Version, st State) {
+		fmt.Fprintf(w, "learn: published version %d → %s (%d records)\n", v.Number, v.Dir, st.Records)
+		if onPublish != nil {
+			onPublish(v, st)
+		}
+	}
+	j.OnSummary = func(s Summary) {
+		fmt.Fprintln(w, s)
+		if onSummary != nil {
+			onSummary(s)
+		}
+	}
+	return j
 }
 
 // Run opens the job's source, resumes l from the store's latest version
@@ -67,6 +107,7 @@ type Job struct {
 // and published; the caller tells an interrupted run by ctx.Err()). A file
 // none of whose records was trained on is an error: nothing was published.
 func (j Job) Run(ctx context.Context, l *Learner) (Summary, error) {
+	j = j.progress()
 	logger := j.Logger
 	if logger == nil {
 		logger = slog.Default()

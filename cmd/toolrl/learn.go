@@ -155,15 +155,7 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 		Store: store, Base: base, In: j.In.Get(), Redis: j.Redis.Get(), Batch: j.Batch.Get(),
 		Stream:       learner.StreamOptions{Job: j.Job.Get(), Group: j.Group.Get(), Consumer: j.Consumer.Get(), MaxWait: j.MaxWait.Get()},
 		PublishEvery: j.PublishEvery.Get(), MaxUpdates: j.MaxUpdates.Get(), Keep: j.Keep.Get(), MetricsPath: j.Metrics.Get(), Logger: logger,
-		OnResume: func(st learner.State) {
-			fmt.Fprintf(stderr, "learn: resumed from %s: version %d, %d optimiser steps; %d records of that version acknowledged\n",
-				store.Dir(), st.Version, st.Steps, len(st.Consumed))
-		},
-		OnUpdate: func(m learner.Metrics) { fmt.Fprintln(stderr, m) },
-		OnPublish: func(v policystore.Version, st learner.State) {
-			fmt.Fprintf(stderr, "learn: published version %d → %s (%d records)\n", v.Number, v.Dir, st.Records)
-		},
-		OnSummary: func(s learner.Summary) { fmt.Fprintln(stderr, s) },
+		Progress: stderr,
 	}
 	if j.In.Get() != "" && !cmd.Flags().Changed("publish-every") {
 		job.PublishEvery = 0 // once, at the end
