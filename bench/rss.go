@@ -1,14 +1,11 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/toolrl/toolrl/internal/procmem"
 	"github.com/toolrl/toolrl/traj"
 )
 
@@ -62,19 +59,5 @@ func rssRun(ctx context.Context, dir string, threads, n int) (*RSSReport, error)
 	return rep, nil
 }
 
-// rssMiB reads VmRSS from /proc/self/status (0 where unavailable).
-func rssMiB() float64 {
-	fh, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
+// rssMiB is the resident set now, in MiB (0 where unavailable).
+func rssMiB() float64 { return float64(procmem.Resident()) / (1 << 20) }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/spf13/pflag"
 )
 
@@ -111,7 +112,7 @@ func Set(spec any, key, text string, src Source) error {
 	best, bestDist := "", 3 // suggest a key at most 2 edits away
 	for i, f := range fields {
 		keys[i] = f.Key
-		if d := editDistance(key, f.Key); d < bestDist {
+		if d := levenshtein.ComputeDistance(key, f.Key); d < bestDist {
 			best, bestDist = f.Key, d
 		}
 	}
@@ -131,27 +132,6 @@ func Set(spec any, key, text string, src Source) error {
 	}
 	slices.Sort(keys)
 	return fmt.Errorf("%q is not a setting; the settings are %s", key, strings.Join(keys, ", "))
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // SetAll applies overrides of the form KEY=VALUE (toolrl train --set), in

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolrl/toolrl/internal/procmem"
 	"github.com/toolrl/toolrl/model/llama"
 )
 
@@ -110,6 +111,6 @@ func runModelBuild(cmd *cobra.Command, f llama.BuildFlags) error {
 	if err != nil {
 		return fmt.Errorf("model build: %w", err)
 	}
-	built.WriteSummary(cmd.OutOrStdout(), time.Since(start), opts.Folder.ONNX.Precision(), peakRSS())
+	built.WriteSummary(cmd.OutOrStdout(), time.Since(start), opts.Folder.ONNX.Precision(), procmem.Peak())
 	return nil
 }

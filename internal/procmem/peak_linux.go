@@ -1,12 +1,12 @@
 //go:build linux
 
-package main
+package procmem
 
 import "syscall"
 
-// peakRSS is the process's peak resident set size in bytes (getrusage's
+// Peak is the process's peak resident set size in bytes (getrusage's
 // ru_maxrss, which Linux gives in KiB), or 0 when it cannot be read.
-func peakRSS() int64 {
+func Peak() int64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
