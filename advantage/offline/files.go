@@ -3,6 +3,7 @@ package offline
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/toolrl/toolrl/export"
@@ -22,6 +23,16 @@ type FileStats struct {
 	// Elapsed is the pass itself: from the first read to the output closed
 	// (opening the files, and loading a RefScorer, are not counted).
 	Elapsed time.Duration
+}
+
+// Write prints the pass's summary as toolrl advantage does: records,
+// tokens and throughput, then the groups dropped, spilled and scored.
+func (st FileStats) Write(w io.Writer) {
+	secs := st.Elapsed.Seconds()
+	fmt.Fprintf(w, "advantages: %d trajectories in %d groups -> %d records (%d tokens) in %.2fs, %.0f tokens/s\n",
+		st.Trajectories, st.Groups, st.Records, st.Tokens, secs, float64(st.Tokens)/max(secs, 1e-9))
+	fmt.Fprintf(w, "  zero-variance %d (dropped %d), stale %d (dropped %d), incomplete %d, spilled %d, ref-scored %d\n",
+		st.ZeroVariance, st.DroppedZero, st.Stale, st.DroppedStale, st.Incomplete, st.Spilled, st.RefScored)
 }
 
 // RunFiles is Run from a file to a file: it reads the trajectories at in

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolrl/toolrl/advantage"
 	"github.com/toolrl/toolrl/export"
@@ -114,5 +115,18 @@ func TestRunFilesKeepsOutputOnFailure(t *testing.T) {
 	}
 	if _, err := os.Stat(missingOut); !os.IsNotExist(err) {
 		t.Errorf("missing input created %s (%v)", missingOut, err)
+	}
+}
+
+// The summary toolrl advantage prints.
+func TestFileStatsWrite(t *testing.T) {
+	st := FileStats{Elapsed: 2 * time.Second}
+	st.Trajectories, st.Groups, st.Records, st.Tokens, st.Spilled = 8, 2, 8, 100, 1
+	var b strings.Builder
+	st.Write(&b)
+	want := "advantages: 8 trajectories in 2 groups -> 8 records (100 tokens) in 2.00s, 50 tokens/s\n" +
+		"  zero-variance 0 (dropped 0), stale 0 (dropped 0), incomplete 0, spilled 1, ref-scored 0\n"
+	if b.String() != want {
+		t.Errorf("summary:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

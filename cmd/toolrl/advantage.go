@@ -124,11 +124,7 @@ and flags are documented in docs/advantage.md.`,
 			if err != nil {
 				return fmt.Errorf("advantage: %w", err)
 			}
-			secs := st.Elapsed.Seconds()
-			fmt.Fprintf(cmd.OutOrStdout(), "advantages: %d trajectories in %d groups -> %d records (%d tokens) in %.2fs, %.0f tokens/s\n",
-				st.Trajectories, st.Groups, st.Records, st.Tokens, secs, float64(st.Tokens)/max(secs, 1e-9))
-			fmt.Fprintf(cmd.OutOrStdout(), "  zero-variance %d (dropped %d), stale %d (dropped %d), incomplete %d, spilled %d, ref-scored %d\n",
-				st.ZeroVariance, st.DroppedZero, st.Stale, st.DroppedStale, st.Incomplete, st.Spilled, st.RefScored)
+			st.Write(cmd.OutOrStdout())
 			return nil
 		},
 	}
