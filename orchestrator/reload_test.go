@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,21 +30,12 @@ import (
 const testPoll = 20 * time.Millisecond
 
 // lockedLog collects a run's log lines (tool goroutines log too).
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type lockedLog struct{ buf testsupport.LockedBuffer }
 
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+func (l *lockedLog) Write(p []byte) (int, error) { return l.buf.Write(p) }
 
 // lines returns the log lines that contain every part.
 func (l *lockedLog) lines(parts ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
 	for _, line := range strings.Split(l.buf.String(), "\n") {
 		ok := line != ""

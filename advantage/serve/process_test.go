@@ -1,38 +1,18 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolrl/toolrl/internal/metricsserver"
 	"github.com/toolrl/toolrl/internal/testsupport"
 )
-
-// lockedBuffer is a log destination the test reads while Run writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // freeAddr returns a loopback address no one listens on (now).
 func freeAddr(t *testing.T) string {
@@ -53,7 +33,7 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 	const job = "runjob"
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client := connectTest(t, r.URL())
-	var logs lockedBuffer
+	var logs testsupport.LockedBuffer
 	addr := freeAddr(t)
 	opts := RunOptions{Options: testServiceOptions(job), Listen: addr, Build: metricsserver.Build{Version: "v0.0.0-runtest", Revision: "abc123"}}
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))

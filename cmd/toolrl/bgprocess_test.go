@@ -1,29 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"os/exec"
-	"sync"
 	"testing"
+
+	"github.com/toolrl/toolrl/internal/testsupport"
 )
-
-// lockedBuffer collects a subprocess's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // bgProcess is a toolrl process a test runs in the background (a worker, a
 // learner) while it drives it: its output is captured, done is closed once it
@@ -31,7 +13,7 @@ func (b *lockedBuffer) String() string {
 // if it is still running.
 type bgProcess struct {
 	cmd            *exec.Cmd
-	stdout, stderr lockedBuffer
+	stdout, stderr testsupport.LockedBuffer
 	done           chan struct{}
 	err            error
 }

@@ -25,7 +25,7 @@ func runWithEnv(t *testing.T, bin, dir string, env []string, d time.Duration, ar
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir // a train writes its out: folder there
 	cmd.Env = append(os.Environ(), env...)
-	var out lockedBuffer
+	var out testsupport.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -79,7 +79,7 @@ out: out
 type toolrlProc struct {
 	name           string
 	cmd            *exec.Cmd
-	stdout, stderr lockedBuffer
+	stdout, stderr testsupport.LockedBuffer
 	exited         chan struct{}
 	err            error // the exit, once exited is closed
 }
