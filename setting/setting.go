@@ -18,6 +18,7 @@
 package setting
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -131,6 +132,33 @@ func (x *Value[T]) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the value only.
 func (x Value[T]) MarshalYAML() (any, error) { return x.v, nil }
+
+// MarshalJSON writes the value only (a spec written as JSON reads back
+// with every value set by a file).
+func (x Value[T]) MarshalJSON() ([]byte, error) { return json.Marshal(x.v) }
+
+// UnmarshalJSON decodes a JSON value as set by a file; null leaves it unset.
+func (x *Value[T]) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
+	var v T
+	if p, ok := any(&v).(*time.Duration); ok && len(data) > 0 && data[0] == '"' {
+		var text string
+		if err := json.Unmarshal(data, &text); err != nil {
+			return err
+		}
+		d, err := time.ParseDuration(text)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration (e.g. 90s, 10m)", text)
+		}
+		*p = d
+	} else if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	x.v, x.src = v, File
+	return nil
+}
 
 // settable is what the reflection walk sees of a *Value[T].
 type settable interface {

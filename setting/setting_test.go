@@ -1,6 +1,7 @@
 package setting
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,28 @@ func TestMarkdownListsEveryDeclaration(t *testing.T) {
 		if !strings.Contains(md, w) {
 			t.Errorf("table lacks %q:\n%s", w, md)
 		}
+	}
+}
+
+// A spec written as JSON holds the values, and reads back with each value
+// set by a file; an unset value is left out with omitempty.
+func TestJSONRoundTrip(t *testing.T) {
+	type small struct {
+		N Value[int]           `json:"n,omitzero"`
+		D Value[time.Duration] `json:"d,omitzero"`
+		S Value[[]string]      `json:"s,omitzero"`
+		U Value[string]        `json:"u,omitzero"`
+	}
+	in := small{N: Of(0), D: Of(90 * time.Second), S: Of([]string{"a"})}
+	data, err := json.Marshal(in)
+	if err != nil || string(data) != `{"n":0,"d":90000000000,"s":["a"]}` {
+		t.Fatalf("marshal: %s, %v", data, err)
+	}
+	var out small
+	if err := json.Unmarshal([]byte(`{"n":0,"d":"1m","s":["a"],"u":null}`), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !out.N.IsSet() || out.N.Source() != File || out.D.Get() != time.Minute || out.U.IsSet() {
+		t.Errorf("unmarshal: %+v", out)
 	}
 }
