@@ -39,6 +39,7 @@ type Summary struct {
 	ToolOK          int64
 	ToolTruncated   int64
 	ErrorClasses    map[string]int64 // failed tool results per error class
+	Faults          map[string]int64 // tool results per injected fault (tools.yaml faults:)
 	latencySum      float64
 	SegmentsMissing int64 // records without segments (no call statistics)
 
@@ -59,7 +60,7 @@ type partStats struct {
 func NewSummary(kind Kind) *Summary {
 	return &Summary{
 		Kind: kind, groups: map[string]struct{}{}, FinishReasons: map[string]int64{},
-		parts: map[string]*partStats{}, ErrorClasses: map[string]int64{},
+		parts: map[string]*partStats{}, ErrorClasses: map[string]int64{}, Faults: map[string]int64{},
 		MinPolicyVersion: math.MaxInt64, MaxPolicyVersion: math.MinInt64,
 	}
 }
@@ -158,6 +159,9 @@ func (s *Summary) add(group string, version int64, promptLen int, mask traj.Mask
 				}
 				if res.Truncated {
 					s.ToolTruncated++
+				}
+				if res.Fault != "" {
+					s.Faults[res.Fault]++
 				}
 				s.latencySum += res.LatencyMS
 			}
@@ -271,6 +275,9 @@ func (s *Summary) WriteText(w io.Writer, bins, width int) error {
 		if len(s.ErrorClasses) > 0 {
 			fmt.Fprintf(&b, "                 errors: %s\n", countsLine(s.ErrorClasses))
 		}
+		if len(s.Faults) > 0 {
+			fmt.Fprintf(&b, "                 injected faults: %s\n", countsLine(s.Faults))
+		}
 	}
 	if s.Kind == Advantages {
 		if s.AdvantageTokens > 0 {
@@ -345,6 +352,7 @@ type SummaryReport struct {
 	ToolOK           int64              `json:"tool_ok"`
 	ToolTruncated    int64              `json:"tool_truncated"`
 	ErrorClasses     map[string]int64   `json:"error_classes,omitempty"`
+	Faults           map[string]int64   `json:"faults,omitempty"`
 	AdvantageMean    *float64           `json:"advantage_mean,omitempty"`
 	AdvantageStd     *float64           `json:"advantage_std,omitempty"`
 	KLMean           *float64           `json:"kl_mean,omitempty"`
@@ -360,7 +368,7 @@ func (s *Summary) Report(bins int) SummaryReport {
 		PromptTokens: s.PromptTokens, ResponseTokens: s.ResponseTokens, PolicyTokens: s.PolicyTokens, InjectedTokens: s.InjectedTokens,
 		FinishReasons: s.FinishReasons, Reward: s.Rewards(),
 		Calls: s.Calls, ModelTurns: s.ModelTurns, ParseErrors: s.ParseErrors, RecordsWithCall: s.RecordsWithCall,
-		ToolResults: s.ToolResults, ToolOK: s.ToolOK, ToolTruncated: s.ToolTruncated, ErrorClasses: s.ErrorClasses,
+		ToolResults: s.ToolResults, ToolOK: s.ToolOK, ToolTruncated: s.ToolTruncated, ErrorClasses: s.ErrorClasses, Faults: s.Faults,
 		ZeroVariance: s.ZeroVariance, Stale: s.Stale, Histogram: s.Histogram(bins),
 	}
 	if s.Records > 0 {

@@ -125,3 +125,33 @@ func TestSummaryCountsParallelCalls(t *testing.T) {
 		t.Errorf("turns %d calls %d results %d ok %d records with call %d, want 4 5 3 3 2", s.ModelTurns, s.Calls, s.ToolResults, s.ToolOK, s.RecordsWithCall)
 	}
 }
+
+// Injected faults (tools.yaml faults:) are counted by kind, beside the
+// error classes their calls failed with, in the text and the JSON report.
+func TestSummaryCountsFaults(t *testing.T) {
+	g := testsupport.ReadGroup(t, "../traj/testdata/parallel-calls-group.json")
+	s := NewSummary(Trajectories)
+	n := 0
+	for i := range g.Trajectories {
+		for j := range g.Trajectories[i].Segments {
+			if r := g.Trajectories[i].Segments[j].Result; r != nil {
+				r.Fault = []string{"implicit", "timeout", "implicit"}[n%3]
+				n++
+			}
+		}
+		s.AddTrajectory(&g.Trajectories[i])
+	}
+	if s.Faults["implicit"] != 2 || s.Faults["timeout"] != 1 {
+		t.Errorf("faults %v, want implicit 2, timeout 1", s.Faults)
+	}
+	var text strings.Builder
+	if err := s.WriteText(&text, 4, 40); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "injected faults: implicit 2, timeout 1") {
+		t.Errorf("text lacks the faults line:\n%s", text.String())
+	}
+	if rep := s.Report(4); rep.Faults["implicit"] != 2 {
+		t.Errorf("report faults %v", rep.Faults)
+	}
+}
