@@ -39,8 +39,8 @@ name=$(basename "$doc")
   echo "$elapsed s for ${#runs[@]} runs. Configs: $(printf 'experiments/%s.yaml ' "${arms[@]}")."
   echo
   echo "Held-out evaluation (data/calc/prompts.jsonl, 256 prompts × G = 8, eval.seed 7) of the starting policy"
-  echo "(v0) and of each run's last version; 95% Wilson intervals over the 2048 samples (they treat the"
-  echo "samples as independent)."
+  echo "(v0) and of each run's last version; 95% intervals over the 256 prompts (cluster-robust, CR1: the"
+  echo "8 samples of a prompt are not independent; the table's last column names the interval each row used)."
   echo
   cat "$doc/table.md"
   echo
