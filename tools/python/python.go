@@ -231,6 +231,12 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 			return nil, fmt.Errorf("python %s: %d, want > 0 (0 for the default %d)", l.key, *l.v, l.def)
 		}
 	}
+	if t := opts.TempRoot; t != "" && (!filepath.IsAbs(t) || filepath.Clean(t) == "/") {
+		// Each call's folder is made, and stale ones removed, under it: the
+		// file system's root is no place for that, nor a folder that moves
+		// with the working directory.
+		return nil, fmt.Errorf("python temp_root %q: want an absolute folder other than /", t)
+	}
 	opts = opts.withDefaults()
 	interp, err := exec.LookPath(opts.Interpreter)
 	if err != nil {

@@ -914,3 +914,13 @@ func withAndWithoutNamespaces(t *testing.T, test func(*testing.T, Options)) {
 	t.Run("best", func(t *testing.T) { test(t, Options{}) })
 	t.Run("no-namespaces", func(t *testing.T) { test(t, Options{skipModes: []string{"root", "user"}}) })
 }
+
+// A temp_root at the file system's root, or relative, is refused before
+// anything is made or removed under it.
+func TestTempRootRefusesRootAndRelative(t *testing.T) {
+	for _, root := range []string{"/", "//", "tmp/py", "./x"} {
+		if _, err := New(context.Background(), Options{TempRoot: root}); err == nil || !strings.Contains(err.Error(), "want an absolute folder other than /") {
+			t.Errorf("temp_root %q: %v", root, err)
+		}
+	}
+}
