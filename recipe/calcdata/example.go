@@ -35,10 +35,37 @@ type Mix struct {
 	DirectEasy float64
 	// DirectHard is the fraction of other problems answered directly, with a plausible guess.
 	DirectHard float64
+	// ErrorRate is the fraction of tool examples whose first call fails: the
+	// environment injects a tool error (ErrorText) and the policy then calls
+	// again with the same expression (and gets the result), or, on an easy
+	// problem with probability AnswerAfterError, answers directly and right.
+	// 0 (DefaultMix) draws nothing extra, so the stream is DefaultMix's.
+	ErrorRate float64
+	// AnswerAfterError is the fraction of failed calls on easy problems that
+	// are followed by a direct answer instead of a second call.
+	AnswerAfterError float64
 }
 
 // DefaultMix gives about 22% direct answers, most of them easy and correct.
 func DefaultMix() Mix { return Mix{EasyRate: 0.3, DirectEasy: 0.55, DirectHard: 0.08} }
+
+// OvercallMix is the mix of models/calc-overcall (docs/calc.md, "A second
+// policy"): more easy problems (so each small arithmetic fact is answered
+// directly under more templates), fewer of them answered directly in the data
+// (so the policy calls on most easy prompts), half the hard guesses (which
+// teach that a direct answer is a number near the right one), and 10% of
+// tool examples that recover from a tool error.
+func OvercallMix() Mix {
+	return Mix{EasyRate: 0.6, DirectEasy: 0.4, DirectHard: 0.04, ErrorRate: 0.1, AnswerAfterError: 0.5}
+}
+
+// ErrorTexts are the tool errors injected in ErrorRate examples, as the
+// environment writes them (the executor's tool_error and timeout contents
+// for the calculator, tools' faults: docs/tools.md).
+var ErrorTexts = []string{
+	"error: tool_error: calculator: service unavailable",
+	"error: timeout: calculator did not finish within 3s",
+}
 
 // Template is the prompt format shipped in models/calc/prompt_format.json;
 // "{prompt}" is replaced by the problem text.
@@ -90,6 +117,14 @@ func Complete(r *rand.Rand, p Problem, mix Mix) Example {
 		{Text: CallText(p.Expr)},
 		{Text: InjectedText(p.AnswerText()), Tool: true},
 		{Text: "." + AnswerSentence(p.AnswerText())},
+	}
+	if mix.ErrorRate > 0 && r.Float64() < mix.ErrorRate {
+		failed := []Segment{{Text: CallText(p.Expr)}, {Text: InjectedText(ErrorTexts[r.IntN(len(ErrorTexts))]), Tool: true}}
+		if p.Easy && r.Float64() < mix.AnswerAfterError {
+			ex.Segments = append(failed, Segment{Text: "." + AnswerSentence(p.AnswerText())})
+		} else {
+			ex.Segments = append(failed, ex.Segments...)
+		}
 	}
 	return ex
 }
