@@ -11,7 +11,7 @@ CALC_RL_PROMPTS ?= data/calc/rl.jsonl
 CALC_BIN := out/calc/toolrl-simd
 CALC_EVAL_BIN := out/calc/toolrl
 
-.PHONY: model model-data model-eval
+.PHONY: model model-data model-eval model-overcall
 
 # Everything is built into $(CALC_STAGE) first; the committed folder and
 # prompt files are replaced only once all of it has been built, so a failed
@@ -50,3 +50,18 @@ model-eval:
 	@mkdir -p out/calc
 	$(GO) build -o $(CALC_EVAL_BIN) ./cmd/toolrl
 	$(CALC_EVAL_BIN) model eval --model $(CALC_DIR) --prompts $(CALC_PROMPTS) --samples 8 --temperature 1
+
+# The second policy, models/calc-overcall (docs/calc.md, "A second policy"):
+# the same tokenizer and model shape, trained 8,000 steps on OvercallMix
+# (recipe/calcdata) by recipe/calcdata/train_overcall.go; staged like model.
+CALC_OVERCALL_DIR := models/calc-overcall
+CALC_OVERCALL_STAGE := out/calc-overcall/stage
+
+## model-overcall: rebuild models/calc-overcall from scratch, deterministically (about 10 minutes; not in make test)
+model-overcall:
+	@mkdir -p out/calc-overcall
+	rm -rf $(CALC_OVERCALL_STAGE)
+	set -o pipefail; GOEXPERIMENT=simd $(GO) run recipe/calcdata/train_overcall.go -out $(CALC_OVERCALL_STAGE) 2>&1 | tee out/calc-overcall/train.log
+	rm -rf $(CALC_OVERCALL_DIR).old && if [ -e $(CALC_OVERCALL_DIR) ]; then mv $(CALC_OVERCALL_DIR) $(CALC_OVERCALL_DIR).old; fi
+	mv $(CALC_OVERCALL_STAGE) $(CALC_OVERCALL_DIR) && rm -rf $(CALC_OVERCALL_DIR).old
+	@cd $(CALC_OVERCALL_DIR) && sha256sum $$(find . -type f | sort)
