@@ -52,16 +52,18 @@ model-eval:
 	$(CALC_EVAL_BIN) model eval --model $(CALC_DIR) --prompts $(CALC_PROMPTS) --samples 8 --temperature 1
 
 # The second policy, models/calc-overcall (docs/calc.md, "A second policy"):
-# the same tokenizer and model shape, trained 8,000 steps on OvercallMix
-# (recipe/calcdata) by recipe/calcdata/train_overcall.go; staged like model.
+# models/calc's tokenizer and model shape, trained 8,000 steps on the
+# overcall mix (recipe/calcdata.OvercallMix) by toolrl model train --mix
+# overcall; staged like model.
 CALC_OVERCALL_DIR := models/calc-overcall
 CALC_OVERCALL_STAGE := out/calc-overcall/stage
 
 ## model-overcall: rebuild models/calc-overcall from scratch, deterministically (about 10 minutes; not in make test)
 model-overcall:
 	@mkdir -p out/calc-overcall
+	GOEXPERIMENT=simd $(GO) build -o $(CALC_BIN) ./cmd/toolrl
 	rm -rf $(CALC_OVERCALL_STAGE)
-	set -o pipefail; GOEXPERIMENT=simd $(GO) run recipe/calcdata/train_overcall.go -out $(CALC_OVERCALL_STAGE) 2>&1 | tee out/calc-overcall/train.log
+	set -o pipefail; $(CALC_BIN) model train --mix overcall --steps 8000 --tokenizer $(CALC_DIR)/tokenizer.json --out $(CALC_OVERCALL_STAGE) 2>&1 | tee out/calc-overcall/train.log
 	rm -rf $(CALC_OVERCALL_DIR).old && if [ -e $(CALC_OVERCALL_DIR) ]; then mv $(CALC_OVERCALL_DIR) $(CALC_OVERCALL_DIR).old; fi
 	mv $(CALC_OVERCALL_STAGE) $(CALC_OVERCALL_DIR) && rm -rf $(CALC_OVERCALL_DIR).old
 	@cd $(CALC_OVERCALL_DIR) && sha256sum $$(find . -type f | sort)

@@ -103,7 +103,7 @@ func newModelTokenizerCmd() *cobra.Command {
 }
 
 func newModelTrainCmd() *cobra.Command {
-	var out, tokPath, snapDir string
+	var out, tokPath, snapDir, mixName string
 	o := calcdata.DefaultPolicyOptions()
 	cmd := &cobra.Command{
 		Use:   "train",
@@ -122,6 +122,11 @@ Build with GOEXPERIMENT=simd for the AVX GEMM kernel (make model does).`,
 			if err := o.Check(snapDir, cmd.Flags().Changed("snapshot-every")); err != nil {
 				return usageErrorf("model train: %v", err)
 			}
+			mix, err := calcdata.ParseMix(mixName)
+			if err != nil {
+				return usageErrorf("model train: --mix: %v", err)
+			}
+			o.Mix = mix
 			if tokPath == "" {
 				tokPath = filepath.Join(out, "tokenizer.json")
 			}
@@ -143,6 +148,7 @@ Build with GOEXPERIMENT=simd for the AVX GEMM kernel (make model does).`,
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "models/calc", "model folder to write")
 	fl.StringVar(&tokPath, "tokenizer", "", "tokenizer.json (default: <out>/tokenizer.json)")
+	fl.StringVar(&mixName, "mix", "default", "training mix: default (models/calc) | overcall (models/calc-overcall, with --steps 8000; docs/calc.md)")
 	fl.IntVar(&o.Train.Steps, "steps", o.Train.Steps, "optimiser steps")
 	fl.IntVar(&o.Train.BatchSize, "batch", o.Train.BatchSize, "sequences per step")
 	fl.IntVar(&o.Examples, "examples", o.Examples, "training examples generated")

@@ -27,6 +27,7 @@ func TestModelTrainRefusesNonPositiveFlags(t *testing.T) {
 		{[]string{"--heads", "0"}, "--heads 0"},
 		{[]string{"--lr", "0"}, "--lr 0"},
 		{[]string{"--lr", "-1e-3"}, "--lr -0.001"},
+		{[]string{"--mix", "sparse"}, `--mix: "sparse", want default or overcall`},
 	} {
 		args := append([]string{"model", "train", "--out", out}, c.args...)
 		_, _, err := runToolrl(t, args...)

@@ -122,3 +122,15 @@ func TestErrorTextsAreTools(t *testing.T) {
 		}
 	}
 }
+
+// ParseMix names the two mixes toolrl model train --mix takes.
+func TestParseMix(t *testing.T) {
+	for name, want := range map[string]Mix{"default": DefaultMix(), "": DefaultMix(), "overcall": OvercallMix()} {
+		if got, err := ParseMix(name); err != nil || got != want {
+			t.Errorf("%q: %+v, %v", name, got, err)
+		}
+	}
+	if _, err := ParseMix("sparse"); err == nil || !strings.Contains(err.Error(), `"sparse", want default or overcall`) {
+		t.Errorf("unknown mix: %v", err)
+	}
+}

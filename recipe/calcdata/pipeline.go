@@ -52,6 +52,19 @@ func DefaultPolicyOptions() PolicyOptions {
 	}
 }
 
+// ParseMix reads a training mix by name, as toolrl model train --mix takes
+// it: "default" (DefaultMix, models/calc's) or "overcall" (OvercallMix,
+// models/calc-overcall's).
+func ParseMix(name string) (Mix, error) {
+	switch name {
+	case "default", "":
+		return DefaultMix(), nil
+	case "overcall":
+		return OvercallMix(), nil
+	}
+	return Mix{}, fmt.Errorf("%q, want default or overcall", name)
+}
+
 // OvercallPolicyOptions are models/calc-overcall's settings: the shipped
 // model's, with OvercallMix and twice the steps (the shipped model's held-out
 // loss was still falling at 4,000 steps, which saw 64,000 of its 200,000
