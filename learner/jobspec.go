@@ -3,8 +3,11 @@ package learner
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"time"
 
+	"github.com/toolrl/toolrl/policystore"
 	"github.com/toolrl/toolrl/setting"
 )
 
@@ -62,4 +65,21 @@ func (s *JobSpec) Check() error {
 		return fmt.Errorf("--max-wait %v: want a duration > 0", s.MaxWait.Get())
 	}
 	return nil
+}
+
+// NewJob is the run the settings ask for, publishing into store with base's
+// files (Job.Base), logging to logger and writing its readable lines to
+// progress. With --in and no --publish-every given it publishes once, at
+// the end of the file.
+func (s *JobSpec) NewJob(store *policystore.Store, base Base, logger *slog.Logger, progress io.Writer) Job {
+	j := Job{
+		Store: store, Base: base, In: s.In.Get(), Redis: s.Redis.Get(), Batch: s.Batch.Get(),
+		Stream:       StreamOptions{Job: s.Job.Get(), Group: s.Group.Get(), Consumer: s.Consumer.Get(), MaxWait: s.MaxWait.Get()},
+		PublishEvery: s.PublishEvery.Get(), MaxUpdates: s.MaxUpdates.Get(), Keep: s.Keep.Get(), MetricsPath: s.Metrics.Get(),
+		Logger: logger, Progress: progress,
+	}
+	if j.In != "" && s.PublishEvery.Source() != setting.Flag {
+		j.PublishEvery = 0 // once, at the end
+	}
+	return j
 }

@@ -47,3 +47,23 @@ func TestJobSpec(t *testing.T) {
 		}
 	}
 }
+
+// NewJob carries the settings over; with --in, a file publishes once at the
+// end unless --publish-every is given.
+func TestJobSpecNewJob(t *testing.T) {
+	var s JobSpec
+	if err := setting.SetAll(&s, []string{"in=a.jsonl", "keep=3", "group=g"}, setting.Flag); err != nil {
+		t.Fatal(err)
+	}
+	if err := setting.ApplyDefaults(&s); err != nil {
+		t.Fatal(err)
+	}
+	j := s.NewJob(nil, Base{}, nil, nil)
+	if j.In != "a.jsonl" || j.Keep != 3 || j.Stream.Group != "g" || j.Stream.MaxWait != 10*time.Second || j.PublishEvery != 0 {
+		t.Errorf("job %+v", j)
+	}
+	s.PublishEvery.Set(2, setting.Flag)
+	if j := s.NewJob(nil, Base{}, nil, nil); j.PublishEvery != 2 {
+		t.Errorf("--publish-every 2 with --in: %d", j.PublishEvery)
+	}
+}

@@ -151,15 +151,7 @@ func runLearn(cmd *cobra.Command, f learnFlags) error {
 	}
 	defer store.Close()
 
-	job := learner.Job{
-		Store: store, Base: base, In: j.In.Get(), Redis: j.Redis.Get(), Batch: j.Batch.Get(),
-		Stream:       learner.StreamOptions{Job: j.Job.Get(), Group: j.Group.Get(), Consumer: j.Consumer.Get(), MaxWait: j.MaxWait.Get()},
-		PublishEvery: j.PublishEvery.Get(), MaxUpdates: j.MaxUpdates.Get(), Keep: j.Keep.Get(), MetricsPath: j.Metrics.Get(), Logger: logger,
-		Progress: stderr,
-	}
-	if j.In.Get() != "" && !cmd.Flags().Changed("publish-every") {
-		job.PublishEvery = 0 // once, at the end
-	}
+	job := j.NewJob(store, base, logger, stderr)
 	if j.Redis.Get() != "" {
 		reg := metricsserver.NewRegistry(build())
 		job.Registry = reg
