@@ -18,14 +18,7 @@ import (
 func TestLearnerKeysExplicitZeroIsASetting(t *testing.T) {
 	dir := t.TempDir()
 	head := "iterations: 1\nprompts_per_iteration: 2\nout: o\nrollout:\n  model: m\n  prompts: p.jsonl\n  seed: 5\n"
-	load := func(body string) (Config, error) {
-		t.Helper()
-		path := filepath.Join(dir, "c.yaml")
-		if err := os.WriteFile(path, []byte(head+body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return LoadConfig(path)
-	}
+	load := func(body string) (Config, error) { return loadConfigText(t, dir, head+body) }
 	c, err := load("learner:\n  kl_beta: 0\n  seed: 0\n  ref_model: ref\n")
 	if err != nil {
 		t.Fatal(err)
@@ -90,14 +83,7 @@ func TestLearnerKeysExplicitZeroIsASetting(t *testing.T) {
 func TestAdvantageKeys(t *testing.T) {
 	dir := t.TempDir()
 	head := "iterations: 1\nprompts_per_iteration: 2\nout: o\nrollout:\n  model: m\n  prompts: p.jsonl\n"
-	load := func(body string) (Config, error) {
-		t.Helper()
-		path := filepath.Join(dir, "c.yaml")
-		if err := os.WriteFile(path, []byte(head+body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return LoadConfig(path)
-	}
+	load := func(body string) (Config, error) { return loadConfigText(t, dir, head+body) }
 	c, err := load("advantage:\n  mode: hybrid\n  process_weight: 0\n  eps: 0\n")
 	if err != nil {
 		t.Fatal(err)
@@ -127,4 +113,14 @@ func TestAdvantageKeys(t *testing.T) {
 	if err := setting.SetAll(&c, []string{"advantage.max_staleness=1"}, setting.Override); err == nil || !strings.Contains(err.Error(), `"advantage.max_staleness" is not a setting`) {
 		t.Errorf("--set advantage.max_staleness=1: %v", err)
 	}
+}
+
+// loadConfigText writes a train config with text into dir and loads it.
+func loadConfigText(t *testing.T, dir, text string) (Config, error) {
+	t.Helper()
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return LoadConfig(path)
 }
