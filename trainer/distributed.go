@@ -129,7 +129,8 @@ func (r *run) distributed(ctx, work context.Context, client goredis.UniversalCli
 		m.Rollout.Seconds = it.waited.Seconds()
 		m.Seconds.Rollout = it.waited.Seconds()
 		m.Seconds.Learn = sum.Elapsed.Seconds() - it.waited.Seconds() - m.Seconds.Publish
-		m.Advantage = advantageStats(it.records, len(it.want))
+		m.Advantage = advantageStats(it.records, it.sampled, correctnessOf(it.sampled, &r.cfg.Rollout))
+		m.Advantage.Groups = len(it.want)
 		m.Advantage.Dropped = it.droppedGroups
 		if it.missing > 0 {
 			r.log.Warn("train: iteration timed out waiting for groups; trained on what arrived",

@@ -416,7 +416,7 @@ func (r *run) iterate(ctx context.Context, k int, groups []traj.Group, sum *orch
 		stats.Add(st)
 		records = append(records, recs...)
 	}
-	m.Advantage = advantageStats(records, len(groups))
+	m.Advantage = advantageStats(records, groups, correctnessOf(groups, &r.cfg.Rollout))
 	m.Advantage.ZeroVariance = int(stats.ZeroVariance)
 	m.Advantage.Dropped = int(stats.DroppedZero + stats.DroppedStale)
 	m.Advantage.Seconds = time.Since(t).Seconds()

@@ -98,7 +98,17 @@ type AdvantageStats struct {
 	ZeroVariance int     `json:"zero_variance_groups"`
 	Dropped      int     `json:"dropped_groups"`
 	AdvAbsMean   float64 `json:"adv_abs_mean"`
-	Seconds      float64 `json:"seconds"`
+	// MixedGroups are the groups that hold both right and wrong answers
+	// (by the job's answer check) and have records; RightNegative counts
+	// their right trajectories whose advantage at the first trained token
+	// (the decision every sample takes from the same state, the prompt) is
+	// below zero, RightNotAboveWrong their (right, wrong) pairs where the
+	// right one's is at or below the wrong one's. A credit that keeps a
+	// right answer above a wrong one keeps both at 0 (issue #26).
+	MixedGroups        int     `json:"mixed_groups"`
+	RightNegative      int     `json:"right_negative"`
+	RightNotAboveWrong int     `json:"right_not_above_wrong"`
+	Seconds            float64 `json:"seconds"`
 }
 
 // PhaseSeconds is where an iteration's time went.
@@ -162,6 +172,15 @@ func correctness(g *traj.Group, job *orchestrator.Job) []bool {
 	return correct
 }
 
+// correctnessOf is correctness of each group.
+func correctnessOf(groups []traj.Group, job *orchestrator.Job) [][]bool {
+	out := make([][]bool, len(groups))
+	for i := range groups {
+		out[i] = correctness(&groups[i], job)
+	}
+	return out
+}
+
 // promptCounts counts each group's samples, right answers, samples with a
 // call and calls, one entry per group in the order given, with the
 // orchestrator's accounting (one Summary per group, so that the counts sum
@@ -183,10 +202,12 @@ func promptCounts(groups []traj.Group, job *orchestrator.Job) *PromptCounts {
 	return pc
 }
 
-// advantageStats counts records, zero-variance groups and the mean |A| over
-// trained tokens.
-func advantageStats(records []traj.AdvantageRecord, groups int) AdvantageStats {
-	st := AdvantageStats{Groups: groups, Records: len(records)}
+// advantageStats counts records, zero-variance groups, the mean |A| over
+// trained tokens and, with correct[g][i] whether sample i of groups[g] is
+// right, the right answers the credit put below zero or below a wrong one.
+func advantageStats(records []traj.AdvantageRecord, groups []traj.Group, correct [][]bool) AdvantageStats {
+	st := AdvantageStats{Groups: len(groups), Records: len(records)}
+	countInversions(&st, records, groups, correct)
 	zero := map[string]bool{}
 	var sum float64
 	var n int
@@ -206,4 +227,57 @@ func advantageStats(records []traj.AdvantageRecord, groups int) AdvantageStats {
 		st.AdvAbsMean = sum / float64(n)
 	}
 	return st
+}
+
+// countInversions fills st's MixedGroups, RightNegative and
+// RightNotAboveWrong from each record's advantage at its first trained
+// token; a group none of whose records was kept (zero variance dropped)
+// is not counted.
+func countInversions(st *AdvantageStats, records []traj.AdvantageRecord, groups []traj.Group, correct [][]bool) {
+	type sample struct{ group, index int }
+	first := map[sample]float64{}
+	groupOf := make(map[string]int, len(groups))
+	for g := range groups {
+		groupOf[groups[g].GroupID] = g
+	}
+	for _, rec := range records {
+		g, ok := groupOf[rec.GroupID]
+		if !ok {
+			continue
+		}
+		for j, a := range rec.Advantages {
+			if j < len(rec.LossMask) && rec.LossMask[j] != 0 {
+				first[sample{g, rec.SampleIndex}] = float64(a)
+				break
+			}
+		}
+	}
+	for g := range groups {
+		var right, wrong []float64
+		for i, ok := range correct[g] {
+			a, has := first[sample{g, i}]
+			if !has {
+				continue
+			}
+			if ok {
+				right = append(right, a)
+			} else {
+				wrong = append(wrong, a)
+			}
+		}
+		if len(right) == 0 || len(wrong) == 0 {
+			continue
+		}
+		st.MixedGroups++
+		for _, r := range right {
+			if r < 0 {
+				st.RightNegative++
+			}
+			for _, w := range wrong {
+				if r <= w {
+					st.RightNotAboveWrong++
+				}
+			}
+		}
+	}
 }
