@@ -243,7 +243,7 @@ func TestLoadConfigStrict(t *testing.T) {
 		if err := c.Normalize(); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
-		if !filepath.IsAbs(c.Rollout.Model.Get()) || !strings.HasSuffix(c.Rollout.Model.Get(), filepath.Join("models", "calc")) {
+		if m := c.Rollout.Model.Get(); !filepath.IsAbs(m) || filepath.Base(filepath.Dir(m)) != "models" || !strings.HasPrefix(filepath.Base(m), "calc") {
 			t.Errorf("%s: rollout.model %q not resolved against the file", f, c.Rollout.Model.Get())
 		}
 	}

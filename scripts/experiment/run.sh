@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the experiment's arms through `toolrl train` and writes the plots and
 # the results page into docs/experiment/. Called by `make experiment` and
-# `make experiment-ablations`; every run starts from the committed
-# models/calc, with the same prompt stream and evaluation for every arm.
+# `make experiment-ablations`; every run starts from its config's committed
+# model (models/calc-overcall for the main arms and ablations, models/calc
+# for the quantized ones), with the same prompt stream and evaluation for
+# every arm.
 #
 #   scripts/experiment/run.sh OUT DOC SEEDS ARM...
 set -euo pipefail
@@ -43,6 +45,18 @@ name=$(basename "$doc")
   echo "8 samples of a prompt are not independent; the table's last column names the interval each row used)."
   echo
   cat "$doc/table.md"
+  echo
+  echo "Credit inversions over each run's iterations (metrics.jsonl's advantage figures, from the advantage"
+  echo "records the learner trained on): the groups holding right and wrong answers, the right trajectories"
+  echo "whose advantage at the first trained token (the decision taken from the prompt) is negative, and the"
+  echo "(right, wrong) pairs where the right one's is not above the wrong one's:"
+  echo
+  echo "| run | groups with right and wrong | right with A < 0 | right not above wrong |"
+  echo "|---|---:|---:|---:|"
+  for r in "${runs[@]}"; do
+    jq -rs '[([.[].advantage.mixed_groups // 0] | add), ([.[].advantage.right_negative // 0] | add), ([.[].advantage.right_not_above_wrong // 0] | add)] | @tsv' \
+      "$r/metrics.jsonl" | awk -v run="$(basename "$r")" -F'\t' '{ printf "| %s | %d | %d | %d |\n", run, $1, $2, $3 }'
+  done
   echo
   echo "Rollout mismatch (metrics.jsonl's learner.rollout_mismatch: the records' behaviour logprobs against the"
   echo "learner's before each update: mean |Δ| below 1e-6 with float32 rollouts, the quantization gap with int8 ones), over each run's iterations:"
