@@ -150,6 +150,7 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 		}
 	}
 
+	verdict := outcomeVerdicts(g, cfg.KeepOutcomeSign)
 	records := grow(&s.records, n)
 	nsegs := 0
 	for i := range g.Trajectories {
@@ -181,6 +182,12 @@ func (s *Scratch) Compute(g *traj.Group, cfg Config) ([]traj.AdvantageRecord, St
 				}
 				// turns: the weights are in turnAdvantages' values.
 				a += w * process[i][step]
+			}
+			switch {
+			case verdict != nil && verdict[i] > 0:
+				a = max(a, 0)
+			case verdict != nil && verdict[i] < 0:
+				a = min(a, 0)
 			}
 			// Every token of a model step is sampled (response_mask 1: Validate).
 			fill(adv[seg.Start:seg.End], float32(a))
@@ -474,4 +481,31 @@ func spans(block *[]traj.Segment, segs []traj.Segment) []traj.Segment {
 		out[i] = traj.Segment{Kind: s.Kind, Turn: s.Turn, Start: s.Start, End: s.End}
 	}
 	return out
+}
+
+// outcomeVerdicts is, with keep (Config.KeepOutcomeSign) and a group that
+// holds right and wrong answers, +1 for each right trajectory (reward part
+// "outcome" positive) and −1 for each wrong one; else nil, and advantages
+// are left as computed.
+func outcomeVerdicts(g *traj.Group, keep bool) []int8 {
+	if !keep {
+		return nil
+	}
+	v := make([]int8, len(g.Trajectories))
+	right, wrong := false, false
+	for i := range g.Trajectories {
+		o, ok := g.Trajectories[i].Reward.Parts["outcome"]
+		if !ok {
+			return nil // not scored by the staged reward: no verdict to keep
+		}
+		if o > 0 {
+			v[i], right = 1, true
+		} else {
+			v[i], wrong = -1, true
+		}
+	}
+	if !right || !wrong {
+		return nil
+	}
+	return v
 }

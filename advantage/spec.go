@@ -15,6 +15,7 @@ type Spec struct {
 	Gamma            setting.Value[float64] `yaml:"gamma" flag:"gamma" default:"1" usage:"per-step discount of later steps' rewards (process, hybrid, stepgroup), in (0, 1]"`
 	Eps              setting.Value[float64] `yaml:"eps" flag:"eps" default:"1e-06" usage:"added to the standard deviation (grpo)"`
 	DropZeroVariance setting.Value[bool]    `yaml:"drop_zero_variance" flag:"drop-zero-variance" default:"false" usage:"drop groups whose rewards are all equal (they are always counted)"`
+	KeepOutcomeSign  setting.Value[bool]    `yaml:"keep_outcome_sign" flag:"keep-outcome-sign" default:"false" usage:"in a group with right and wrong answers, no right answer's token advantage below 0 and no wrong one's above 0 (AdaTIR's sign reversal: costs never push a right answer down)"`
 }
 
 // StalenessSpec is the staleness check of `toolrl advantage` and `toolrl
@@ -43,6 +44,7 @@ func (s Spec) Config(st StalenessSpec) (Config, error) {
 		Mode: Mode(s.Mode.Get()), Estimator: Estimator(s.Estimator.Get()), Eps: s.Eps.Get(),
 		ProcessWeight: s.ProcessWeight.Get(), Gamma: s.Gamma.Get(),
 		KL: KLEstimator(s.KL.Get()), KLCoef: s.KLCoef.Get(), DropZeroVariance: s.DropZeroVariance.Get(),
+		KeepOutcomeSign: s.KeepOutcomeSign.Get(),
 		MaxStaleness: st.MaxStaleness.Get(), FlagStale: st.FlagStale.Get(),
 	}
 	if err := c.validate(s.name); err != nil {

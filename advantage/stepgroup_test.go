@@ -3,6 +3,7 @@ package advantage
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -271,4 +272,64 @@ func TestPropertyRightAnswerAboveWrong(t *testing.T) {
 		t.Errorf("the pooled process credit never inverted a pair (%v): the property's counterexample is gone", broken)
 	}
 	t.Logf("inverted pairs per credit over 2,000 groups: %v", broken)
+}
+
+// TestPropertyKeepOutcomeSign: with KeepOutcomeSign, over random staged
+// groups, no token of a right answer has a negative advantage and no token
+// of a wrong one a positive advantage in a group that holds both, in every
+// mode with every estimator; groups of one kind keep the advantages computed
+// without it. Without it, right answers with costly calls do go below 0
+// (counted, and required to happen: the guard has something to do).
+func TestPropertyKeepOutcomeSign(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 3))
+	pushedDown := 0
+	for range 1000 {
+		g, right := stagedGroup(rng, 8)
+		mixed := slices.Contains(right, true) && slices.Contains(right, false)
+		for i := range g.Trajectories {
+			o := 0.0
+			if right[i] {
+				o = 1
+			}
+			g.Trajectories[i].Reward.Parts = map[string]float64{"outcome": o, "others": g.Trajectories[i].Reward.Total - o}
+		}
+		for _, m := range []Mode{ModeOutcome, ModeStepGroup, ModeProcess, ModeHybrid, ModeTurns} {
+			for _, e := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
+				cfg := DefaultConfig()
+				cfg.Mode, cfg.Estimator, cfg.ProcessWeight = m, e, 0.5
+				plain := copyAdvantages(mustCompute(t, g, cfg))
+				cfg.KeepOutcomeSign = true
+				kept, _ := mustCompute(t, g, cfg)
+				for i := range kept {
+					for j, a := range kept[i].Advantages {
+						p := plain[i][j]
+						switch {
+						case !mixed && a != p:
+							t.Fatalf("%s %s: a group of one kind changed: token %d of sample %d %g, without the option %g", m, e, j, i, a, p)
+						case mixed && right[i] && a < 0, mixed && !right[i] && a > 0:
+							t.Fatalf("%s %s: sample %d (right %v) token %d has advantage %g", m, e, i, right[i], j, a)
+						case mixed && a != p && a != 0:
+							t.Fatalf("%s %s: sample %d token %d: %g without the option became %g, not 0", m, e, i, j, p, a)
+						}
+						if mixed && right[i] && p < 0 {
+							pushedDown++
+						}
+					}
+				}
+			}
+		}
+	}
+	if pushedDown == 0 {
+		t.Fatal("no right answer's token went below 0 without the option: the property tests nothing")
+	}
+	t.Logf("right answers' tokens below 0 without the option: %d", pushedDown)
+}
+
+// copyAdvantages copies records' advantages (Compute's memory is reused).
+func copyAdvantages(recs []traj.AdvantageRecord, _ Stats) [][]float32 {
+	out := make([][]float32, len(recs))
+	for i := range recs {
+		out[i] = slices.Clone(recs[i].Advantages)
+	}
+	return out
 }

@@ -21,12 +21,24 @@ func TestServiceMatchesOfflineInEveryMode(t *testing.T) {
 	const n = 10
 	r := testsupport.StartRedis(t, testsupport.RedisOptions{})
 	client := connectTest(t, r.URL())
-	for _, mode := range []advantage.Mode{advantage.ModeOutcome, advantage.ModeProcess, advantage.ModeHybrid, advantage.ModeStepGroup, advantage.ModeTurns} {
+	type credit struct {
+		mode advantage.Mode
+		keep bool // KeepOutcomeSign, on groups with outcome parts
+	}
+	for _, c := range []credit{{advantage.ModeOutcome, false}, {advantage.ModeProcess, false}, {advantage.ModeHybrid, false},
+		{advantage.ModeStepGroup, false}, {advantage.ModeTurns, false}, {advantage.ModeStepGroup, true}} {
+		mode := c.mode
 		job := "modes-" + string(mode)
+		if c.keep {
+			job += "-keep-sign"
+		}
 		groups := make([]*traj.Group, n)
 		var all []traj.Trajectory
 		for i := range groups {
 			groups[i] = streamGroup(job, i)
+			if c.keep {
+				withOutcomeParts(groups[i])
+			}
 			// The members reversed in the file: the offline pass regroups them.
 			for k := len(groups[i].Trajectories) - 1; k >= 0; k-- {
 				all = append(all, groups[i].Trajectories[k])
@@ -34,6 +46,7 @@ func TestServiceMatchesOfflineInEveryMode(t *testing.T) {
 		}
 		opts := testServiceOptions(job)
 		opts.Config.Mode, opts.Config.Estimator, opts.Config.KL = mode, advantage.EstimatorDrGRPO, advantage.KLNone
+		opts.Config.KeepOutcomeSign = c.keep
 		svc, err := New(client, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -57,6 +70,27 @@ func TestServiceMatchesOfflineInEveryMode(t *testing.T) {
 		if len(got) != len(sink.recs) || len(got) != n*testG {
 			t.Fatalf("%s: service wrote %d records, offline %d", mode, len(got), len(sink.recs))
 		}
+		if c.keep {
+			// The option must have had something to do in these groups.
+			plainCfg := offCfg
+			plainCfg.KeepOutcomeSign = false
+			clipped := 0
+			for _, g := range groups {
+				plain, _, err := advantage.Compute(g, plainCfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range plain {
+					w := sink.recs[p.TrajectoryID]
+					if d := maxDiff(p.Advantages, w.Advantages); d != 0 {
+						clipped++
+					}
+				}
+			}
+			if clipped == 0 {
+				t.Fatalf("%s with keep_outcome_sign: no record differs from the plain credit's", mode)
+			}
+		}
 		for id, w := range sink.recs {
 			g, ok := got[id]
 			if !ok {
@@ -66,5 +100,16 @@ func TestServiceMatchesOfflineInEveryMode(t *testing.T) {
 				t.Errorf("%s: record %s: advantages differ from offline's by %g (mode %s)", mode, id, d, g.Mode)
 			}
 		}
+	}
+}
+
+// withOutcomeParts gives g's trajectories the staged reward's outcome part,
+// right (1) for even samples and wrong (0) for odd ones, the rest of each
+// total in a second part, so that KeepOutcomeSign has verdicts to keep.
+func withOutcomeParts(g *traj.Group) {
+	for k := range g.Trajectories {
+		t := &g.Trajectories[k]
+		o := float64(1 - k%2)
+		t.Reward.Parts = map[string]float64{"outcome": o, "others": t.Reward.Total - o}
 	}
 }
