@@ -45,7 +45,7 @@ func (s Spec) Config(st StalenessSpec) (Config, error) {
 		ProcessWeight: s.ProcessWeight.Get(), Gamma: s.Gamma.Get(),
 		KL: KLEstimator(s.KL.Get()), KLCoef: s.KLCoef.Get(), DropZeroVariance: s.DropZeroVariance.Get(),
 		KeepOutcomeSign: s.KeepOutcomeSign.Get(),
-		MaxStaleness: st.MaxStaleness.Get(), FlagStale: st.FlagStale.Get(),
+		MaxStaleness:    st.MaxStaleness.Get(), FlagStale: st.FlagStale.Get(),
 	}
 	if err := c.validate(s.name); err != nil {
 		return c, err
