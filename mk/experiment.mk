@@ -5,7 +5,8 @@
 #   make experiment            arms grpo, toolrl and call-bonus, seeds 1 and 2 -> docs/experiment/main/
 #   make experiment-ablations  toolrl with clean tools, with outcome-only credit, with
 #                              DeepSeekMath's process credit, with OTC's
-#                              multiplicative call cost, seed 1 -> docs/experiment/ablations/
+#                              multiplicative call cost, without keep_outcome_sign,
+#                              for 80 iterations, seed 1 -> docs/experiment/ablations/
 #   make experiment-quantized  the tool-use arm with float32 rollouts, int8 rollouts (TIS on),
 #                              int8 rollouts with TIS off, int4 rollouts with TIS on and off,
 #                              seeds EXP_SEEDS -> docs/experiment/quantized/
@@ -21,7 +22,7 @@ experiment: setup build
 
 ## experiment-ablations: the ablation arms, seed 1, into docs/experiment/ablations/
 experiment-ablations: setup build
-	scripts/experiment/run.sh $(EXP_OUT)/ablations docs/experiment/ablations "1" toolrl-clean toolrl-outcome toolrl-process toolrl-otc
+	scripts/experiment/run.sh $(EXP_OUT)/ablations docs/experiment/ablations "1" toolrl-clean toolrl-outcome toolrl-process toolrl-otc toolrl-unclipped toolrl-long
 
 ## experiment-quantized: the tool-use arm with float32 vs int8 and int4 rollouts (TIS on and off), seeds EXP_SEEDS, into docs/experiment/quantized/
 experiment-quantized: setup build
