@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -101,6 +102,8 @@ func benchUpdate(b *testing.B, m train.Net, recs []traj.AdvantageRecord) float64
 	if err != nil {
 		b.Fatal(err)
 	}
+	peer := peerShapeDir(b, m, recs) // "" without -peer-dir
+	var run peerRun
 	var prof bytes.Buffer
 	// Fails when the test binary already profiles (go test -cpuprofile):
 	// the share is then left to that profile.
@@ -108,13 +111,17 @@ func benchUpdate(b *testing.B, m train.Net, recs []traj.AdvantageRecord) float64
 	var tokens int
 	var seconds float64
 	b.ResetTimer()
-	for range b.N {
+	for i := range b.N {
 		met, err := l.Update(context.Background(), recs)
 		if err != nil {
 			b.Fatal(err)
 		}
 		tokens += met.Tokens
 		seconds += met.Seconds
+		if i == 0 {
+			run.First = met
+		}
+		run.UpdateSeconds = append(run.UpdateSeconds, met.Seconds)
 	}
 	b.StopTimer()
 	tps := float64(tokens) / seconds
@@ -122,6 +129,11 @@ func benchUpdate(b *testing.B, m train.Net, recs []traj.AdvantageRecord) float64
 	kernel := train.KernelName()
 	if m.Precision() == train.Float64 {
 		kernel = "gonum-blas64"
+	}
+	if peer != "" {
+		run.Shape, run.Kernel, run.Updates, run.Tokens = filepath.Base(peer), kernel, b.N, tokens/b.N
+		run.Trained, run.Seconds, run.TokensPerS = run.First.TokensTrained, seconds, tps
+		writePeerRun(b, peer, run)
 	}
 	b.Logf("%s, kernel %s (GOEXPERIMENT=%q), GOMAXPROCS %d; %d records, %d tokens per update; %.0f tokens/s",
 		m.Precision(), kernel, goExperiment(), runtime.GOMAXPROCS(0), len(recs), tokens/b.N, tps)
