@@ -179,16 +179,21 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.h * self.hd, cfg.hidden_size, bias=bias)
 
     def forward(self, x, cos, sin, mask):
-        B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.h, self.hd).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.kvh, self.hd).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.kvh, self.hd).transpose(1, 2)
+        return self.o_proj(self.attend(self.q_proj(x), self.k_proj(x), self.v_proj(x), cos, sin, mask))
+
+    def attend(self, q, k, v, cos, sin, mask):
+        """Rotary embeddings and masked softmax attention of projected q (B, T, heads·hd),
+        k and v (B, T, kv_heads·hd); the output (B, T, heads·hd) before o_proj."""
+        B, T, _ = q.shape
+        q = q.view(B, T, self.h, self.hd).transpose(1, 2)
+        k = k.view(B, T, self.kvh, self.hd).transpose(1, 2)
+        v = v.view(B, T, self.kvh, self.hd).transpose(1, 2)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         rep = self.h // self.kvh  # grouped-query attention: each kv head serves rep query heads
         k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
         att = (q @ k.transpose(-1, -2)) / math.sqrt(self.hd) + mask
         out = att.softmax(-1) @ v
-        return self.o_proj(out.transpose(1, 2).reshape(B, T, self.h * self.hd))
+        return out.transpose(1, 2).reshape(B, T, self.h * self.hd)
 
 
 class MLP(nn.Module):
@@ -250,23 +255,35 @@ class Llama(nn.Module):
                 p.copy_(torch.from_numpy(w[name].astype(np.float32)))
         return m.to(dtype)
 
+    def rope(self, position_ids, dtype):
+        """cos, sin (B, 1, T, head_dim) of position_ids (B, T), as transformers'
+        LlamaRotaryEmbedding: angles in float32, then cos/sin in dtype."""
+        ang = position_ids[:, None, :, None].float() * self.inv_freq.float()
+        ang = torch.cat([ang, ang], dim=-1).to(dtype)
+        return ang.cos(), ang.sin()
+
+    @staticmethod
+    def attention_bias(attention_mask, dtype):
+        """The additive causal and padding mask (B, 1, T, T) of attention_mask (B, T)."""
+        T = attention_mask.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool, device=attention_mask.device).tril()
+        ok = causal[None, None] & attention_mask[:, None, None, :].bool()
+        # A finite minimum, not -inf: a left-pad query row sees no key and must not become NaN.
+        return torch.zeros(ok.shape, dtype=dtype, device=attention_mask.device).masked_fill(~ok, torch.finfo(dtype).min)
+
+    def head_weight(self):
+        """The LM head (V, hidden): the embedding when tied."""
+        return self.model.embed_tokens.weight if self.cfg.tie_word_embeddings else self.lm_head.weight
+
     def forward(self, input_ids, attention_mask, position_ids):
         """Logits (B, T, V) of a left/right-padded batch (verl's layout)."""
         x = self.model.embed_tokens(input_ids)
-        # RoPE as transformers' LlamaRotaryEmbedding: angles in float32, then cos/sin in the model's dtype.
-        ang = position_ids[:, None, :, None].float() * self.inv_freq.float()
-        ang = torch.cat([ang, ang], dim=-1).to(x.dtype)
-        cos, sin = ang.cos(), ang.sin()
-        T = input_ids.shape[1]
-        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-        ok = causal[None, None] & attention_mask[:, None, None, :].bool()
-        # A finite minimum, not -inf: a left-pad query row sees no key and must not become NaN.
-        mask = torch.zeros(ok.shape, dtype=x.dtype, device=x.device).masked_fill(~ok, torch.finfo(x.dtype).min)
+        cos, sin = self.rope(position_ids, x.dtype)
+        mask = self.attention_bias(attention_mask, x.dtype)
         for layer in self.model.layers:
             x = layer(x, cos, sin, mask)
         x = self.model.norm(x)
-        head = self.model.embed_tokens.weight if self.cfg.tie_word_embeddings else self.lm_head.weight
-        return x @ head.t()
+        return x @ self.head_weight().t()
 
 
 def response_logprobs(model, batch, temperature):
@@ -406,18 +423,20 @@ def prepare(records, dtype, pad_token_id=0):
     return out["batch"], torch.tensor(temps, dtype=dtype)
 
 
-def train_step(model, records, cfg, optimizer=None, ref_model=None, clip_grad=1.0):
-    """Loss, backward, gradient norm (before clipping), clip, optimiser step. Returns the metrics."""
+def train_step(model, records, cfg, optimizer=None, ref_model=None, clip_grad=1.0, logprobs=response_logprobs):
+    """Loss, backward, gradient norm (before clipping), clip, optimiser step. Returns the metrics.
+    logprobs(model, batch, temperatures) gives (logp, entropy) (B, R) of the response tokens
+    (response_logprobs, or scripts/bench/learner_peer.py's packed one)."""
     dtype = next(model.parameters()).dtype
     batch, temps = prepare(records, dtype, model.cfg.pad_token_id)
     model.zero_grad(set_to_none=True)
-    logp, entropy = response_logprobs(model, batch, temps)
+    logp, entropy = logprobs(model, batch, temps)
     ref_logp = None
     if "ref_log_prob" in batch:
         ref_logp = batch["ref_log_prob"]  # the records' reference logprobs
     elif ref_model is not None:
         with torch.no_grad():
-            ref_logp, _ = response_logprobs(ref_model, batch, temps)
+            ref_logp, _ = logprobs(ref_model, batch, temps)
     elif cfg.kl_beta > 0:
         raise ValueError("kl_beta > 0 needs records with ref_log_prob or a reference model")
     loss, st = grpo_loss(logp, batch, cfg, ref_logp)
