@@ -6,6 +6,9 @@
 #                        and the tiny random shape; built with GOEXPERIMENT=simd
 #                        so the trainer's GEMM is the packed kernel
 #                        (model/train/gemm_simd.go). Needs no ONNX Runtime.
+#   make bench-learner-peer  the same update in PyTorch on the same weights and
+#                        batch, interleaved with it, and an sgemm/STREAM probe
+#                        (below; installs python3-torch with apt-get if missing).
 
 BENCH_TARGETS += bench-learner
 
@@ -14,3 +17,41 @@ BENCH_TARGETS += bench-learner
 ## bench-learner: Learner.Update tokens/s and the GEMM share of CPU (GOEXPERIMENT=simd)
 bench-learner:
 	GOEXPERIMENT=simd $(GO) test -run '^$$' -bench 'LearnerUpdate' -benchtime 10x ./learner
+
+# make bench-learner-peer: the same update in PyTorch (scripts/bench/learner_peer.py,
+# plain torch with python/examples/torch_grpo.py's model and loss) on the same
+# weights and batch, interleaved with the Go benchmark: round r runs
+# BenchmarkLearnerUpdate on calc and tiny (-peer-dir writes each shape's model
+# folder, records.jsonl and go.json), then the torch peer on what it wrote.
+# Then a probe of this machine's sgemm GFLOP/s and STREAM-triad GB/s, and the
+# table (tokens/s of each, ratio, GFLOP per update, GFLOP/s, share of the
+# sgemm rate). Debian's python3-torch over OpenBLAS with OpenMP threads
+# (libopenblas0-openmp selected as libblas.so.3 and liblapack.so.3), 2 threads.
+PEER_APT    := python3-torch python3-numpy python3-redis libopenblas0-openmp
+PEER_OUT    := out/bench-learner-peer
+PEER_ROUNDS := 3
+PEER_UPDATES := 10
+
+.PHONY: bench-learner-peer bench-learner-peer-deps
+
+bench-learner-peer-deps:
+	@missing=""; for p in $(PEER_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "bench-learner-peer: installing$$missing with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+	@for lib in libblas.so.3 liblapack.so.3; do \
+		path=$$(ls /usr/lib/*/openblas-openmp/$$lib | head -1); \
+		triplet=$$(basename $$(dirname $$(dirname $$path))); \
+		update-alternatives --set $$lib-$$triplet $$path >/dev/null; \
+	done
+
+## bench-learner-peer: Learner.Update against its PyTorch peer (OpenBLAS-openmp), interleaved, with an sgemm/STREAM probe
+bench-learner-peer: bench-learner-peer-deps
+	rm -rf $(PEER_OUT) && mkdir -p $(PEER_OUT)
+	GOEXPERIMENT=simd $(GO) test -c -o $(PEER_OUT)/learner.test ./learner
+	set -o pipefail; for r in $$(seq 1 $(PEER_ROUNDS)); do \
+		(cd learner && $(CURDIR)/$(PEER_OUT)/learner.test -test.run '^$$' -test.bench 'LearnerUpdate/^(calc|tiny)$$' \
+			-test.benchtime $(PEER_UPDATES)x -peer-dir $(CURDIR)/$(PEER_OUT)/round-$$r) | grep -E '^Benchmark' || exit 1; \
+		$(PYTHON) scripts/bench/learner_peer.py run --updates $(PEER_UPDATES) $(PEER_OUT)/round-$$r || exit 1; \
+	done
+	$(PYTHON) scripts/bench/learner_peer.py probe $(PEER_OUT)/peak.json
+	$(PYTHON) scripts/bench/learner_peer.py report $(PEER_OUT)
