@@ -10,7 +10,7 @@ import (
 // group: 8 trajectories of 288 tokens, 256 of them response.
 func BenchmarkCompute(b *testing.B) {
 	g := trajtest.Synthetic("bench", 1, 8, 64)
-	cfg := DefaultConfig()
+	cfg := plainGRPO()
 	cfg.Mode, cfg.KL = ModeHybrid, KLK3
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

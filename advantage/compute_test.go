@@ -82,7 +82,7 @@ func TestOutcomeGoldens(t *testing.T) {
 		{EstimatorRLOO, 1, -0.5},
 	}
 	for _, c := range cases {
-		cfg := DefaultConfig()
+		cfg := plainGRPO()
 		cfg.Estimator = c.est
 		recs, st := mustCompute(t, group, cfg)
 		checkTokens(t, string(c.est)+" sample 0", recs[0].Advantages, []float64{c.a, c.a, 0, c.a})
@@ -100,7 +100,7 @@ func TestOutcomeGoldens(t *testing.T) {
 func TestGroupOfOneHasZeroAdvantage(t *testing.T) {
 	for _, mode := range []Mode{ModeOutcome, ModeProcess, ModeHybrid, ModeStepGroup, ModeTurns} {
 		for _, est := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
-			cfg := DefaultConfig()
+			cfg := plainGRPO()
 			cfg.Mode, cfg.Estimator = mode, est
 			g := traj.NewGroup([]traj.Trajectory{makeTraj(0, 1, 3, trajtest.Step{Model: 3, Reward: 2})})
 			recs, st := mustCompute(t, g, cfg)
@@ -122,7 +122,7 @@ func TestProcessGoldens(t *testing.T) {
 		makeTraj(1, 2, 0, trajtest.Step{Model: 2, Reward: 0}),
 	})
 	hi, lo := 1.1546985383827155, -0.5773492691913577
-	cfg := DefaultConfig()
+	cfg := plainGRPO()
 	cfg.Mode = ModeProcess
 	recs, _ := mustCompute(t, group, cfg)
 	checkTokens(t, "gamma 1 sample 0", recs[0].Advantages, []float64{hi + lo, hi + lo, 0, 0, lo})
@@ -143,7 +143,7 @@ func TestProcessGoldens(t *testing.T) {
 
 	// Hybrid with weight 0.5: outcome rewards [1, 0] give ±0.7071058
 	// ((±0.5) / (√0.5 + 1e-6)), plus half the process advantage above.
-	cfg = DefaultConfig()
+	cfg = plainGRPO()
 	cfg.Mode, cfg.ProcessWeight = ModeHybrid, 0.5
 	recs, _ = mustCompute(t, group, cfg)
 	checkTokens(t, "hybrid sample 0", recs[0].Advantages, []float64{0.9957804157836405, 0.9957804157836405, 0, 0, 0.4184311465922828})
@@ -154,7 +154,7 @@ func TestProcessNeedsStepRewards(t *testing.T) {
 	tr := makeTraj(0, 1, 1, trajtest.Step{Model: 2})
 	tr.StepRewards = nil
 	g := traj.NewGroup([]traj.Trajectory{tr})
-	cfg := DefaultConfig()
+	cfg := plainGRPO()
 	cfg.Mode = ModeProcess
 	if _, _, err := Compute(&g, cfg); err == nil {
 		t.Fatal("process mode accepted a trajectory without step rewards")
@@ -195,7 +195,7 @@ func TestKLFoldGolden(t *testing.T) {
 	b := makeTraj(1, 2, 1, trajtest.Step{Model: 1})
 	b.RefLogprobs = []float32{-1}
 	g := traj.NewGroup([]traj.Trajectory{a, b})
-	cfg := DefaultConfig()
+	cfg := plainGRPO()
 	cfg.Estimator, cfg.KL, cfg.KLCoef = EstimatorDrGRPO, KLK1, 0.1
 	recs, st := mustCompute(t, g, cfg)
 	checkTokens(t, "sample 0", recs[0].Advantages, []float64{-0.1, -0.1, 0})
@@ -225,7 +225,7 @@ func TestKLFoldGolden(t *testing.T) {
 
 func TestZeroVarianceAndStaleness(t *testing.T) {
 	g := traj.NewGroup([]traj.Trajectory{makeTraj(0, 2, 1, trajtest.Step{Model: 1}), makeTraj(1, 2, 1, trajtest.Step{Model: 1})})
-	cfg := DefaultConfig()
+	cfg := plainGRPO()
 	recs, st := mustCompute(t, g, cfg)
 	if len(recs) != 2 || st.ZeroVariance != 1 || st.DroppedZero != 0 || !recs[1].ZeroVariance {
 		t.Errorf("kept zero-variance group: %d records, %+v", len(recs), st)
@@ -235,7 +235,7 @@ func TestZeroVarianceAndStaleness(t *testing.T) {
 		t.Errorf("dropped zero-variance group: %d records, %+v", len(recs), st)
 	}
 
-	cfg = DefaultConfig()
+	cfg = plainGRPO()
 	cfg.MaxStaleness, cfg.CurrentPolicyVersion = 2, 7 // group version 5: lag 2, allowed
 	if recs, st = mustCompute(t, g, cfg); len(recs) != 2 || st.Stale != 0 {
 		t.Errorf("lag 2 of 2: %d records, %+v", len(recs), st)
@@ -255,7 +255,7 @@ func allConfigs() []Config {
 	for _, mode := range []Mode{ModeOutcome, ModeProcess, ModeHybrid, ModeStepGroup, ModeTurns} {
 		for _, est := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
 			for _, kl := range []KLEstimator{KLNone, KLK1, KLK2, KLK3} {
-				cfg := DefaultConfig()
+				cfg := plainGRPO()
 				cfg.Mode, cfg.Estimator, cfg.KL, cfg.ProcessWeight = mode, est, kl, 0.7
 				out = append(out, cfg)
 			}
@@ -279,7 +279,7 @@ func TestPropertyOutcomeSumsToZero(t *testing.T) {
 	for iter := 0; iter < 300; iter++ {
 		g := *trajtest.Random(rng, fixture(1+rng.IntN(8)), trajtest.Shape{})
 		for _, est := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
-			cfg := DefaultConfig()
+			cfg := plainGRPO()
 			cfg.Estimator = est
 			recs, _ := mustCompute(t, g, cfg)
 			var sum float64
@@ -299,7 +299,7 @@ func TestPropertyProcessStepRewardsSumToZero(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for iter := 0; iter < 300; iter++ {
 		g := *trajtest.Random(rng, fixture(1+rng.IntN(8)), trajtest.Shape{})
-		cfg := DefaultConfig()
+		cfg := plainGRPO()
 		cfg.Mode, cfg.Gamma = ModeProcess, 0.25+0.75*rng.Float64()
 		recs, _ := mustCompute(t, g, cfg)
 		var sum float64
@@ -430,7 +430,7 @@ func TestDocsWorkedExample(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(*arrays, g) {
 			t.Fatalf("%s: the service's decoder: %v", c.file, err)
 		}
-		cfg := DefaultConfig()
+		cfg := plainGRPO()
 		cfg.Mode, cfg.ProcessWeight, cfg.KL = ModeHybrid, 0.5, KLK3
 		recs, _ := mustCompute(t, g, cfg)
 		// By hand (docs/advantage.md): 0.7071058 + 0.5 × 1.127466 and
@@ -460,7 +460,7 @@ func TestScratchReuse(t *testing.T) {
 	for i, shape := range []struct{ g, stepLen int }{{8, 64}, {4, 16}, {8, 8}, {6, 96}, {2, 4}} {
 		g := trajtest.Synthetic("scratch", i, shape.g, shape.stepLen)
 		for _, kl := range []KLEstimator{KLK3, KLNone} {
-			cfg := DefaultConfig()
+			cfg := plainGRPO()
 			cfg.Mode, cfg.KL = ModeHybrid, kl
 			want, wantSt, err := Compute(g, cfg)
 			if err != nil {
@@ -475,4 +475,13 @@ func TestScratchReuse(t *testing.T) {
 			}
 		}
 	}
+}
+
+// plainGRPO is DefaultConfig with plain GRPO's credit (outcome mode, GRPO
+// estimator, no sign keeping): the configuration the goldens of this
+// package were written against, whatever the defaults are.
+func plainGRPO() Config {
+	c := DefaultConfig()
+	c.Mode, c.Estimator, c.KeepOutcomeSign = ModeOutcome, EstimatorGRPO, false
+	return c
 }

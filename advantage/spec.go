@@ -7,15 +7,15 @@ import "github.com/toolrl/toolrl/setting"
 // `toolrl advantage serve`), its default and its help. Config resolves it.
 // An explicit 0 (kl_coef: 0) is a setting, never "unset".
 type Spec struct {
-	Mode             setting.Value[string]  `yaml:"mode" flag:"mode" default:"outcome" usage:"outcome | process (DeepSeekMath per-step) | hybrid (outcome + process-weight × process) | stepgroup (GiGPO: outcome + process-weight × step advantage within same-state groups) | turns (MT-GRPO: answer and turn rewards normalised separately)"`
-	Estimator        setting.Value[string]  `yaml:"estimator" flag:"estimator" default:"grpo" usage:"grpo (mean/std) | drgrpo (mean only) | rloo (leave-one-out mean)"`
+	Mode             setting.Value[string]  `yaml:"mode" flag:"mode" default:"stepgroup" usage:"outcome | process (DeepSeekMath per-step) | hybrid (outcome + process-weight × process) | stepgroup (GiGPO: outcome + process-weight × step advantage within same-state groups) | turns (MT-GRPO: answer and turn rewards normalised separately)"`
+	Estimator        setting.Value[string]  `yaml:"estimator" flag:"estimator" default:"drgrpo" usage:"grpo (mean/std) | drgrpo (mean only) | rloo (leave-one-out mean)"`
 	KL               setting.Value[string]  `yaml:"kl" flag:"kl" usage:"per-token KL estimator written to records: k1 | k2 | k3 (needs ref_log_prob); empty for none"`
 	KLCoef           setting.Value[float64] `yaml:"kl_coef" flag:"kl-coef" default:"0" usage:"fold the KL into the rewards with this coefficient (0: report only)"`
 	ProcessWeight    setting.Value[float64] `yaml:"process_weight" flag:"process-weight" default:"1" usage:"weight of the process advantage in hybrid mode, of the step-group advantage in stepgroup mode, of the turn advantage in turns mode"`
 	Gamma            setting.Value[float64] `yaml:"gamma" flag:"gamma" default:"1" usage:"per-step discount of later steps' rewards (process, hybrid, stepgroup), in (0, 1]"`
 	Eps              setting.Value[float64] `yaml:"eps" flag:"eps" default:"1e-06" usage:"added to the standard deviation (grpo)"`
 	DropZeroVariance setting.Value[bool]    `yaml:"drop_zero_variance" flag:"drop-zero-variance" default:"false" usage:"drop groups whose rewards are all equal (they are always counted)"`
-	KeepOutcomeSign  setting.Value[bool]    `yaml:"keep_outcome_sign" flag:"keep-outcome-sign" default:"false" usage:"in a group with right and wrong answers, no right answer's token advantage below 0 and no wrong one's above 0 (AdaTIR's sign reversal: costs never push a right answer down)"`
+	KeepOutcomeSign  setting.Value[bool]    `yaml:"keep_outcome_sign" flag:"keep-outcome-sign" default:"true" usage:"in a group with right and wrong answers, no right answer's token advantage below 0 and no wrong one's above 0 (AdaTIR's sign reversal: costs never push a right answer down)"`
 }
 
 // StalenessSpec is the staleness check of `toolrl advantage` and `toolrl

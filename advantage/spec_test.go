@@ -12,11 +12,11 @@ import (
 )
 
 // TestDefaultConfig: the defaults derived from Spec's and StalenessSpec's
-// declarations are
-// exactly the values DefaultConfig held as literals before Spec (eps bit
-// for bit).
+// declarations are the tool-use credit issue #26 measured (step groups,
+// Dr.GRPO, the answer's sign kept; docs/experiment.md) and otherwise the
+// values DefaultConfig held as literals before Spec (eps bit for bit).
 func TestDefaultConfig(t *testing.T) {
-	want := Config{Mode: ModeOutcome, Estimator: EstimatorGRPO, Eps: 1e-6, ProcessWeight: 1, Gamma: 1, MaxStaleness: -1}
+	want := Config{Mode: ModeStepGroup, Estimator: EstimatorDrGRPO, Eps: 1e-6, ProcessWeight: 1, Gamma: 1, MaxStaleness: -1, KeepOutcomeSign: true}
 	got := DefaultConfig()
 	if got != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
@@ -50,7 +50,7 @@ func TestSpecLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Mode: ModeHybrid, Estimator: EstimatorGRPO, Eps: 1e-6, ProcessWeight: 0, Gamma: 0.5, KL: KLK3, MaxStaleness: 0}
+	want := Config{Mode: ModeHybrid, Estimator: EstimatorDrGRPO, Eps: 1e-6, ProcessWeight: 0, Gamma: 0.5, KL: KLK3, MaxStaleness: 0, KeepOutcomeSign: true}
 	if c != want {
 		t.Errorf("config %+v, want %+v", c, want)
 	}

@@ -32,7 +32,7 @@ func TestStepGroupGoldens(t *testing.T) {
 		makeTraj(2, 4, 1.1, trajtest.Step{Model: 1, Reward: 1.1}),
 		other,
 	})
-	cfg := DefaultConfig()
+	cfg := plainGRPO()
 	cfg.Mode, cfg.Estimator, cfg.ProcessWeight = ModeStepGroup, EstimatorDrGRPO, 1
 	recs, _ := mustCompute(t, group, cfg)
 	checkTokens(t, "sample 0", recs[0].Advantages, []float64{0.7, 0.7, 0, 0.35 + 0.5})
@@ -61,7 +61,7 @@ func TestTurnsGoldens(t *testing.T) {
 		makeTraj(2, 4, 1.1, trajtest.Step{Model: 1, Reward: 1.1}),
 		makeTraj(3, 4, 0.5, call(-0.1, 0.6)...),
 	})
-	cfg := DefaultConfig()
+	cfg := plainGRPO()
 	cfg.Mode, cfg.Estimator, cfg.ProcessWeight = ModeTurns, EstimatorDrGRPO, 1
 	recs, _ := mustCompute(t, group, cfg)
 	checkTokens(t, "sample 0", recs[0].Advantages, []float64{0.375 + 1.0/15, 0.375 + 1.0/15, 0, 0.375})
@@ -138,7 +138,7 @@ func TestBanditEstimatorsFavour(t *testing.T) {
 		cfg  Config
 	}
 	mk := func(name string, m Mode, e Estimator, w float64) arm {
-		c := DefaultConfig()
+		c := plainGRPO()
 		c.Mode, c.Estimator, c.ProcessWeight = m, e, w
 		return arm{name, c}
 	}
@@ -245,7 +245,7 @@ func TestPropertyRightAnswerAboveWrong(t *testing.T) {
 		g, right := stagedGroup(rng, 8)
 		for _, m := range []Mode{ModeOutcome, ModeStepGroup, ModeProcess, ModeHybrid, ModeTurns} {
 			for _, e := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
-				cfg := DefaultConfig()
+				cfg := plainGRPO()
 				cfg.Mode, cfg.Estimator, cfg.ProcessWeight = m, e, 0.5
 				recs, _, err := Compute(&g, cfg)
 				if err != nil {
@@ -295,7 +295,7 @@ func TestPropertyKeepOutcomeSign(t *testing.T) {
 		}
 		for _, m := range []Mode{ModeOutcome, ModeStepGroup, ModeProcess, ModeHybrid, ModeTurns} {
 			for _, e := range []Estimator{EstimatorGRPO, EstimatorDrGRPO, EstimatorRLOO} {
-				cfg := DefaultConfig()
+				cfg := plainGRPO()
 				cfg.Mode, cfg.Estimator, cfg.ProcessWeight = m, e, 0.5
 				plain := copyAdvantages(mustCompute(t, g, cfg))
 				cfg.KeepOutcomeSign = true

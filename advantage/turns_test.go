@@ -85,7 +85,7 @@ func TestStepIsATurn(t *testing.T) {
 	// One step reward per model segment is refused in process mode.
 	bad := parallelGroup(t)
 	bad.Trajectories[0].StepRewards = []float64{-0.1, -0.1, 1.4}
-	cfg := DefaultConfig()
+	cfg := plainGRPO()
 	cfg.Mode = ModeProcess
 	if _, _, err := Compute(&bad, cfg); err == nil {
 		t.Error("process mode accepted one step reward per model segment")
