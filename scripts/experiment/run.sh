@@ -31,6 +31,13 @@ done
 elapsed=$(( $(date +%s) - start ))
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 name=$(basename "$doc")
+# run_rows JQ FORMAT: one table row per run, three figures that jq reduces
+# from the run's metrics.jsonl, printed with FORMAT (run name first).
+run_rows() {
+  for r in "${runs[@]}"; do
+    jq -rs "$1" "$r/metrics.jsonl" | awk -v run="$(basename "$r")" -v format="$2" -F'\t' '{ printf format, run, $1, $2, $3 }'
+  done
+}
 "$bin" plot "${runs[@]}" --to "$doc" --table "$doc/table.md" --width 800 --height 480
 {
   echo "# Results: ${arms[*]}"
@@ -53,20 +60,16 @@ name=$(basename "$doc")
   echo
   echo "| run | groups with right and wrong | right with A < 0 | right not above wrong |"
   echo "|---|---:|---:|---:|"
-  for r in "${runs[@]}"; do
-    jq -rs '[([.[].advantage.mixed_groups // 0] | add), ([.[].advantage.right_negative // 0] | add), ([.[].advantage.right_not_above_wrong // 0] | add)] | @tsv' \
-      "$r/metrics.jsonl" | awk -v run="$(basename "$r")" -F'\t' '{ printf "| %s | %d | %d | %d |\n", run, $1, $2, $3 }'
-  done
+  run_rows '[([.[].advantage.mixed_groups // 0] | add), ([.[].advantage.right_negative // 0] | add), ([.[].advantage.right_not_above_wrong // 0] | add)] | @tsv' \
+    '| %s | %d | %d | %d |\n'
   echo
   echo "Rollout mismatch (metrics.jsonl's learner.rollout_mismatch: the records' behaviour logprobs against the"
   echo "learner's before each update: mean |Δ| below 1e-6 with float32 rollouts, the quantization gap with int8 ones), over each run's iterations:"
   echo
   echo "| run | mean of mean \\|Δ\\| | largest max \\|Δ\\| | mean k3 |"
   echo "|---|---:|---:|---:|"
-  for r in "${runs[@]}"; do
-    jq -rs '[.[].learner.rollout_mismatch] | [([.[].mean_abs] | add / length), ([.[].max_abs] | max), ([.[].k3] | add / length)] | @tsv' \
-      "$r/metrics.jsonl" | awk -v run="$(basename "$r")" -F'\t' '{ printf "| %s | %.2g | %.2g | %.2g |\n", run, $1, $2, $3 }'
-  done
+  run_rows '[.[].learner.rollout_mismatch] | [([.[].mean_abs] | add / length), ([.[].max_abs] | max), ([.[].k3] | add / length)] | @tsv' \
+    '| %s | %.2g | %.2g | %.2g |\n'
   echo
   for f in "$doc"/*.png; do
     b=$(basename "$f")
