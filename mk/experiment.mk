@@ -27,3 +27,18 @@ experiment-ablations: setup build
 ## experiment-quantized: the tool-use arm with float32 vs int8 and int4 rollouts (TIS on and off), seeds EXP_SEEDS, into docs/experiment/quantized/
 experiment-quantized: setup build
 	scripts/experiment/run.sh $(EXP_OUT)/quantized docs/experiment/quantized "$(EXP_SEEDS)" calc-float32 calc-int8 calc-int8-notis calc-int4 calc-int4-notis
+
+# The easy-heavy mix (docs/experiment.md, "An easy-heavy mix"): every easy
+# prompt of a set and the first half as many hard ones, in file order, so
+# that two thirds are easy (SMART, arXiv 2502.11435: over 66% of
+# Llama-3.1-8B's tool calls on math were needless). Subsets of the shipped
+# sets, so the held-out one stays disjoint from every training set.
+EASYMIX_SETS := data/calc/rl-easymix.jsonl data/calc/prompts-easymix.jsonl
+
+data/calc/%-easymix.jsonl: data/calc/%.jsonl
+	jq -c -s '([.[] | select(.meta.difficulty == "easy")] | length / 2 | ceil) as $$n | ([.[] | select(.meta.difficulty == "hard") | .id][0:$$n]) as $$keep | .[] | select(.meta.difficulty == "easy" or (.id | IN($$keep[])))' $< > $@
+
+.PHONY: experiment-easymix
+## experiment-easymix: grpo and toolrl on the easy-heavy mix (2/3 easy), seeds EXP_SEEDS, into docs/experiment/easymix/
+experiment-easymix: setup build $(EASYMIX_SETS)
+	scripts/experiment/run.sh $(EXP_OUT)/easymix docs/experiment/easymix "$(EXP_SEEDS)" grpo-easymix toolrl-easymix
