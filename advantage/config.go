@@ -125,7 +125,8 @@ type Config struct {
 	// trajectory is right when its reward part "outcome" is positive), a
 	// right answer's token advantages are raised to at least 0 and a wrong
 	// one's lowered to at most 0, so that no cost part (a call's cost, a
-	// failed call, the KL) pushes a right answer down, or a wrong one up,
+	// failed call, the KL when KLCoef folds it into the reward; not the
+	// learner's kl_beta term) pushes a right answer down, or a wrong one up,
 	// next to the other kind: the sign reversal AdaTIR (Fang & Sun 2026,
 	// arXiv 2601.14696) names. Groups with only right or only wrong answers,
 	// and groups without outcome parts, keep their advantages.

@@ -310,6 +310,8 @@ func TestPropertyKeepOutcomeSign(t *testing.T) {
 							t.Fatalf("%s %s: sample %d (right %v) token %d has advantage %g", m, e, i, right[i], j, a)
 						case mixed && a != p && a != 0:
 							t.Fatalf("%s %s: sample %d token %d: %g without the option became %g, not 0", m, e, i, j, p, a)
+						case mixed && a != p && ((right[i] && p >= 0) || (!right[i] && p <= 0)):
+							t.Fatalf("%s %s: sample %d (right %v) token %d: %g already had the answer's sign and became %g", m, e, i, right[i], j, p, a)
 						}
 						if mixed && right[i] && p < 0 {
 							pushedDown++
@@ -333,3 +335,27 @@ func copyAdvantages(recs []traj.AdvantageRecord, _ Stats) [][]float32 {
 	}
 	return out
 }
+
+// TestKeepOutcomeSignNeedsOutcomeParts: a group whose trajectories carry no
+// outcome part (v1 data, rewards scored elsewhere) has no verdict to keep,
+// and keeps the advantages computed without the option, even when one
+// trajectory has the part and the others do not.
+func TestKeepOutcomeSignNeedsOutcomeParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	g, right := stagedGroup(rng, 8)
+	for !slices.Contains(right, true) || !slices.Contains(right, false) {
+		g, right = stagedGroup(rng, 8)
+	}
+	cfg := plainGRPO()
+	cfg.Mode, cfg.Estimator = ModeStepGroup, EstimatorDrGRPO
+	plain := copyAdvantages(mustCompute(t, g, cfg))
+	cfg.KeepOutcomeSign = true
+	g.Trajectories[0].Reward.Parts = map[string]float64{"outcome": 1, "others": g.Trajectories[0].Reward.Total - 1}
+	kept, _ := mustCompute(t, g, cfg)
+	for i := range kept {
+		if !slices.Equal(kept[i].Advantages, plain[i]) {
+			t.Fatalf("sample %d: advantages changed without outcome parts on every trajectory: %v, want %v", i, kept[i].Advantages, plain[i])
+		}
+	}
+}
+

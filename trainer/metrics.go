@@ -255,7 +255,8 @@ func countInversions(st *AdvantageStats, records []traj.AdvantageRecord, groups 
 	for g := range groups {
 		var right, wrong []float64
 		for i, ok := range correct[g] {
-			a, has := first[sample{g, i}]
+			// correct is by position; records name their sample index.
+			a, has := first[sample{g, groups[g].Trajectories[i].SampleIndex}]
 			if !has {
 				continue
 			}
