@@ -7,6 +7,8 @@
 #                              DeepSeekMath's process credit, with OTC's
 #                              multiplicative call cost, without keep_outcome_sign,
 #                              for 80 iterations, seed 1 -> docs/experiment/ablations/
+#   make experiment-easymix    grpo and toolrl on the two-thirds-easy subsets, seeds EXP_SEEDS
+#                              -> docs/experiment/easymix/
 #   make experiment-quantized  the tool-use arm with float32 rollouts, int8 rollouts (TIS on),
 #                              int8 rollouts with TIS off, int4 rollouts with TIS on and off,
 #                              seeds EXP_SEEDS -> docs/experiment/quantized/
@@ -30,8 +32,8 @@ experiment-quantized: setup build
 
 # The easy-heavy mix (docs/experiment.md, "An easy-heavy mix"): every easy
 # prompt of a set and the first half as many hard ones, in file order, so
-# that two thirds are easy (SMART, arXiv 2502.11435: over 66% of
-# Llama-3.1-8B's tool calls on math were needless). Subsets of the shipped
+# that two thirds are easy (SMART, arXiv 2502.11435: a tool-overuse rate
+# above 66% for Llama-3.1-8B on math). Subsets of the shipped
 # sets, so the held-out one stays disjoint from every training set.
 EASYMIX_SETS := data/calc/rl-easymix.jsonl data/calc/prompts-easymix.jsonl
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs the experiment's arms through `toolrl train` and writes the plots and
-# the results page into docs/experiment/. Called by `make experiment` and
-# `make experiment-ablations`; every run starts from its config's committed
-# model (models/calc-overcall for the main arms and ablations, models/calc
-# for the quantized ones), with the same prompt stream and evaluation for
-# every arm.
+# the results page into docs/experiment/. Called by `make experiment`,
+# `make experiment-ablations`, `make experiment-easymix` and `make
+# experiment-quantized`; every run starts from its config's committed model
+# (models/calc-overcall for the main, ablation and easy-mix arms, models/calc
+# for the quantized ones), with its config's prompt stream and evaluation
+# (the same for the arms of one page; the page names the first arm's).
 #
 #   scripts/experiment/run.sh OUT DOC SEEDS ARM...
 set -euo pipefail
@@ -31,6 +32,14 @@ done
 elapsed=$(( $(date +%s) - start ))
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 name=$(basename "$doc")
+# The evaluation the page describes: the first arm's config's eval: block
+# (its prompts relative to experiments/), and the prompt count its runs
+# evaluated.
+eval_key() { awk -v k="$1:" '/^eval:/ { e = 1; next } /^[^ #]/ { e = 0 } e && $1 == k { print $2 }' "experiments/${arms[0]}.yaml"; }
+eval_prompts=$(eval_key prompts | sed 's#^\.\./##')
+eval_g=$(eval_key group_size)
+eval_seed=$(eval_key seed)
+eval_n=$(jq -s '.[0].prompts' "${runs[0]}/eval.jsonl")
 # run_rows JQ FORMAT: one table row per run, three figures that jq reduces
 # from the run's metrics.jsonl, printed with FORMAT (run name first).
 run_rows() {
@@ -47,9 +56,9 @@ run_rows() {
   echo "$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load average $load_before before and $load_after after:"
   echo "$elapsed s for ${#runs[@]} runs. Configs: $(printf 'experiments/%s.yaml ' "${arms[@]}")."
   echo
-  echo "Held-out evaluation (data/calc/prompts.jsonl, 256 prompts × G = 8, eval.seed 7) of the starting policy"
-  echo "(v0) and of each run's last version; 95% intervals over the 256 prompts (cluster-robust, CR1: the"
-  echo "8 samples of a prompt are not independent; the table's last column names the interval each row used)."
+  echo "Held-out evaluation ($eval_prompts, $eval_n prompts × G = $eval_g, eval.seed $eval_seed) of the starting policy"
+  echo "(v0) and of each run's last version; 95% intervals over the $eval_n prompts (cluster-robust, CR1: the"
+  echo "$eval_g samples of a prompt are not independent; the table's last column names the interval each row used)."
   echo
   cat "$doc/table.md"
   echo
