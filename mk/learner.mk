@@ -31,6 +31,12 @@ PEER_APT    := python3-torch python3-numpy python3-redis libopenblas0-openmp
 PEER_OUT    := out/bench-learner-peer
 PEER_ROUNDS := 3
 PEER_UPDATES := 10
+# OpenBLAS picks its kernels for this CPU unless OPENBLAS_CORETYPE names one
+# (this machine's environment sets Haswell, AVX2, half the sgemm rate of
+# the AVX-512 kernels it detects): the peer runs with OpenBLAS's own choice,
+# as the Go side runs its AVX-512 kernel, unless PEER_OPENBLAS_CORETYPE is set.
+PEER_OPENBLAS_CORETYPE ?=
+PEER_ENV = $(if $(PEER_OPENBLAS_CORETYPE),env OPENBLAS_CORETYPE=$(PEER_OPENBLAS_CORETYPE),env -u OPENBLAS_CORETYPE)
 
 .PHONY: bench-learner-peer bench-learner-peer-deps
 
@@ -51,7 +57,7 @@ bench-learner-peer: bench-learner-peer-deps
 	set -o pipefail; for r in $$(seq 1 $(PEER_ROUNDS)); do \
 		(cd learner && $(CURDIR)/$(PEER_OUT)/learner.test -test.run '^$$' -test.bench 'LearnerUpdate/^(calc|tiny)$$' \
 			-test.benchtime $(PEER_UPDATES)x -peer-dir $(CURDIR)/$(PEER_OUT)/round-$$r) | grep -E '^Benchmark' || exit 1; \
-		$(PYTHON) scripts/bench/learner_peer.py run --updates $(PEER_UPDATES) $(PEER_OUT)/round-$$r || exit 1; \
+		$(PEER_ENV) $(PYTHON) scripts/bench/learner_peer.py run --updates $(PEER_UPDATES) $(PEER_OUT)/round-$$r || exit 1; \
 	done
-	$(PYTHON) scripts/bench/learner_peer.py probe $(PEER_OUT)/peak.json
+	$(PEER_ENV) $(PYTHON) scripts/bench/learner_peer.py probe $(PEER_OUT)/peak.json
 	$(PYTHON) scripts/bench/learner_peer.py report $(PEER_OUT)

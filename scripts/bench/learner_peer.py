@@ -124,6 +124,8 @@ def run_shape(folder, updates):
         "shape": os.path.basename(folder), "updates": updates, "tokens_per_update": tokens,
         "tokens_trained_per_update": st["tokens_trained"], "seconds": sum(seconds),
         "tokens_per_s": tokens * updates / sum(seconds), "update_seconds": seconds,
+        "threads": torch.get_num_threads(), "openblas": openblas_core(),
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", ""),
         "first": {k: first[k] for k in ("loss", "grad_norm", "entropy", "tokens", "tokens_trained")},
         # the same weights and batch through both: float32 rounding apart, equal
         "vs_go_first": {
@@ -210,8 +212,9 @@ def report(root):
     rounds = sorted(glob.glob(os.path.join(root, "round-*")))
     peak = json.load(open(os.path.join(root, "peak.json")))
     shapes = sorted({os.path.basename(p) for r in rounds for p in glob.glob(os.path.join(r, "*")) if os.path.isdir(p)})
-    print(f"{len(rounds)} rounds (Go, torch interleaved); probe: sgemm {peak['gemm_gflops']:.1f} GFLOP/s, "
-          f"triad {peak['triad_gbs']:.1f} GB/s ({peak['threads']} threads, OpenBLAS {peak['openblas']})")
+    cores = sorted({json.load(open(p)).get("openblas", "?") for p in glob.glob(os.path.join(root, "round-*", "*", "torch.json"))})
+    print(f"{len(rounds)} rounds (Go, torch interleaved); torch on OpenBLAS {', '.join(cores)}; probe: sgemm "
+          f"{peak['gemm_gflops']:.1f} GFLOP/s, triad {peak['triad_gbs']:.1f} GB/s ({peak['threads']} threads, OpenBLAS {peak['openblas']})")
     print("| shape | Go tokens/s (min / median) | torch tokens/s (min / median) | Go / torch | GFLOP per update | "
           "Go GFLOP/s | torch GFLOP/s | Go / torch share of sgemm peak | first update Go vs torch (grad_norm rel.) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
