@@ -9,7 +9,7 @@
 #                              for 80 iterations, seed 1 -> docs/experiment/ablations/
 #   make experiment-easymix    grpo and toolrl on the two-thirds-easy subsets, seeds EXP_SEEDS
 #                              -> docs/experiment/easymix/
-#   make experiment-quantized  the tool-use arm with float32 rollouts, int8 rollouts (TIS on),
+#   make experiment-quantized  the first experiment's tool-use arm (calc-float32) with float32 rollouts, int8 rollouts (TIS on),
 #                              int8 rollouts with TIS off, int4 rollouts with TIS on and off,
 #                              seeds EXP_SEEDS -> docs/experiment/quantized/
 
@@ -26,7 +26,7 @@ experiment: setup build
 experiment-ablations: setup build
 	scripts/experiment/run.sh $(EXP_OUT)/ablations docs/experiment/ablations "1" toolrl-clean toolrl-outcome toolrl-process toolrl-otc toolrl-unclipped toolrl-long
 
-## experiment-quantized: the tool-use arm with float32 vs int8 and int4 rollouts (TIS on and off), seeds EXP_SEEDS, into docs/experiment/quantized/
+## experiment-quantized: the first experiment's tool-use arm (calc-float32) with float32 vs int8 and int4 rollouts (TIS on and off), seeds EXP_SEEDS, into docs/experiment/quantized/
 experiment-quantized: setup build
 	scripts/experiment/run.sh $(EXP_OUT)/quantized docs/experiment/quantized "$(EXP_SEEDS)" calc-float32 calc-int8 calc-int8-notis calc-int4 calc-int4-notis
 
