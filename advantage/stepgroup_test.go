@@ -358,4 +358,3 @@ func TestKeepOutcomeSignNeedsOutcomeParts(t *testing.T) {
 		}
 	}
 }
-
