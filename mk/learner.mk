@@ -27,7 +27,7 @@ bench-learner:
 # table (tokens/s of each, ratio, GFLOP per update, GFLOP/s, share of the
 # sgemm rate). Debian's python3-torch over OpenBLAS with OpenMP threads
 # (libopenblas0-openmp selected as libblas.so.3 and liblapack.so.3), 2 threads.
-PEER_APT    := python3-torch python3-numpy python3-redis libopenblas0-openmp
+PEER_APT    := libopenblas0-openmp
 PEER_OUT    := out/bench-learner-peer
 PEER_ROUNDS := 3
 PEER_UPDATES := 10
@@ -40,10 +40,8 @@ PEER_ENV = $(if $(PEER_OPENBLAS_CORETYPE),env OPENBLAS_CORETYPE=$(PEER_OPENBLAS_
 
 .PHONY: bench-learner-peer bench-learner-peer-deps
 
-bench-learner-peer-deps:
-	@missing=""; for p in $(PEER_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then echo "bench-learner-peer: installing$$missing with apt-get"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+bench-learner-peer-deps: python-deps
+	$(call apt_ensure,$(PEER_APT),bench-learner-peer)
 	@for lib in libblas.so.3 liblapack.so.3; do \
 		path=$$(ls /usr/lib/*/openblas-openmp/$$lib | head -1); \
 		triplet=$$(basename $$(dirname $$(dirname $$path))); \
