@@ -51,7 +51,15 @@ byte-level tokenizer (bytes 0-255 plus <|endoftext|>, <|im_start|>, <|im_end|>).
 per scale; --accuracy-level 4 lets the CPU kernel quantize activations to int8
 per block, 0 computes in float32); --quantize-lm-head quantizes the LM head
 too. config.json records the quantization (toolrl_quantization) and
-model.safetensors, when written, keeps the full-precision weights.`,
+model.safetensors, when written, keeps the full-precision weights.
+
+--fused writes the graph onnxruntime-genai's builder emits instead of optimum's
+plain operators: GroupQueryAttention (rotary embedding inside, the key/value
+cache a preallocated buffer appended in place), SkipSimplifiedLayerNormalization
+fusing each residual add with the next RMSNorm, one packed q/k/v projection
+(MatMulNBits with --quantize). Its inputs are input_ids, attention_mask and
+past_key_values.N.* (no position_ids); the toolrl actor runs both layouts.
+Dynamic NTK rope scaling cannot be fused and is refused.`,
 		Example: `  # a trainer's checkpoint becomes an ONNX policy
   toolrl model build --from-safetensors ./checkpoints/step-500 --out ./policy
 
@@ -84,6 +92,7 @@ model.safetensors, when written, keeps the full-precision weights.`,
 	fl.IntVar(&f.BlockSize, "block-size", llama.DefaultBlockSize, "input features per quantization scale with --quantize: 16|32|64|128|256")
 	fl.IntVar(&f.AccuracyLevel, "accuracy-level", 0, "MatMulNBits accuracy_level with --quantize: 0 (float32 compute) or 4 (int8 activations)")
 	fl.BoolVar(&f.QuantizeLMHead, "quantize-lm-head", false, "with --quantize, quantize the LM head too")
+	fl.BoolVar(&f.Fused, "fused", false, "write the fused-operator graph (GroupQueryAttention over a preallocated KV buffer, as onnxruntime-genai's builder) instead of optimum's layout")
 	return cmd
 }
 

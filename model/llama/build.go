@@ -129,6 +129,11 @@ func BuildFolder(dir string, o BuildFolderOptions) (*BuiltFolder, error) {
 		if err != nil {
 			return nil, err
 		}
+		if o.Folder.ONNX.Fused {
+			if err := FusedSupported(cfg); err != nil {
+				return nil, fmt.Errorf("%s: %w", filepath.Join(o.FromSafetensors, "config.json"), err)
+			}
+		}
 		spec.Config, spec.Weights = cfg, w
 		if spec.TokenizerJSON == nil {
 			note(fmt.Sprintf("no tokenizer.json in %s and no --tokenizer: shipping the default byte-level tokenizer", o.FromSafetensors))
@@ -171,6 +176,10 @@ func BuildFolder(dir string, o BuildFolderOptions) (*BuiltFolder, error) {
 // "float32", the quantization (Quantization.String) or float16's mixed
 // precision.
 func (o ONNXOptions) Precision() string {
+	if o.Fused {
+		o.Fused = false
+		return o.Precision() + ", fused graph (GroupQueryAttention, SkipSimplifiedLayerNormalization)"
+	}
 	switch {
 	case o.Quantize.Enabled():
 		return o.Quantize.String()

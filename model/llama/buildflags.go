@@ -27,6 +27,7 @@ type BuildFlags struct {
 	BlockSize       int    // --block-size
 	AccuracyLevel   int    // --accuracy-level
 	QuantizeLMHead  bool   // --quantize-lm-head
+	Fused           bool   // --fused
 }
 
 // Options checks f and returns the options of BuildFolder(f.Out, ...)
@@ -75,6 +76,9 @@ func (f BuildFlags) Options(changed func(flag string) bool) (BuildFolderOptions,
 		if quant.Enabled() {
 			return o, fmt.Errorf("--onnx-dtype float16 with --quantize %s is not supported (quantized graphs compute in float32)", f.Quantize)
 		}
+		if f.Fused {
+			return o, fmt.Errorf("--fused with --onnx-dtype float16 is not supported (the fused graph is float32 or --quantize)")
+		}
 	default:
 		return o, fmt.Errorf("--onnx-dtype %q: want float32 or float16", f.ONNXDType)
 	}
@@ -91,12 +95,19 @@ func (f BuildFlags) Options(changed func(flag string) bool) (BuildFolderOptions,
 		return o, fmt.Errorf("--dtype is the dtype of model.safetensors and applies to --safetensors only (the ONNX graph's is --onnx-dtype)")
 	}
 	if f.Random {
-		if _, err := ShapeConfig(f.Shape); err != nil {
+		cfg, err := ShapeConfig(f.Shape)
+		if err != nil {
 			return o, err
+		}
+		if f.Fused {
+			// A checkpoint's config is checked when it is read (BuildFolder).
+			if err := FusedSupported(cfg); err != nil {
+				return o, err
+			}
 		}
 	}
 	return BuildFolderOptions{FromSafetensors: f.FromSafetensors, Shape: f.Shape, Seed: f.Seed, Tokenizer: f.Tokenizer,
-		Folder: FolderSpec{ONNX: ONNXOptions{External: ext, Quantize: quant, Float16: half},
+		Folder: FolderSpec{ONNX: ONNXOptions{External: ext, Quantize: quant, Float16: half, Fused: f.Fused},
 			Safetensors: f.Safetensors, SafetensorsDType: dtype, SafetensorsShardBytes: shardBytes}}, nil
 }
 

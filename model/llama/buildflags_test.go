@@ -29,6 +29,11 @@ func TestBuildFlagsOptions(t *testing.T) {
 		o.Folder.SafetensorsShardBytes != 1000*1000 || !o.Folder.Safetensors || o.Folder.ONNX.Float16 {
 		t.Errorf("options %+v", o)
 	}
+	fused := defaultBuildFlags()
+	fused.Random, fused.Shape, fused.Out, fused.Fused, fused.Quantize = true, "tiny", "/tmp/x", true, "int4"
+	if o, err := fused.Options(none); err != nil || !o.Folder.ONNX.Fused || o.Folder.ONNX.Quantize.Bits != 4 {
+		t.Errorf("--fused --quantize int4: %+v, %v", o, err)
+	}
 	half := defaultBuildFlags()
 	half.FromSafetensors, half.Out, half.ONNXDType, half.External = "/ckpt", "/out", "fp16", "always"
 	if o, err := half.Options(none); err != nil || !o.Folder.ONNX.Float16 || o.Folder.ONNX.External != ExternalAlways || o.FromSafetensors != "/ckpt" {
@@ -56,6 +61,7 @@ func TestBuildFlagsOptions(t *testing.T) {
 		{func(f *BuildFlags) { f.Quantize, f.AccuracyLevel = "int8", 2 }, "", "--accuracy-level 2: want 0 or 4"},
 		{func(f *BuildFlags) { f.Quantize, f.ONNXDType = "int8", "float16" }, "", "--onnx-dtype float16 with --quantize int8 is not supported"},
 		{func(f *BuildFlags) { f.ONNXDType = "bf16" }, "", `--onnx-dtype "bf16": want float32 or float16`},
+		{func(f *BuildFlags) { f.Fused, f.ONNXDType = true, "float16" }, "", "--fused with --onnx-dtype float16 is not supported"},
 		{func(f *BuildFlags) { f.MaxShardSize = "1MB" }, "", "--max-shard-size applies to --safetensors only"},
 		{func(f *BuildFlags) { f.MaxShardSize, f.Safetensors = "lots", true }, "", `--max-shard-size "lots": `},
 		{func(f *BuildFlags) {}, "dtype", "--dtype is the dtype of model.safetensors and applies to --safetensors only"},

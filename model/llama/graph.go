@@ -192,31 +192,8 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 		return nil, nil, err
 	}
 	g := &graph{consts: map[string]string{}}
-	// matmul multiplies x by the transpose of the row-wise concatenation of
-	// PyTorch Linear weights [out_i, in]: a float32 MatMul on their
-	// transpose, or MatMulNBits on the quantized rows as stored.
 	matmul := func(out, x, name string, in int64, ws ...func() []float32) string {
-		var cols int64
-		for _, wf := range ws {
-			cols += int64(len(wf())) / in
-		}
-		if q.Enabled() {
-			return g.matMulNBits(out, x, g.nbitsInits(name, cols, in, q, func() []float32 {
-				parts := make([][]float32, len(ws))
-				for i, wf := range ws {
-					parts[i] = wf()
-				}
-				return concat(parts...)
-			}))
-		}
-		wName := g.weight(name+"_t", []int64{in, cols}, func() []float32 {
-			parts := make([][]float32, len(ws))
-			for i, wf := range ws {
-				parts[i] = wf()
-			}
-			return transposeCat(int(in), parts...)
-		})
-		return g.op("MatMul", out, []string{x, wName})
+		return g.linear(q, out, x, name, in, ws...)
 	}
 	H, I, V := int64(cfg.HiddenSize), int64(cfg.IntermediateSize), int64(cfg.VocabSize)
 	D, nH, kvH := int64(cfg.HeadDimension()), int64(cfg.NumAttentionHeads), int64(cfg.KVHeads())
@@ -323,30 +300,7 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 	}
 	rmsNorm := func(x, weightName, prefix string) string { return rmsNormN(x, weightName, prefix, H) }
 
-	// The LM head's quantized table, when quantized; a tied embedding reads
-	// it too (see Quantization.LMHead).
-	var headQ nbitsWeight
-	if q.LMHead {
-		headName := LMHeadName
-		if cfg.TieWordEmbeddings {
-			headName = EmbedName
-		}
-		headQ = g.nbitsInits("lm_head.weight", V, H, q, func() []float32 { return w[headName].Data })
-	}
-	var h string
-	switch {
-	case q.LMHead && cfg.TieWordEmbeddings && H%int64(q.Block()) == 0:
-		h = g.gatherBlockQuantized("embed", InputIDsName, headQ)
-	case q.LMHead && cfg.TieWordEmbeddings:
-		// A partial last block: a float32 table of the dequantized values.
-		embedData := func() []float32 {
-			return QuantizeBlockwise(w[EmbedName].Data, int(V), int(H), q.Bits, q.Block()).Dequantize()
-		}
-		h = g.op("Gather", "embed", []string{g.weight(EmbedName, []int64{V, H}, embedData), InputIDsName}, attrInt("axis", 0))
-	default:
-		embedData := func() []float32 { return w[EmbedName].Data }
-		h = g.op("Gather", "embed", []string{g.weight(EmbedName, []int64{V, H}, embedData), InputIDsName}, attrInt("axis", 0))
-	}
+	h, headQ := g.embedTokens(cfg, w, q)
 	scale := g.float(float32(1 / math.Sqrt(float64(D))))
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
 		p := fmt.Sprintf("layers.%d", l)
@@ -417,21 +371,7 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 	}
 	x := rmsNorm(h, NormName, "final_norm")
 
-	// LM head as Gemm(transB=1) on [B*S, H]: it reads the [V, H] weight as
-	// stored, so a tied head shares the embedding instead of a transposed copy.
-	flat := g.op("Reshape", "final_flat", []string{x, g.ints(false, -1, H)})
-	var logits2 string
-	if q.LMHead {
-		logits2 = g.matMulNBits("logits_2d", flat, headQ)
-	} else {
-		head := EmbedName
-		if !fam.TiedEmbeddings {
-			head = g.weight(LMHeadName, []int64{V, H}, func() []float32 { return w[LMHeadName].Data })
-		}
-		logits2 = g.op("Gemm", "logits_2d", []string{flat, head}, attrInt("transB", 1))
-	}
-	outShape := g.op("Concat", "logits_shape", []string{shB, shS, g.ints(false, V)}, attrInt("axis", 0))
-	g.op("Reshape", LogitsName, []string{logits2, outShape})
+	g.lmHead(cfg, w, q, x, shB, shS, headQ)
 
 	gp.Node = g.nodes
 	return gp, g.inits, nil
@@ -461,4 +401,75 @@ func (g *graph) dynamicInvFreq(cfg Config, rs RopeScaling, posF string) string {
 		g.float(float32(cfg.Theta())),
 		g.op("Pow", "rope_dynamic_growth", []string{ratio, g.float(float32(D) / float32(D-2))})})
 	return g.op("Reciprocal", "rope_inv_freq", []string{g.op("Pow", "rope_dynamic_pow", []string{base, expName})})
+}
+
+// linear multiplies x by the transpose of the row-wise concatenation of
+// PyTorch Linear weights [out_i, in]: a float32 MatMul on their transpose,
+// or MatMulNBits on the quantized rows as stored when q is enabled.
+func (g *graph) linear(q Quantization, out, x, name string, in int64, ws ...func() []float32) string {
+	var cols int64
+	for _, wf := range ws {
+		cols += int64(len(wf())) / in
+	}
+	rows := func() [][]float32 {
+		parts := make([][]float32, len(ws))
+		for i, wf := range ws {
+			parts[i] = wf()
+		}
+		return parts
+	}
+	if q.Enabled() {
+		return g.matMulNBits(out, x, g.nbitsInits(name, cols, in, q, func() []float32 { return concat(rows()...) }))
+	}
+	wName := g.weight(name+"_t", []int64{in, cols}, func() []float32 { return transposeCat(int(in), rows()...) })
+	return g.op("MatMul", out, []string{x, wName})
+}
+
+// embedTokens gathers the embedding rows of input_ids ([B, S, H]). With a
+// quantized LM head it also returns the head's quantized table, which a
+// tied embedding reads too (see Quantization.LMHead).
+func (g *graph) embedTokens(cfg Config, w Weights, q Quantization) (string, nbitsWeight) {
+	H, V := int64(cfg.HiddenSize), int64(cfg.VocabSize)
+	var headQ nbitsWeight
+	if q.LMHead {
+		headName := LMHeadName
+		if cfg.TieWordEmbeddings {
+			headName = EmbedName
+		}
+		headQ = g.nbitsInits("lm_head.weight", V, H, q, func() []float32 { return w[headName].Data })
+	}
+	switch {
+	case q.LMHead && cfg.TieWordEmbeddings && H%int64(q.Block()) == 0:
+		return g.gatherBlockQuantized("embed", InputIDsName, headQ), headQ
+	case q.LMHead && cfg.TieWordEmbeddings:
+		// A partial last block: a float32 table of the dequantized values.
+		embedData := func() []float32 {
+			return QuantizeBlockwise(w[EmbedName].Data, int(V), int(H), q.Bits, q.Block()).Dequantize()
+		}
+		return g.op("Gather", "embed", []string{g.weight(EmbedName, []int64{V, H}, embedData), InputIDsName}, attrInt("axis", 0)), headQ
+	}
+	embedData := func() []float32 { return w[EmbedName].Data }
+	return g.op("Gather", "embed", []string{g.weight(EmbedName, []int64{V, H}, embedData), InputIDsName}, attrInt("axis", 0)), headQ
+}
+
+// lmHead adds the logits output [B, S, V] of the normed hidden states x,
+// given the batch and sequence dims shB and shS (1-element INT64 tensors).
+// It is a Gemm(transB=1) on [B*S, H], which reads the [V, H] weight as
+// stored, so a tied head shares the embedding instead of a transposed copy;
+// or MatMulNBits on headQ when the head is quantized.
+func (g *graph) lmHead(cfg Config, w Weights, q Quantization, x, shB, shS string, headQ nbitsWeight) {
+	H, V := int64(cfg.HiddenSize), int64(cfg.VocabSize)
+	flat := g.op("Reshape", "final_flat", []string{x, g.ints(false, -1, H)})
+	var logits2 string
+	if q.LMHead {
+		logits2 = g.matMulNBits("logits_2d", flat, headQ)
+	} else {
+		head := EmbedName
+		if !cfg.TieWordEmbeddings {
+			head = g.weight(LMHeadName, []int64{V, H}, func() []float32 { return w[LMHeadName].Data })
+		}
+		logits2 = g.op("Gemm", "logits_2d", []string{flat, head}, attrInt("transB", 1))
+	}
+	outShape := g.op("Concat", "logits_shape", []string{shB, shS, g.ints(false, V)}, attrInt("axis", 0))
+	g.op("Reshape", LogitsName, []string{logits2, outShape})
 }

@@ -54,6 +54,12 @@ type ONNXOptions struct {
 	// float16, with norms, softmax and RoPE tables in float32 and float32
 	// logits (see castToFloat16). It cannot be combined with Quantize.
 	Float16 bool
+	// Fused writes the fused-operator graph onnxruntime-genai's builder
+	// emits (GroupQueryAttention over a preallocated key/value buffer,
+	// SkipSimplifiedLayerNormalization; see buildFusedGraph) instead of
+	// optimum's layout of plain operators. It works with Quantize, not
+	// with Float16, and not for every config (FusedSupported).
+	Fused bool
 	// Progress, when set, is called after each initializer is written.
 	Progress func(Progress)
 }
@@ -101,6 +107,12 @@ func (wp *writeProgress) wrote(in *initializer) {
 func graphFor(cfg Config, w Weights, opts ONNXOptions) (*onnx.GraphProto, []*initializer, error) {
 	if opts.Float16 && opts.Quantize.Enabled() {
 		return nil, nil, fmt.Errorf("onnx: float16 with %s quantization is not supported (quantize a float32 graph)", opts.Quantize)
+	}
+	if opts.Fused {
+		if opts.Float16 {
+			return nil, nil, fmt.Errorf("onnx: the fused graph is float32 or quantized; float16 is not supported")
+		}
+		return buildFusedGraph(cfg, w, opts.Quantize)
 	}
 	gp, inits, err := buildGraph(cfg, w, opts.Quantize)
 	if err != nil || !opts.Float16 {
