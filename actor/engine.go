@@ -107,6 +107,7 @@ type Engine struct {
 	queue []workItem
 	rows  []*Sequence // decode batch, in row order
 	pads  []int       // left padding of each row in cur
+	lens  []int       // fused graphs: cached columns of each row in cur, from column 0
 	dirty bool        // rows changed since cur was packed
 
 	cur, spare     *kvBlock // cur is the decode batch's cache (cols = P)
@@ -166,6 +167,7 @@ func (e *Engine) Close() {
 	e.cur, e.spare, e.prefillPast, e.prefillPresent = &kvBlock{}, &kvBlock{}, &kvBlock{}, &kvBlock{}
 	e.decodeBuf, e.prefillBuf = runBuffers{}, runBuffers{}
 	e.rows, e.queue, e.finishedOutside = nil, nil, nil
+	e.pads, e.lens = nil, nil
 }
 
 // Stats returns the engine's counters.
@@ -347,11 +349,14 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 	}
 	admitted := e.admit(len(survivors))
 	if len(survivors) == 0 && len(admitted) == 0 {
-		e.rows, e.pads = nil, nil
+		e.rows, e.pads, e.lens = nil, nil, nil
 		return events, nil
 	}
 	e.stats.Steps++
 	ran = true
+	if e.pol.io.fused {
+		return e.stepFused(events, survivors, survivorRows, admitted)
+	}
 	if len(admitted) > 0 || e.dirty {
 		if err := e.repack(survivors, survivorRows, admitted); err != nil {
 			return nil, err

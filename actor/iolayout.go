@@ -36,6 +36,11 @@ type ioLayout struct {
 	logitsType              ortgo.TensorElementDataType
 	hasPositionIDs          bool
 	hasUseCacheBranch       bool
+	// fused: the graph attends with GroupQueryAttention over a shared
+	// key/value buffer (toolrl model build --fused, onnxruntime-genai's
+	// layout): no position_ids, rows right-aligned, past and present bound
+	// to one buffer [B, kvH, capacity, D] per layer (see fusedengine.go).
+	fused bool
 }
 
 func elemSize(t ortgo.TensorElementDataType) int {
@@ -48,9 +53,11 @@ func elemSize(t ortgo.TensorElementDataType) int {
 	return 0
 }
 
-// discoverIO checks a model's inputs and outputs against the layout.
-func discoverIO(ins, outs []ortgo.InputOutputInfo) (ioLayout, error) {
-	var l ioLayout
+// discoverIO checks a model's inputs and outputs against the layout:
+// optimum's, or the fused one when the graph has a GroupQueryAttention node
+// (fused).
+func discoverIO(ins, outs []ortgo.InputOutputInfo, fused bool) (ioLayout, error) {
+	l := ioLayout{fused: fused}
 	type kv struct{ key, value *ortgo.InputOutputInfo }
 	past := map[int]*kv{}
 	seen := map[string]bool{}
@@ -98,7 +105,13 @@ func discoverIO(ins, outs []ortgo.InputOutputInfo) (ioLayout, error) {
 			return l, fmt.Errorf("input %q is missing", name)
 		}
 	}
-	if !l.hasPositionIDs {
+	if fused && (l.hasPositionIDs || l.hasUseCacheBranch) {
+		// GroupQueryAttention takes positions from each row's length; a
+		// position_ids input would belong to a rotary embedding outside it.
+		return l, fmt.Errorf("the graph attends with GroupQueryAttention but has input %q: the actor runs fused graphs with inputs input_ids, attention_mask and past_key_values.N.key|value (toolrl model build --fused)",
+			map[bool]string{true: positionIDsName, false: useCacheBranchName}[l.hasPositionIDs])
+	}
+	if !l.hasPositionIDs && !fused {
 		// Batches are left-padded and resumed rows have holes in their
 		// masks: a model that derives positions from the cache length would
 		// silently compute wrong logprobs.

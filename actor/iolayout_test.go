@@ -27,7 +27,7 @@ func optimumIO(layers int, kv ortgo.TensorElementDataType) (ins, outs []ortgo.In
 
 func TestDiscoverIO(t *testing.T) {
 	ins, outs := optimumIO(3, ortgo.TensorElementDataTypeFloat16)
-	l, err := discoverIO(ins, outs)
+	l, err := discoverIO(ins, outs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,8 @@ func TestDiscoverIO(t *testing.T) {
 		}, "past_key_values.0.key"},
 	} {
 		ins, outs := optimumIO(3, ortgo.TensorElementDataTypeFloat16)
-		_, err := discoverIO(c.mutate(ins, outs))
+		mi, mo := c.mutate(ins, outs)
+		_, err := discoverIO(mi, mo, false)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one naming %s", c.name, err, c.want)
 		}

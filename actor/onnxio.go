@@ -16,70 +16,94 @@ import (
 // costs a few reads instead of a second ONNX Runtime session. Inputs that
 // are initializers (old IR versions list them) are dropped.
 func readGraphIO(path string) (ins, outs []ortgo.InputOutputInfo, err error) {
+	ins, outs, _, err = readGraphIOOps(path)
+	return ins, outs, err
+}
+
+// readGraphIOOps is readGraphIO that also returns the operator types of the
+// graph's nodes (NodeProto.op_type), as a set.
+func readGraphIOOps(path string) (ins, outs []ortgo.InputOutputInfo, ops map[string]bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	r := &pbReader{f: f}
 	// ModelProto.graph is field 7.
 	for r.tell() < st.Size() {
 		num, typ, err := r.tag()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if num == 7 && typ == protowire.BytesType {
 			n, err := r.varint()
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			return readGraph(r, r.tell()+int64(n))
 		}
 		if err := r.skipField(typ); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return nil, nil, errors.New("no graph in the model")
+	return nil, nil, nil, errors.New("no graph in the model")
 }
 
-// readGraph reads GraphProto fields up to end: input (11), output (12) and
-// the names of initializers (5).
-func readGraph(r *pbReader, end int64) (ins, outs []ortgo.InputOutputInfo, err error) {
+// readGraph reads GraphProto fields up to end: input (11), output (12),
+// the names of initializers (5) and the op types of nodes (1).
+func readGraph(r *pbReader, end int64) (ins, outs []ortgo.InputOutputInfo, ops map[string]bool, err error) {
 	inits := map[string]bool{}
+	ops = map[string]bool{}
 	for r.tell() < end {
 		num, typ, err := r.tag()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		if typ != protowire.BytesType || (num != 5 && num != 11 && num != 12) {
+		if typ != protowire.BytesType || (num != 1 && num != 5 && num != 11 && num != 12) {
 			if err := r.skipField(typ); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			continue
 		}
 		n, err := r.varint()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		if num == 1 {
+			b, err := r.bytes(int(n))
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			// NodeProto.op_type is field 4.
+			if err := eachField(b, func(num protowire.Number, v []byte, _ uint64) error {
+				if num == 4 {
+					ops[string(v)] = true
+				}
+				return nil
+			}); err != nil {
+				return nil, nil, nil, err
+			}
+			continue
 		}
 		if num == 5 {
 			name, err := readTensorName(r, r.tell()+int64(n))
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			inits[name] = true
 			continue
 		}
 		b, err := r.bytes(int(n))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		info, err := parseValueInfo(b)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if num == 11 {
 			ins = append(ins, info)
@@ -93,7 +117,7 @@ func readGraph(r *pbReader, end int64) (ins, outs []ortgo.InputOutputInfo, err e
 			kept = append(kept, in)
 		}
 	}
-	return kept, outs, nil
+	return kept, outs, ops, nil
 }
 
 // readTensorName reads TensorProto.name (field 8) and skips the rest.

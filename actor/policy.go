@@ -103,13 +103,16 @@ func Load(ctx context.Context, opts LoadOptions) (*Policy, error) {
 	defer so.Destroy()
 	// The graph's declared interface, read without loading the weights; if
 	// the file cannot be walked, ask ONNX Runtime (a second session load).
-	ins, outs, err := readGraphIO(p.modelPath)
+	// ONNX Runtime does not list a graph's operators: a file that cannot be
+	// walked is taken for optimum's layout (discoverIO then refuses a fused
+	// graph for its missing position_ids).
+	ins, outs, ops, err := readGraphIOOps(p.modelPath)
 	if err != nil {
 		if ins, outs, err = ortgo.GetInputOutputInfoWithOptions(p.modelPath, so); err != nil {
 			return nil, fmt.Errorf("load policy: read inputs and outputs of %s: %w", p.modelPath, err)
 		}
 	}
-	if p.io, err = discoverIO(ins, outs); err != nil {
+	if p.io, err = discoverIO(ins, outs, ops[gqaOpType]); err != nil {
 		return nil, fmt.Errorf("load policy %s: %w", p.modelPath, err)
 	}
 	if p.sess, err = ortgo.NewDynamicAdvancedSession(p.modelPath, p.io.inputNames, p.io.outputNames, so); err != nil {

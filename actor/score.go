@@ -46,6 +46,9 @@ func (p *Policy) ScoreTemperature(ctx context.Context, seqs [][]int32, promptLen
 		budget = scoreLogitsBytes
 	}
 	maxTokens := max(budget/(4*V), 1)
+	if p.io.fused {
+		return p.scoreFused(ctx, seqs, promptLens, maxTokens, float32(1/temperature))
+	}
 	var rb runBuffers
 	past, present := &kvBlock{}, &kvBlock{}
 	var sm sampler
