@@ -29,7 +29,7 @@ BENCH_TARGETS :=
 help:
 	@awk '/^## [A-Za-z0-9_.-]+: / { sub(/^## /, ""); i = index($$0, ": "); printf "  %-22s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }' $(filter Makefile mk/%.mk,$(MAKEFILE_LIST))
 
-## setup: the ONNX Runtime library (from npm onnxruntime-node), redis-server and promtool (mk/metrics.mk)
+## setup: the ONNX Runtime library (from npm onnxruntime-node), redis-server, promtool (mk/metrics.mk) and OpenBLAS (mk/learner.mk)
 setup: ort redis
 
 ort: $(ORT_LIB)

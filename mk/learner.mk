@@ -31,11 +31,13 @@ PEER_APT    := libopenblas0-openmp
 PEER_OUT    := out/bench-learner-peer
 PEER_ROUNDS := 3
 PEER_UPDATES := 10
-# OpenBLAS picks its kernels for this CPU unless OPENBLAS_CORETYPE names one
-# (this machine's environment sets Haswell, AVX2, half the sgemm rate of
-# the AVX-512 kernels it detects): the peer runs with OpenBLAS's own choice,
-# as the Go side runs its AVX-512 kernel, unless PEER_OPENBLAS_CORETYPE is set.
-PEER_OPENBLAS_CORETYPE ?=
+# OpenBLAS picks its kernels from the CPU unless OPENBLAS_CORETYPE names
+# them, and Debian's 0.3.21 falls back to its slowest (Prescott, SSE3) on
+# CPUs it does not know (a Sapphire Rapids Xeon under a hypervisor here). The
+# peer gets the kernels this CPU supports as the Go side's OpenBLAS does
+# (internal/openblas CoreType, printed by `toolrl version`), unless
+# PEER_OPENBLAS_CORETYPE names others (empty: OpenBLAS's own choice).
+PEER_OPENBLAS_CORETYPE ?= $(shell bin/toolrl version 2>/dev/null | awk '$$1 == "openblas_coretype" { print $$2 }')
 PEER_ENV = $(if $(PEER_OPENBLAS_CORETYPE),env OPENBLAS_CORETYPE=$(PEER_OPENBLAS_CORETYPE),env -u OPENBLAS_CORETYPE)
 
 .PHONY: bench-learner-peer bench-learner-peer-deps
@@ -49,7 +51,7 @@ bench-learner-peer-deps: python-deps
 	done
 
 ## bench-learner-peer: Learner.Update against its PyTorch peer (OpenBLAS-openmp), interleaved, with an sgemm/STREAM probe
-bench-learner-peer: bench-learner-peer-deps
+bench-learner-peer: bench-learner-peer-deps build
 	rm -rf $(PEER_OUT) && mkdir -p $(PEER_OUT)
 	GOEXPERIMENT=simd $(GO) test -c -o $(PEER_OUT)/learner.test ./learner
 	set -o pipefail; for r in $$(seq 1 $(PEER_ROUNDS)); do \
@@ -59,3 +61,13 @@ bench-learner-peer: bench-learner-peer-deps
 	done
 	$(PEER_ENV) $(PYTHON) scripts/bench/learner_peer.py probe $(PEER_OUT)/peak.json
 	$(PYTHON) scripts/bench/learner_peer.py report $(PEER_OUT)
+
+# OpenBLAS for the trainer's GEMM: internal/openblas loads Debian's
+# libopenblas0-openmp at run time (TOOLRL_OPENBLAS names another file, or
+# "off"); without it model/train keeps its pure-Go kernel.
+OPENBLAS_APT := libopenblas0-openmp
+
+.PHONY: openblas
+setup: openblas
+openblas:
+	$(call apt_ensure,$(OPENBLAS_APT),setup)

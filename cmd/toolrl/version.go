@@ -7,7 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolrl/toolrl/internal/metricsserver"
+	"github.com/toolrl/toolrl/internal/openblas"
 	"github.com/toolrl/toolrl/internal/ort"
+	"github.com/toolrl/toolrl/model/train"
 )
 
 // version and revision are set at build time with -ldflags
@@ -26,7 +28,7 @@ func build() metricsserver.Build {
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
-		Short:   "Print the toolrl, Go and ONNX Runtime versions",
+		Short:   "Print the toolrl, Go and ONNX Runtime versions and the learner's GEMM",
 		Example: "  toolrl version",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,6 +40,9 @@ func newVersionCmd() *cobra.Command {
 			}
 			lib, _ := ort.LibraryPath()
 			fmt.Fprintf(out, "onnxruntime %s (%s)\n", ort.Version(), lib)
+			// The learner's GEMM, and the OpenBLAS kernels this CPU supports
+			// (what a peer process on the same OpenBLAS should be given).
+			fmt.Fprintf(out, "gemm %s\nopenblas_coretype %s\n", train.KernelName(), openblas.CoreType())
 			return nil
 		},
 	}

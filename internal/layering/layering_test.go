@@ -32,7 +32,7 @@ var layers = []struct {
 	{"helpers the leaf libraries share", []string{"internal/urlredact", "internal/atomicfile", "internal/bytesize"}},
 	{"data, formats and leaf libraries", []string{
 		"traj", "tokenizer", "tokenizer/internal/genunicode", "policystore",
-		"model/safetensors", "setting", "internal/procmem", "internal/ort", "internal/samefile", "internal/metricsserver", "internal/strictyaml", "internal/interrupt", "internal/fastmath", "chat",
+		"model/safetensors", "setting", "internal/procmem", "internal/ort", "internal/openblas", "internal/samefile", "internal/metricsserver", "internal/strictyaml", "internal/interrupt", "internal/fastmath", "chat",
 		"tools/calculator", "tools/httptool", "tools/mcptool", "tools/python", "tools/search", "tools/internal/proctest",
 	}},
 	{"the network and the tool registry", []string{"traj/wire", "model/llama", "tools", "internal/trajtest"}},

@@ -11,12 +11,25 @@ import (
 var impl gonum.Implementation
 
 // gemm computes c = alpha·op(a)·op(b) + beta·c (BLAS semantics, row-major)
-// in F: sgemm (the packed SIMD kernel when built with it, else gonum's
-// Sgemm) for float32, gonum's Dgemm for float64.
+// in F: sgemm (OpenBLAS when loaded, else the packed SIMD kernel when built
+// with it, else gonum's Sgemm) for float32, gonum's Dgemm for float64. Calls
+// through OpenBLAS are serialised; workers that run at once call gemmInWorker.
 func gemm[F Float](tA, tB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int) {
 	switch a := any(a).(type) {
 	case []float32:
 		sgemm(tA, tB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+	case []float64:
+		impl.Dgemm(trans(tA), trans(tB), m, n, k, float64(alpha), a, lda, any(b).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
+	}
+}
+
+// gemmInWorker is gemm for calls from goroutines that run at once (the
+// per-sequence attention workers): always the pure-Go sgemm, which any number
+// of callers may run together.
+func gemmInWorker[F Float](tA, tB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int) {
+	switch a := any(a).(type) {
+	case []float32:
+		sgemmGo(tA, tB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
 	case []float64:
 		impl.Dgemm(trans(tA), trans(tB), m, n, k, float64(alpha), a, lda, any(b).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
 	}

@@ -1,6 +1,11 @@
 package train
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+
+	"github.com/toolrl/toolrl/internal/openblas"
+)
 
 // Tile and block sizes of the packed GEMM (gemm_simd.go): a 4×32 register
 // tile, k in blocks of 256, columns in blocks of 256.
@@ -11,12 +16,37 @@ const (
 	blockN = 256
 )
 
-// sgemm computes c = alpha·op(a)·op(b) + beta·c (BLAS semantics, row-major).
-// With the simd kernel (GOEXPERIMENT=simd on an AVX2+FMA CPU) it packs both
+// loadedBLAS is the OpenBLAS sgemm takes when one is installed (internal/openblas:
+// $TOOLRL_OPENBLAS, else Debian's libopenblas0-openmp), loaded on first use
+// with GOMAXPROCS threads; nil when none is, or TOOLRL_OPENBLAS=off.
+func loadedBLAS() *openblas.Library {
+	lib, err := openblas.Load(runtime.GOMAXPROCS(0))
+	if err != nil {
+		return nil
+	}
+	return lib
+}
+
+// sgemm computes c = alpha·op(a)·op(b) + beta·c (BLAS semantics, row-major)
+// through OpenBLAS when one is loaded (loadedBLAS), else the pure-Go kernel
+// (sgemmGo). OpenBLAS serves one caller at a time with all its threads (the
+// library serialises calls), so goroutines that run products at once call
+// sgemmGo instead (gemmInWorker).
+func sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m*n*k >= 32*32*32 {
+		if lib := loadedBLAS(); lib != nil {
+			lib.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			return
+		}
+	}
+	sgemmGo(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmGo is sgemm in pure Go. With the simd kernel (GOEXPERIMENT=simd on an AVX2+FMA CPU) it packs both
 // operands and runs the register-tiled kernel; otherwise, and for tiny
 // products, it calls gonum's Sgemm. Either path sums every output element in
 // a fixed order, so results do not depend on goroutine scheduling.
-func sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+func sgemmGo(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if !useKernel || m*n*k < 32*32*32 {
 		impl.Sgemm(trans(tA), trans(tB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
@@ -160,6 +190,12 @@ func kernelGeneric(kc int, ap, bp []float32, c []float32, ldc int) {
 	}
 }
 
-// KernelName says which GEMM the trainer uses: "simd-avx512" or
-// "simd-avx2-fma" (built with GOEXPERIMENT=simd) or "gonum-blas32".
-func KernelName() string { return kernelName }
+// KernelName says which GEMM the trainer uses: "openblas <its build>" when
+// one is loaded, else the pure-Go path's "simd-avx512" or "simd-avx2-fma"
+// (built with GOEXPERIMENT=simd) or "gonum-blas32".
+func KernelName() string {
+	if lib := loadedBLAS(); lib != nil {
+		return "openblas " + lib.Describe() + ", pure Go " + kernelName + " in workers"
+	}
+	return kernelName
+}

@@ -290,7 +290,7 @@ func (m *ModelOf[F]) attention(p *pass[F], lc *layerCache[F]) {
 		for h := range c.Heads {
 			g := h / group
 			pr := probs[h*T*T : (h+1)*T*T]
-			gemm(false, true, T, T, hd, scale, lc.q[start*aw+h*hd:], aw, lc.k[start*kv+g*hd:], kv, 0, pr, T)
+			gemmInWorker(false, true, T, T, hd, scale, lc.q[start*aw+h*hd:], aw, lc.k[start*kv+g*hd:], kv, 0, pr, T)
 			for i := range T {
 				row := pr[i*T : (i+1)*T]
 				mx := row[0]
@@ -311,7 +311,7 @@ func (m *ModelOf[F]) attention(p *pass[F], lc *layerCache[F]) {
 					row[j] = 0
 				}
 			}
-			gemm(false, false, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*aw+h*hd:], aw)
+			gemmInWorker(false, false, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*aw+h*hd:], aw)
 		}
 		lc.probs[s] = probs
 	})
@@ -331,8 +331,8 @@ func (m *ModelOf[F]) attentionBack(p *pass[F], lc *layerCache[F], do, dq, dk, dv
 			g := h / group
 			pr := lc.probs[s][h*T*T : (h+1)*T*T]
 			vOff, kOff, qOff := start*kv+g*hd, start*kv+g*hd, start*aw+h*hd
-			gemm(false, true, T, T, hd, 1, do[qOff:], aw, lc.v[vOff:], kv, 0, dp, T)
-			gemm(true, false, T, hd, T, 1, pr, T, do[qOff:], aw, 1, dv[vOff:], kv)
+			gemmInWorker(false, true, T, T, hd, 1, do[qOff:], aw, lc.v[vOff:], kv, 0, dp, T)
+			gemmInWorker(true, false, T, hd, T, 1, pr, T, do[qOff:], aw, 1, dv[vOff:], kv)
 			// softmax backward: dS = P ∘ (dP − rowsum(dP ∘ P))
 			for i := range T {
 				prow, drow := pr[i*T:(i+1)*T], dp[i*T:(i+1)*T]
@@ -347,8 +347,8 @@ func (m *ModelOf[F]) attentionBack(p *pass[F], lc *layerCache[F], do, dq, dk, dv
 					drow[j] = 0
 				}
 			}
-			gemm(false, false, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], aw)
-			gemm(true, false, T, hd, T, scale, dp, T, lc.q[qOff:], aw, 1, dk[kOff:], kv)
+			gemmInWorker(false, false, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], aw)
+			gemmInWorker(true, false, T, hd, T, scale, dp, T, lc.q[qOff:], aw, 1, dk[kOff:], kv)
 		}
 	})
 }

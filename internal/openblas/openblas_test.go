@@ -1,0 +1,148 @@
+package openblas
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+)
+
+// load returns the process's library or skips (fails under CI=true, where
+// `make setup` has installed it).
+func load(t *testing.T) *Library {
+	t.Helper()
+	lib, err := Load(2)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("openblas: %v (CI=true: required; run `make setup`)", err)
+		}
+		t.Skipf("openblas: %v (run `make setup`)", err)
+	}
+	return lib
+}
+
+func TestSgemmMatchesNaive(t *testing.T) {
+	lib := load(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, sz := range [][3]int{{37, 45, 300}, {64, 64, 64}, {5, 100, 70}, {130, 17, 513}, {1, 1, 1}} {
+		m, n, k := sz[0], sz[1], sz[2]
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+				for _, s := range [][]float32{a, b, c} {
+					for i := range s {
+						s[i] = float32(r.NormFloat64())
+					}
+				}
+				want := make([]float64, m*n)
+				for i := range m {
+					for j := range n {
+						var s float64
+						for p := range k {
+							av, bv := a[i*k+p], b[p*n+j]
+							if tA {
+								av = a[p*m+i]
+							}
+							if tB {
+								bv = b[j*k+p]
+							}
+							s += float64(av) * float64(bv)
+						}
+						want[i*n+j] = 0.5*s + 2*float64(c[i*n+j])
+					}
+				}
+				lda, ldb := k, n
+				if tA {
+					lda = m
+				}
+				if tB {
+					ldb = k
+				}
+				lib.Sgemm(tA, tB, m, n, k, 0.5, a, lda, b, ldb, 2, c, n)
+				for i := range c {
+					if math.Abs(float64(c[i])-want[i]) > 1e-3*(1+math.Abs(want[i])) {
+						t.Fatalf("%v tA=%v tB=%v: c[%d] = %v, want %v", sz, tA, tB, i, c[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmIsDeterministic: the same product twice, through all threads,
+// gives the same bits (OpenBLAS splits the output, not the sum over k).
+func TestSgemmIsDeterministic(t *testing.T) {
+	lib := load(t)
+	const m, n, k = 256, 192, 4096
+	a, b := make([]float32, k*m), make([]float32, k*n)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range a {
+		a[i] = float32(r.NormFloat64())
+	}
+	for i := range b {
+		b[i] = float32(r.NormFloat64())
+	}
+	first := make([]float32, m*n)
+	lib.Sgemm(true, false, m, n, k, 1, a, m, b, n, 0, first, n)
+	for range 5 {
+		again := make([]float32, m*n)
+		lib.Sgemm(true, false, m, n, k, 1, a, m, b, n, 0, again, n)
+		for i := range again {
+			if math.Float32bits(again[i]) != math.Float32bits(first[i]) {
+				t.Fatalf("c[%d] = %v then %v", i, first[i], again[i])
+			}
+		}
+	}
+}
+
+// TestSgemmRefusesShortSlices: a stride that would read past a slice panics
+// in Go with the operand named, instead of reading memory in C.
+func TestSgemmRefusesShortSlices(t *testing.T) {
+	lib := load(t)
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "Sgemm b: 15 elements with leading dimension 4 cannot hold 4×4") {
+			t.Fatalf("recovered %q", msg)
+		}
+	}()
+	lib.Sgemm(false, false, 4, 4, 4, 1, make([]float32, 16), 4, make([]float32, 15), 4, 0, make([]float32, 16), 4)
+}
+
+func TestDescribeNamesTheBuild(t *testing.T) {
+	lib := load(t)
+	d := lib.Describe()
+	if !strings.Contains(d, "OpenBLAS") || !strings.Contains(d, "2 threads") {
+		t.Fatalf("Describe() = %q", d)
+	}
+	// On a CPU with AVX2 and FMA, the kernels are not the generic fallback
+	// OpenBLAS's own detection picks on CPUs it does not know.
+	if core := CoreType(); core != "" && os.Getenv(EnvCoreType) == "" {
+		if !strings.Contains(strings.ToLower(d), strings.ToLower(core)) {
+			t.Fatalf("Describe() = %q, want core %s", d, core)
+		}
+	}
+	if os.Getenv(EnvCoreType) != "" && !strings.Contains(d, os.Getenv(EnvCoreType)) {
+		t.Logf("%s set by the caller: %s", EnvCoreType, d)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	t.Setenv(EnvLibrary, "OFF")
+	if _, err := open(1); !errors.Is(err, ErrDisabled) {
+		t.Fatalf("off: %v", err)
+	}
+	t.Setenv(EnvLibrary, "/nonexistent/libopenblas.so.0")
+	if _, err := open(1); err == nil || !strings.Contains(err.Error(), "TOOLRL_OPENBLAS=/nonexistent/libopenblas.so.0") {
+		t.Fatalf("missing file: %v", err)
+	}
+	notBLAS := t.TempDir() + "/libnot.so"
+	if err := os.WriteFile(notBLAS, []byte("not a library"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvLibrary, notBLAS)
+	if _, err := open(1); err == nil || !strings.Contains(err.Error(), "load OpenBLAS "+notBLAS) {
+		t.Fatalf("not a library: %v", err)
+	}
+}
