@@ -27,6 +27,19 @@
 // derived from ids (for call detection, stop strings and segment text), never
 // re-tokenised.
 //
+// # Two graph layouts
+//
+// Load accepts optimum's text-generation-with-past layout (input_ids,
+// attention_mask, position_ids, past_key_values.N.*; the cache is fed as past
+// and comes back as a new present each Run, rows left-padded) and the fused
+// layout toolrl model build --fused and onnxruntime-genai's builder write
+// (GroupQueryAttention, no position_ids). A graph with a GroupQueryAttention
+// node is run the fused way (fusedengine.go): each row's cache occupies
+// columns [0, length) of one preallocated buffer per layer, bound as both past
+// and present so a decode step appends in place; admitted prompts and
+// injections are prefilled one item at a time into their row. Both layouts
+// give the same trajectories for the same seeds (tested).
+//
 // # Logprob convention
 //
 // The logprob recorded for a sampled token is log-softmax(logits/T) over the
