@@ -23,9 +23,10 @@ bench-learner:
 # weights and batch, interleaved with the Go benchmark: round r runs
 # BenchmarkLearnerUpdate on calc and tiny (-peer-dir writes each shape's model
 # folder, records.jsonl and go.json), then the torch peer on what it wrote.
-# Then a probe of this machine's sgemm GFLOP/s and STREAM-triad GB/s, and the
+# Then a probe of this machine's sgemm GFLOP/s and STREAM-triad GB/s, its FMA
+# peak (model/train BenchmarkFMAPeak, best of 3, into fma.txt), and the
 # table (tokens/s of each, ratio, GFLOP per update, GFLOP/s, share of the
-# sgemm rate). Debian's python3-torch over OpenBLAS with OpenMP threads
+# FMA peak and of the sgemm rate). Debian's python3-torch over OpenBLAS with OpenMP threads
 # (libopenblas0-openmp selected as libblas.so.3 and liblapack.so.3), 2 threads.
 PEER_APT    := libopenblas0-openmp
 PEER_OUT    := out/bench-learner-peer
@@ -60,6 +61,9 @@ bench-learner-peer: bench-learner-peer-deps build
 		$(PEER_ENV) $(PYTHON) scripts/bench/learner_peer.py run --updates $(PEER_UPDATES) $(PEER_OUT)/round-$$r || exit 1; \
 	done
 	$(PEER_ENV) $(PYTHON) scripts/bench/learner_peer.py probe $(PEER_OUT)/peak.json
+	GOEXPERIMENT=simd $(GO) test -c -o $(PEER_OUT)/train.test ./model/train
+	for r in 1 2 3; do $(PEER_OUT)/train.test -test.run '^$$' -test.bench '^BenchmarkFMAPeak$$' -test.benchtime 100x; done \
+		| awk '/^BenchmarkFMAPeak/ { for (i = 1; i < NF; i++) if ($$(i + 1) == "GFLOP/s") print $$i }' > $(PEER_OUT)/fma.txt
 	$(PYTHON) scripts/bench/learner_peer.py report $(PEER_OUT)
 
 # OpenBLAS for the trainer's GEMM: internal/openblas loads Debian's
