@@ -2,6 +2,7 @@ package openblas
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -144,5 +145,39 @@ func TestOpenErrors(t *testing.T) {
 	t.Setenv(EnvLibrary, notBLAS)
 	if _, err := open(1); err == nil || !strings.Contains(err.Error(), "load OpenBLAS "+notBLAS) {
 		t.Fatalf("not a library: %v", err)
+	}
+}
+
+// TestSgemmFromManyGoroutines: calls that overlap are serialised, each
+// getting the product it asked for (run with -race in make test).
+func TestSgemmFromManyGoroutines(t *testing.T) {
+	lib := load(t)
+	const n = 96
+	done := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+			for i := range n {
+				a[i*n+i] = float32(g + 1) // (g+1)·I
+			}
+			for i := range b {
+				b[i] = float32(i % 13)
+			}
+			for range 20 {
+				lib.Sgemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n)
+			}
+			for i := range c {
+				if c[i] != float32(g+1)*b[i] {
+					done <- fmt.Errorf("goroutine %d: c[%d] = %v, want %v", g, i, c[i], float32(g+1)*b[i])
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
