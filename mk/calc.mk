@@ -4,7 +4,10 @@
 # `make model-data` rewrites only the two prompt sets (seconds).
 # The trainer is built with GOEXPERIMENT=simd so that its GEMM uses the
 # AVX-512/AVX2 kernel (model/train/gemm_simd.go); without it the same code
-# falls back to gonum's blas32 (slower, different float rounding).
+# falls back to gonum's blas32 (slower, different float rounding). The
+# shipped weights were trained with that kernel, so these targets keep it
+# even where OpenBLAS is installed (TOOLRL_OPENBLAS=off): OpenBLAS rounds
+# differently and would give other bytes (docs/calc.md).
 CALC_DIR ?= models/calc
 CALC_PROMPTS ?= data/calc/prompts.jsonl
 CALC_RL_PROMPTS ?= data/calc/rl.jsonl
@@ -12,6 +15,8 @@ CALC_BIN := out/calc/toolrl-simd
 CALC_EVAL_BIN := out/calc/toolrl
 
 .PHONY: model model-data model-eval model-overcall
+
+model model-overcall: export TOOLRL_OPENBLAS = off
 
 # Everything is built into $(CALC_STAGE) first; the committed folder and
 # prompt files are replaced only once all of it has been built, so a failed

@@ -192,6 +192,14 @@ func CoreType() string {
 // Path is the file the library was loaded from.
 func (l *Library) Path() string { return l.path }
 
+// SetThreads sets OpenBLAS's thread count (openblas_set_num_threads), for
+// every caller in the process.
+func (l *Library) SetThreads(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	C.toolrl_openblas_set_threads(&l.lib, C.int(max(n, 1)))
+}
+
 // Threads is OpenBLAS's thread count.
 func (l *Library) Threads() int { return int(C.toolrl_openblas_threads(&l.lib)) }
 
