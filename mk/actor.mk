@@ -38,6 +38,35 @@ bench-actor: ort scripts-npm build
 		$(if $(wildcard $(ACTOR_CALC_DIR)/onnx/model.onnx),--model $(ACTOR_CALC_DIR)) \
 		$(ACTOR_BENCH_ARGS) --json out/bench-actor.json | tee out/bench-actor.md
 
+# The fused graph (#31, `model build --fused`: GroupQueryAttention over a
+# preallocated KV buffer, SkipSimplifiedLayerNormalization): the 135M model
+# and its int4 copies, each beside the optimum file of the same weights, and
+# transformers.js at G = 8 on the optimum file (the peer cannot run the fused
+# graph), interleaved, BENCH_FUSED_REPEATS runs of each. Writes
+# out/bench-fused.txt (one line per run).
+BENCH_FUSED_REPEATS ?= 3
+BENCH_FUSED_ARGS ?= --concurrency 1,8 --prompt-len 64 --new-tokens 64
+BENCH_FUSED_MODELS := $(ACTOR_135M_DIR) $(ACTOR_135M_DIR)-fused $(ACTOR_135M_INT4_DIR) $(ACTOR_135M_INT4_DIR)-fused \
+	$(ACTOR_135M_INT4_B128_DIR) $(ACTOR_135M_INT4_B128_DIR)-fused
+
+BENCH_TARGETS += bench-fused
+
+.PHONY: bench-fused
+
+## bench-fused: fused graph vs optimum layout on the 135M model (float32, int4), and transformers.js on the optimum file
+bench-fused: ort scripts-npm build
+	@mkdir -p out/models
+	@test -f $(ACTOR_135M_DIR)/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --out $(ACTOR_135M_DIR) >/dev/null
+	@test -f $(ACTOR_135M_DIR)-fused/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --fused --out $(ACTOR_135M_DIR)-fused >/dev/null
+	@for f in "" --fused; do \
+		test -f $(ACTOR_135M_INT4_DIR)$${f:+-fused}/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --quantize int4 $(ACTOR_QUANT_ARGS) $$f --out $(ACTOR_135M_INT4_DIR)$${f:+-fused} >/dev/null || exit 1; \
+		test -f $(ACTOR_135M_INT4_B128_DIR)$${f:+-fused}/onnx/model.onnx || bin/toolrl model build --random --shape smollm2-135m --seed 1 --quantize int4 --block-size 128 $(ACTOR_QUANT_ARGS) $$f --out $(ACTOR_135M_INT4_B128_DIR)$${f:+-fused} >/dev/null || exit 1; \
+	done
+	@set -o pipefail; for rep in $$(seq $(BENCH_FUSED_REPEATS)); do \
+		for m in $(BENCH_FUSED_MODELS); do bin/toolrl bench actor --model $$m $(BENCH_FUSED_ARGS) 2>&1 | grep '^bench actor:' || exit 1; done; \
+		echo "peer $(ACTOR_135M_DIR) G=8: $$(node scripts/actor/peer.mjs $(ACTOR_135M_DIR) 8 64 64 0)" || exit 1; \
+	done | tee out/bench-fused.txt
+
 # The model families of #25 on 135M-class random shapes (SmolLM2-135M's
 # sizes with each family's features: qwen2 q/k/v biases, qwen3 q/k norms and
 # explicit head_dim, llama3 rope scaling), each against transformers.js on
