@@ -20,6 +20,8 @@ type EngineOptions struct {
 	// MaxSeqLen caps a sequence's total length (prompt + response); a
 	// sequence that reaches it finishes with FinishLength. 0 means the
 	// model's max_position_embeddings (or 4096 when the config has none).
+	// A fused graph (see the package doc) is held to max_position_embeddings
+	// whatever MaxSeqLen says: its rotary tables end there.
 	MaxSeqLen int
 }
 
@@ -154,6 +156,9 @@ func NewEngine(pol *Policy, opts EngineOptions) *Engine {
 		if maxLen <= 0 {
 			maxLen = 4096
 		}
+	}
+	if pol.io.fused && pol.maxPositions > 0 {
+		maxLen = min(maxLen, pol.maxPositions)
 	}
 	return &Engine{
 		pol: pol, opts: opts, maxLen: maxLen, maxTokID: pol.tok.MaxID(),

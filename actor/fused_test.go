@@ -10,12 +10,17 @@ import (
 
 	"github.com/toolrl/toolrl/internal/testsupport"
 	"github.com/toolrl/toolrl/model/llama"
+	"github.com/toolrl/toolrl/traj"
 )
 
 // loadTinyPair writes the tiny random Llama twice, in optimum's layout and
 // as a fused graph (toolrl model build --fused), and loads both with one
 // ORT thread.
 func loadTinyPair(t testing.TB, seed uint64) (optimum, fused *Policy, ref *llama.Reference) {
+	return loadTinyPairConfig(t, seed, func(*llama.Config) {})
+}
+
+func loadTinyPairConfig(t testing.TB, seed uint64, edit func(*llama.Config)) (optimum, fused *Policy, ref *llama.Reference) {
 	t.Helper()
 	testsupport.RequireORT(t)
 	cfg, err := llama.ShapeConfig("tiny")
@@ -23,6 +28,7 @@ func loadTinyPair(t testing.TB, seed uint64) (optimum, fused *Policy, ref *llama
 		t.Fatal(err)
 	}
 	cfg.InitializerRange = 0.2 // as tinyModel: sharp attention, peaked logits
+	edit(&cfg)
 	w, err := llama.RandomWeights(cfg, seed)
 	if err != nil {
 		t.Fatal(err)
@@ -220,5 +226,23 @@ func TestDiscoverFusedIO(t *testing.T) {
 	}
 	if _, err := discoverIO(noPos, outs, false); err == nil || !strings.Contains(err.Error(), "position_ids") {
 		t.Fatalf("optimum graph without position_ids: %v", err)
+	}
+}
+
+// A fused graph's rotary tables end at max_position_embeddings: the engine
+// holds sequences to it (FinishLength) whatever MaxSeqLen asks.
+func TestFusedContextIsMaxPositions(t *testing.T) {
+	_, fused, _ := loadTinyPairConfig(t, 5, func(c *llama.Config) { c.MaxPositionEmbeddings = 40 })
+	eng := NewEngine(fused, EngineOptions{MaxBatch: 2, MaxSeqLen: 1000})
+	defer eng.Close()
+	seqs, err := eng.AddGroup(GroupRequest{ID: "g", Prompt: prompt(5, 1), Seeds: []uint64{1, 2}, Sampling: Sampling{Temperature: 1, EOS: []int32{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAll(t, eng, toolResult)
+	for i, s := range seqs {
+		if s.Len() != 40 || s.FinishReason() != traj.FinishLength {
+			t.Fatalf("sequence %d: %d tokens, finish %q; want 40 and %q", i, s.Len(), s.FinishReason(), traj.FinishLength)
+		}
 	}
 }
