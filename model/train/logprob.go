@@ -23,6 +23,7 @@ type LogprobPass struct {
 	// holds the pass's activations in the model's precision.
 	owner    any
 	backward func(dlogp []float64)
+	release  func() // gives the pass's buffers back to its model
 	done     bool
 }
 
@@ -45,61 +46,69 @@ func (m *ModelOf[F]) ForwardLogprobs(seqs []Sequence, temperatures []float64) (*
 	if err != nil {
 		return nil, err
 	}
-	lp := &LogprobPass{owner: m}
-	var invTs []F // per row
+	lp := &LogprobPass{owner: m, release: func() { m.release(p) }}
+	V, M := m.Config.Vocab, len(p.rows)
+	lp.Seq, lp.Pos = make([]int, 0, M), make([]int, 0, M)
+	invTs := p.arena.take(M) // per row
 	for s, seq := range seqs {
+		inv := F(1)
+		if temperatures != nil {
+			inv = 1 / F(temperatures[s])
+		}
 		for t := 1; t < len(seq.Tokens); t++ {
 			if seq.LossMask[t] != 0 {
+				invTs[len(lp.Seq)] = inv
 				lp.Seq = append(lp.Seq, s)
 				lp.Pos = append(lp.Pos, t)
-				inv := F(1)
-				if temperatures != nil {
-					inv = 1 / F(temperatures[s])
-				}
-				invTs = append(invTs, inv)
 			}
 		}
 	}
-	V, M := m.Config.Vocab, len(p.rows)
 	probs := m.rowLogits(p) // [rows, Vocab] softmax(z/T), reused as dlogits by backward
 	lp.Logprobs = make([]float64, M)
 	lp.Entropy = make([]float64, M)
-	for i := range M {
-		row := probs[i*V : (i+1)*V]
-		invT := invTs[i]
-		mx := row[0]
-		for _, v := range row {
-			mx = max(mx, v)
-		}
-		// With u_j = (z_j − max)/T and S = Σ exp(u_j): logp_j = u_j − log S
-		// and H = log S − Σ p_j u_j.
-		zt := row[p.targets[i]]
-		var sum, eu float64
-		for j, v := range row {
-			u := (v - mx) * invT
-			e := expF(u)
-			row[j] = e
-			sum += float64(e)
-			eu += float64(e) * float64(u)
-		}
-		logSum := math.Log(sum)
-		lp.Logprobs[i] = float64((zt-mx)*invT) - logSum
-		lp.Entropy[i] = logSum - eu/sum
-		inv := F(1 / sum)
-		for j, e := range row {
-			row[j] = e * inv
-		}
-	}
-	lp.backward = func(dlogp []float64) {
-		for i, g64 := range dlogp {
-			g := F(g64)
+	// One row at a time, rows in parallel: the max over the row, then one
+	// pass for exp, the sum and Σ e·u, then the normalisation, while the row
+	// is in cache.
+	parallelRows(M, V, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
 			row := probs[i*V : (i+1)*V]
-			k := -g * invTs[i]
-			for j, pj := range row {
-				row[j] = k * pj
+			invT := invTs[i]
+			mx := row[0]
+			for _, v := range row {
+				mx = max(mx, v)
 			}
-			row[p.targets[i]] += g * invTs[i]
+			// With u_j = (z_j − max)/T and S = Σ exp(u_j): logp_j = u_j − log S
+			// and H = log S − Σ p_j u_j.
+			zt := row[p.targets[i]]
+			var sum, eu float64
+			for j, v := range row {
+				u := (v - mx) * invT
+				e := expF(u)
+				row[j] = e
+				sum += float64(e)
+				eu += float64(e) * float64(u)
+			}
+			logSum := math.Log(sum)
+			lp.Logprobs[i] = float64((zt-mx)*invT) - logSum
+			lp.Entropy[i] = logSum - eu/sum
+			inv := F(1 / sum)
+			for j, e := range row {
+				row[j] = e * inv
+			}
 		}
+	})
+	lp.backward = func(dlogp []float64) {
+		parallelRows(len(dlogp), V, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				g := F(dlogp[i])
+				row := probs[i*V : (i+1)*V]
+				k := -g * invTs[i]
+				for j, pj := range row {
+					row[j] = k * pj
+				}
+				row[p.targets[i]] += g * invTs[i]
+			}
+		})
 		m.backwardFromLogits(p, probs)
 	}
 	return lp, nil
@@ -117,16 +126,32 @@ func (m *ModelOf[F]) BackwardLogprobs(lp *LogprobPass, dlogp []float64) error {
 		return fmt.Errorf("train: BackwardLogprobs given a pass of another model")
 	}
 	if lp.done {
-		return fmt.Errorf("train: BackwardLogprobs called twice on one pass")
+		return fmt.Errorf("train: BackwardLogprobs given a consumed pass (called twice, or after Release)")
 	}
 	if len(dlogp) != lp.Rows() {
 		return fmt.Errorf("train: %d logprob gradients for %d rows", len(dlogp), lp.Rows())
 	}
 	lp.done = true
-	if lp.Rows() == 0 {
-		return nil
+	if lp.Rows() > 0 {
+		lp.backward(dlogp)
 	}
-	lp.backward(dlogp)
 	lp.backward = nil // the activations go with it
+	lp.Release()
 	return nil
+}
+
+// Release gives the pass's activation buffers back to its model for the
+// model's next forward pass, without a backward pass (a pass that only
+// scores tokens); the pass can no longer be given to BackwardLogprobs. Its
+// Seq, Pos, Logprobs and Entropy stay valid. BackwardLogprobs releases the
+// pass itself; an unreleased pass is left to the garbage collector, and the
+// model's next pass allocates afresh. Calling Release again does nothing.
+func (lp *LogprobPass) Release() {
+	if lp.release == nil {
+		return
+	}
+	lp.done = true
+	lp.backward = nil
+	lp.release()
+	lp.release = nil
 }

@@ -146,6 +146,9 @@ type ModelOf[F Float] struct {
 	head      *ParamOf[F]           // the output projection: embed when tied, else lm_head.weight
 	ropeTab   ropeTables[F]         // positions 0..MaxPos-1
 	dynRope   map[int]ropeTables[F] // rope type dynamic: tables by sequence length
+	// spare is the last released pass, whose buffers the next forward
+	// reuses (workspace.go); nil while a pass holds them.
+	spare *pass[F]
 }
 
 // Model is the float32 model.

@@ -1,0 +1,92 @@
+package train
+
+import "unsafe"
+
+// arena hands out the float buffers of one pass (the activations the
+// backward pass reads and its own scratch) from one block that the model
+// keeps between passes, so that once it has seen its largest batch a pass
+// allocates no activation memory (no per-pass make and the memclr behind
+// it). A buffer from take holds whatever the last pass left there: every
+// caller overwrites it whole; zeros clears it first.
+type arena[F Float] struct {
+	block []F
+	used  int // floats of block handed out this pass
+	over  int // floats handed out past block this pass, allocated separately
+}
+
+// alignBytes aligns every buffer of the block (whose start, a large
+// allocation, is page-aligned) to a cache line. Besides keeping rows off
+// line boundaries it keeps results as they were with a make per buffer:
+// gonum's assembly kernels (the GEMM without the simd kernel) peel
+// unaligned heads, so their summation order depends on the address mod 16.
+const alignBytes = 64
+
+// take returns a buffer of n floats with undefined contents.
+func (a *arena[F]) take(n int) []F {
+	var z F
+	per := alignBytes / int(unsafe.Sizeof(z))
+	step := (n + per - 1) / per * per
+	if a.used+step <= len(a.block) {
+		s := a.block[a.used : a.used+n : a.used+n]
+		a.used += step
+		return s
+	}
+	a.over += step
+	return make([]F, n)
+}
+
+// zeros returns a buffer of n zeros.
+func (a *arena[F]) zeros(n int) []F {
+	s := a.take(n)
+	clear(s)
+	return s
+}
+
+// size is the block's length after the next reset.
+func (a *arena[F]) size() int {
+	if a.over > 0 {
+		return a.used + a.over
+	}
+	return len(a.block)
+}
+
+// reset frees every buffer handed out since the last reset (their users
+// must be done with them) and grows the block to the last pass's total, so
+// that a pass as large as it takes everything from the block.
+func (a *arena[F]) reset() {
+	if a.over > 0 {
+		a.block = make([]F, a.used+a.over)
+	}
+	a.used, a.over = 0, 0
+}
+
+// newPass returns an empty pass holding the model's spare buffers (the last
+// released pass's), or fresh ones when another pass still holds them.
+func (m *ModelOf[F]) newPass() *pass[F] {
+	p := m.spare
+	m.spare = nil
+	if p == nil {
+		p = &pass[F]{}
+	}
+	p.reset()
+	return p
+}
+
+// release gives p's buffers back to the model for its next pass; p and
+// every slice of its activations must not be used afterwards. Of two
+// released passes the model keeps the larger block.
+func (m *ModelOf[F]) release(p *pass[F]) {
+	if m.spare == nil || m.spare.arena.size() < p.arena.size() {
+		m.spare = p
+	}
+}
+
+// reset empties p, keeping the capacity of its slices and its arena.
+func (p *pass[F]) reset() {
+	p.arena.reset()
+	p.n, p.maxT = 0, 0
+	p.starts, p.lns, p.tokens = p.starts[:0], p.lns[:0], p.tokens[:0]
+	p.rowSeq, p.rowPos = p.rowSeq[:0], p.rowPos[:0]
+	p.ropes, p.rows, p.targets = p.ropes[:0], p.rows[:0], p.targets[:0]
+	p.xf, p.hf, p.rf, p.hm, p.logits = nil, nil, nil, nil, nil
+}
