@@ -453,6 +453,7 @@ func (l *Learner) score(ctx context.Context, m train.Net, samples []sample) ([][
 		for r, s := range lp.Seq {
 			out[mb[s]] = append(out[mb[s]], lp.Logprobs[r])
 		}
+		lp.Release() // no backward: the model's next pass reuses its buffers
 	}
 	return out, nil
 }
