@@ -29,3 +29,19 @@ func isFloat32[F Float]() bool {
 	var z F
 	return unsafe.Sizeof(z) == 4
 }
+
+// expSlice sets x[i] = expF(x[i]) for every i: expSlice32 for float32
+// (vectorised in the simd build, bit-identical to expF), math.Exp for
+// float64.
+func expSlice[F Float](x []F) {
+	if x32, ok := any(x).([]float32); ok {
+		expSlice32(x32)
+		return
+	}
+	for i, v := range x {
+		x[i] = expF(v)
+	}
+}
+
+// inf32 is +Inf in float32.
+func inf32() float32 { return float32(math.Inf(1)) }

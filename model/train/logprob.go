@@ -66,10 +66,11 @@ func (m *ModelOf[F]) ForwardLogprobs(seqs []Sequence, temperatures []float64) (*
 	probs := m.rowLogits(p) // [rows, Vocab] softmax(z/T), reused as dlogits by backward
 	lp.Logprobs = make([]float64, M)
 	lp.Entropy = make([]float64, M)
-	// One row at a time, rows in parallel: the max over the row, then one
-	// pass for exp, the sum and Σ e·u, then the normalisation, while the row
-	// is in cache.
+	// One row at a time, rows in parallel: the max over the row, u, the exps
+	// (one vector pass), the sum and Σ e·u, then the normalisation, while
+	// the row is in cache.
 	parallelRows(M, V, func(lo, hi int) {
+		us := make([]F, V) // one row's u
 		for i := lo; i < hi; i++ {
 			row := probs[i*V : (i+1)*V]
 			invT := invTs[i]
@@ -80,13 +81,16 @@ func (m *ModelOf[F]) ForwardLogprobs(seqs []Sequence, temperatures []float64) (*
 			// With u_j = (z_j − max)/T and S = Σ exp(u_j): logp_j = u_j − log S
 			// and H = log S − Σ p_j u_j.
 			zt := row[p.targets[i]]
-			var sum, eu float64
 			for j, v := range row {
 				u := (v - mx) * invT
-				e := expF(u)
-				row[j] = e
+				us[j] = u
+				row[j] = u
+			}
+			expSlice(row)
+			var sum, eu float64
+			for j, e := range row {
 				sum += float64(e)
-				eu += float64(e) * float64(u)
+				eu += float64(e) * float64(us[j])
 			}
 			logSum := math.Log(sum)
 			lp.Logprobs[i] = float64((zt-mx)*invT) - logSum

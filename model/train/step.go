@@ -180,9 +180,14 @@ func (m *ModelOf[F]) forward(seqs []Sequence, train bool) (*pass[F], error) {
 		linear(lc.g, lc.h2, l.wg.W, n, d, f)
 		linear(lc.u, lc.h2, l.wu.W, n, d, f)
 		parallelRange(len(lc.g), minChunk, func(lo, hi int) {
+			// sigmoid(g) = 1/(1 + exp(−g)), the exps in one vector pass.
+			for i := lo; i < hi; i++ {
+				lc.sg[i] = -lc.g[i]
+			}
+			expSlice(lc.sg[lo:hi])
 			for i := lo; i < hi; i++ {
 				g := lc.g[i]
-				s := sigmoid(g)
+				s := 1 / (1 + lc.sg[i])
 				lc.sg[i] = s
 				lc.a[i] = g * s * lc.u[i] // silu(g)·u
 			}
@@ -214,10 +219,6 @@ func addTo[F Float](y, b []F) {
 		}
 	})
 }
-
-func sigmoid[F Float](x F) F { return 1 / (1 + expF(-x)) }
-
-func silu[F Float](x F) F { return x * sigmoid(x) }
 
 // rmsNorm: y = x * rsqrt(mean(x²) + eps) * w per row; r keeps the rsqrt.
 func rmsNorm[F Float](y, r, x, w []F, n, d int, eps float64) {
@@ -342,10 +343,12 @@ func (m *ModelOf[F]) attention(p *pass[F], lc *layerCache[F]) {
 				for j := 1; j <= i; j++ {
 					mx = max(mx, row[j])
 				}
-				var sum float64
 				for j := 0; j <= i; j++ {
-					e := expF(row[j] - mx)
-					row[j] = e
+					row[j] -= mx
+				}
+				expSlice(row[:i+1])
+				var sum float64
+				for _, e := range row[:i+1] {
 					sum += float64(e)
 				}
 				inv := F(1 / sum)
@@ -428,21 +431,30 @@ func (m *ModelOf[F]) crossEntropy(p *pass[F], grad bool) (float64, []F) {
 	}
 	rowLoss := p.rowLoss[:M]
 	parallelRows(M, V, func(lo, hi int) {
+		e := make([]F, V) // exps of one row
 		for i := lo; i < hi; i++ {
 			row := p.logits[i*V : (i+1)*V]
 			mx := row[0]
 			for _, v := range row {
 				mx = max(mx, v)
 			}
+			for j, v := range row {
+				e[j] = v - mx
+			}
+			expSlice(e)
 			var sum float64
-			for _, v := range row {
-				sum += float64(expF(v - mx))
+			for _, v := range e {
+				sum += float64(v)
 			}
 			lse := float64(mx) + math.Log(sum)
 			rowLoss[i] = lse - float64(row[p.targets[i]])
 			if grad {
 				for j, v := range row {
-					row[j] = expF(F(float64(v)-lse)) * inv
+					row[j] = F(float64(v) - lse)
+				}
+				expSlice(row)
+				for j := range row {
+					row[j] *= inv
 				}
 				row[p.targets[i]] -= inv
 			}
