@@ -3,6 +3,7 @@
 package train
 
 import (
+	"math"
 	"simd/archsimd"
 
 	"github.com/toolrl/toolrl/internal/fastmath"
@@ -41,15 +42,11 @@ func expSliceLanes(x []float32, lanes int) {
 	i := 0
 	switch lanes {
 	case 16:
-		for ; i+16 <= len(x); i += 16 {
-			exp16(x[i : i+16])
-		}
+		i = exp16(x)
 		// Leave no dirty upper register halves behind (see kernel4x32).
 		archsimd.ClearAVXUpperBits()
 	case 8:
-		for ; i+8 <= len(x); i += 8 {
-			exp8(x[i : i+8])
-		}
+		i = exp8(x)
 		archsimd.ClearAVXUpperBits()
 	}
 	for ; i < len(x); i++ {
@@ -71,46 +68,69 @@ const (
 	expP5    = float32(5.0000001201e-1)
 )
 
-func exp16(s []float32) {
-	b := archsimd.BroadcastFloat32x16
-	x := archsimd.LoadFloat32x16Slice(s)
-	under, over := x.Less(b(-86)), x.Greater(b(88))
-	magic := b(expMagic)
-	t := x.Mul(b(expLog2e)).Add(magic)
-	z := t.Sub(magic)
-	n := t.AsInt32x16().Sub(archsimd.BroadcastInt32x16(0x4B400000))
-	r := x.Sub(z.Mul(b(expC1))).Sub(z.Mul(b(expC2)))
-	p := b(expP0)
-	p = p.Mul(r).Add(b(expP1))
-	p = p.Mul(r).Add(b(expP2))
-	p = p.Mul(r).Add(b(expP3))
-	p = p.Mul(r).Add(b(expP4))
-	p = p.Mul(r).Add(b(expP5))
-	y := p.Mul(r).Mul(r).Add(r).Add(b(1))
-	e := y.AsInt32x16().Add(n.ShiftAllLeft(23)).AsFloat32x16()
-	e = b(0).Merge(e, under)
-	e = b(float32(inf32())).Merge(e, over)
-	e.StoreSlice(s)
+// bits32 is the bit pattern of a float32 constant. The vector constants are
+// broadcast from these through a general register: a float32 broadcast
+// would pass through a legacy-SSE move, which stalls while upper register
+// halves are dirty.
+func bits32(f float32) int32 { return int32(math.Float32bits(f)) }
+
+// exp16 exps the full 16-lane vectors of x in place and returns how many
+// elements it did.
+func exp16(x []float32) int {
+	b := func(f float32) archsimd.Float32x16 { return archsimd.BroadcastInt32x16(bits32(f)).AsFloat32x16() }
+	lo, hi, zero, inf := b(-86), b(88), b(0), b(inf32())
+	log2e, magic, c1, c2, one := b(expLog2e), b(expMagic), b(expC1), b(expC2), b(1)
+	p0, p1, p2, p3, p4, p5 := b(expP0), b(expP1), b(expP2), b(expP3), b(expP4), b(expP5)
+	bias := archsimd.BroadcastInt32x16(0x4B400000)
+	i := 0
+	for ; i+16 <= len(x); i += 16 {
+		s := x[i : i+16]
+		v := archsimd.LoadFloat32x16Slice(s)
+		under, over := v.Less(lo), v.Greater(hi)
+		t := v.Mul(log2e).Add(magic)
+		z := t.Sub(magic)
+		n := t.AsInt32x16().Sub(bias)
+		r := v.Sub(z.Mul(c1)).Sub(z.Mul(c2))
+		p := p0.Mul(r).Add(p1)
+		p = p.Mul(r).Add(p2)
+		p = p.Mul(r).Add(p3)
+		p = p.Mul(r).Add(p4)
+		p = p.Mul(r).Add(p5)
+		y := p.Mul(r).Mul(r).Add(r).Add(one)
+		e := y.AsInt32x16().Add(n.ShiftAllLeft(23)).AsFloat32x16()
+		e = zero.Merge(e, under)
+		e = inf.Merge(e, over)
+		e.StoreSlice(s)
+	}
+	return i
 }
 
-func exp8(s []float32) {
-	b := archsimd.BroadcastFloat32x8
-	x := archsimd.LoadFloat32x8Slice(s)
-	under, over := x.Less(b(-86)), x.Greater(b(88))
-	magic := b(expMagic)
-	t := x.Mul(b(expLog2e)).Add(magic)
-	z := t.Sub(magic)
-	n := t.AsInt32x8().Sub(archsimd.BroadcastInt32x8(0x4B400000))
-	r := x.Sub(z.Mul(b(expC1))).Sub(z.Mul(b(expC2)))
-	p := b(expP0)
-	p = p.Mul(r).Add(b(expP1))
-	p = p.Mul(r).Add(b(expP2))
-	p = p.Mul(r).Add(b(expP3))
-	p = p.Mul(r).Add(b(expP4))
-	p = p.Mul(r).Add(b(expP5))
-	y := p.Mul(r).Mul(r).Add(r).Add(b(1))
-	e := y.AsInt32x8().Add(n.ShiftAllLeft(23)).AsFloat32x8()
-	e = b(0).Merge(e, under)
-	e = b(float32(inf32())).Merge(e, over)
-	e.StoreSlice(s)
+// exp8 is exp16 with 8 lanes (AVX2).
+func exp8(x []float32) int {
+	b := func(f float32) archsimd.Float32x8 { return archsimd.BroadcastInt32x8(bits32(f)).AsFloat32x8() }
+	lo, hi, zero, inf := b(-86), b(88), b(0), b(inf32())
+	log2e, magic, c1, c2, one := b(expLog2e), b(expMagic), b(expC1), b(expC2), b(1)
+	p0, p1, p2, p3, p4, p5 := b(expP0), b(expP1), b(expP2), b(expP3), b(expP4), b(expP5)
+	bias := archsimd.BroadcastInt32x8(0x4B400000)
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		s := x[i : i+8]
+		v := archsimd.LoadFloat32x8Slice(s)
+		under, over := v.Less(lo), v.Greater(hi)
+		t := v.Mul(log2e).Add(magic)
+		z := t.Sub(magic)
+		n := t.AsInt32x8().Sub(bias)
+		r := v.Sub(z.Mul(c1)).Sub(z.Mul(c2))
+		p := p0.Mul(r).Add(p1)
+		p = p.Mul(r).Add(p2)
+		p = p.Mul(r).Add(p3)
+		p = p.Mul(r).Add(p4)
+		p = p.Mul(r).Add(p5)
+		y := p.Mul(r).Mul(r).Add(r).Add(one)
+		e := y.AsInt32x8().Add(n.ShiftAllLeft(23)).AsFloat32x8()
+		e = zero.Merge(e, under)
+		e = inf.Merge(e, over)
+		e.StoreSlice(s)
+	}
+	return i
 }
