@@ -337,6 +337,9 @@ func (m *ModelOf[F]) attention(p *pass[F], lc *layerCache[F]) {
 			g := h / group
 			pr := probs[h*T*T : (h+1)*T*T]
 			gemmInWorker(false, true, T, T, hd, scale, lc.q[start*aw+h*hd:], aw, lc.k[start*kv+g*hd:], kv, 0, pr, T)
+			// Causal softmax by rows: the masked entries become −Inf, whose
+			// exp is 0, so one exp pass covers the whole [T, T] block.
+			negInf := F(math.Inf(-1))
 			for i := range T {
 				row := pr[i*T : (i+1)*T]
 				mx := row[0]
@@ -346,17 +349,20 @@ func (m *ModelOf[F]) attention(p *pass[F], lc *layerCache[F]) {
 				for j := 0; j <= i; j++ {
 					row[j] -= mx
 				}
-				expSlice(row[:i+1])
+				for j := i + 1; j < T; j++ {
+					row[j] = negInf
+				}
+			}
+			expSlice(pr)
+			for i := range T {
+				row := pr[i*T : i*T+i+1]
 				var sum float64
-				for _, e := range row[:i+1] {
+				for _, e := range row {
 					sum += float64(e)
 				}
 				inv := F(1 / sum)
-				for j := 0; j <= i; j++ {
+				for j := range row {
 					row[j] *= inv
-				}
-				for j := i + 1; j < T; j++ {
-					row[j] = 0
 				}
 			}
 			gemmInWorker(false, false, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*aw+h*hd:], aw)
