@@ -179,19 +179,7 @@ func (m *ModelOf[F]) forward(seqs []Sequence, train bool) (*pass[F], error) {
 		lc.g, lc.u, lc.a, lc.sg = a.take(n*f), a.take(n*f), a.take(n*f), a.take(n*f)
 		linear(lc.g, lc.h2, l.wg.W, n, d, f)
 		linear(lc.u, lc.h2, l.wu.W, n, d, f)
-		parallelRange(len(lc.g), minChunk, func(lo, hi int) {
-			// sigmoid(g) = 1/(1 + exp(−g)), the exps in one vector pass.
-			for i := lo; i < hi; i++ {
-				lc.sg[i] = -lc.g[i]
-			}
-			expSlice(lc.sg[lo:hi])
-			for i := lo; i < hi; i++ {
-				g := lc.g[i]
-				s := 1 / (1 + lc.sg[i])
-				lc.sg[i] = s
-				lc.a[i] = g * s * lc.u[i] // silu(g)·u
-			}
-		})
+		swigluForward(lc.g, lc.u, lc.sg, lc.a)
 		linear(tmp, lc.a, l.wd.W, n, f, d)
 		x = a.take(n * d)
 		addInto(x, lc.xmid, tmp)
@@ -512,13 +500,7 @@ func (m *ModelOf[F]) backwardFromLogits(p *pass[F], dlogits []F) {
 		l, lc := m.layers[li], &p.layers[li]
 		// MLP branch: x = xmid + down(silu(g)·u)
 		linearBack(da, l.wd.G, dx, lc.a, l.wd.W, n, f, d, 0)
-		parallelRange(len(lc.g), minChunk, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				g, s := lc.g[i], lc.sg[i]
-				du[i] = da[i] * g * s
-				dg[i] = da[i] * lc.u[i] * s * (1 + g*(1-s))
-			}
-		})
+		swigluBackward(lc.g, lc.u, lc.sg, da, dg, du)
 		linearBack(dh, l.wg.G, dg, lc.h2, l.wg.W, n, d, f, 0)
 		linearBack(dh, l.wu.G, du, lc.h2, l.wu.W, n, d, f, 1)
 		rmsNormBack(dxmid, l.mlpNorm.G, dh, lc.xmid, lc.r2, l.mlpNorm.W, n, d)
