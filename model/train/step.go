@@ -359,8 +359,8 @@ func (m *ModelOf[F]) attention(p *pass[F], lc *layerCache[F]) {
 }
 
 // attentionBack writes dq and accumulates dk, dv (zeroed by the caller) from
-// do; dps is scratch of seqWorkers(len(p.starts))·maxT² floats.
-func (m *ModelOf[F]) attentionBack(p *pass[F], lc *layerCache[F], do, dq, dk, dv, dps []F) {
+// do; dps[w] is worker w's scratch of maxT² floats.
+func (m *ModelOf[F]) attentionBack(p *pass[F], lc *layerCache[F], do, dq, dk, dv []F, dps [][]F) {
 	c := m.Config
 	hd, aw := c.HeadDimension(), c.attnWidth()
 	kv := c.KVHeads * hd
@@ -368,7 +368,7 @@ func (m *ModelOf[F]) attentionBack(p *pass[F], lc *layerCache[F], do, dq, dk, dv
 	scale := F(1 / math.Sqrt(float64(hd)))
 	parallelSeqs(len(p.starts), func(w, s int) {
 		start, T := p.starts[s], p.lns[s]
-		dp := dps[w*p.maxT*p.maxT : w*p.maxT*p.maxT+T*T]
+		dp := dps[w][:T*T]
 		for h := range c.Heads {
 			g := h / group
 			pr := lc.probs[s][h*T*T : (h+1)*T*T]
@@ -495,7 +495,10 @@ func (m *ModelOf[F]) backwardFromLogits(p *pass[F], dlogits []F) {
 		dqpre, dkpre = a.take(n*aw), a.take(n*kv)
 	}
 	dxmid := a.take(n * d)
-	dps := a.take(seqWorkers(len(p.starts)) * p.maxT * p.maxT)
+	dps := make([][]F, seqWorkers(len(p.starts))) // each aligned (see alignBytes)
+	for w := range dps {
+		dps[w] = a.take(p.maxT * p.maxT)
+	}
 	for li := c.Layers - 1; li >= 0; li-- {
 		l, lc := m.layers[li], &p.layers[li]
 		// MLP branch: x = xmid + down(silu(g)·u)

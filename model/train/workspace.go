@@ -14,14 +14,29 @@ type arena[F Float] struct {
 	over  int // floats handed out past block this pass, allocated separately
 }
 
-// alignBytes aligns every buffer of the block (whose start, a large
-// allocation, is page-aligned) to a cache line. Besides keeping rows off
-// line boundaries it keeps results as they were with a make per buffer:
-// gonum's assembly kernels (the GEMM without the simd kernel) peel
-// unaligned heads, so their summation order depends on the address mod 16.
+// alignBytes aligns every buffer, from the block or beside it, to a cache
+// line. Besides keeping rows off line boundaries it makes results
+// reproducible: gonum's assembly kernels peel unaligned heads, and OpenBLAS
+// too gives different roundings at different alignments, so a product's
+// summation order depends on where its operands lie (with a plain make per
+// buffer, two identical passes could differ in the last bits).
 const alignBytes = 64
 
-// take returns a buffer of n floats with undefined contents.
+// alignedFloats returns n zeroed floats starting on an alignBytes boundary.
+func alignedFloats[F Float](n int) []F {
+	var z F
+	size := int(unsafe.Sizeof(z))
+	per := alignBytes / size
+	s := make([]F, n+per-1)
+	off := 0
+	if n > 0 {
+		off = (per - int(uintptr(unsafe.Pointer(&s[0]))%alignBytes)/size) % per
+	}
+	return s[off : off+n : off+n]
+}
+
+// take returns a buffer of n floats, aligned to alignBytes, with undefined
+// contents.
 func (a *arena[F]) take(n int) []F {
 	var z F
 	per := alignBytes / int(unsafe.Sizeof(z))
@@ -32,7 +47,7 @@ func (a *arena[F]) take(n int) []F {
 		return s
 	}
 	a.over += step
-	return make([]F, n)
+	return alignedFloats[F](n)
 }
 
 // zeros returns a buffer of n zeros.
@@ -57,7 +72,7 @@ func (a *arena[F]) size() int {
 // another growth.
 func (a *arena[F]) reset() {
 	if a.over > 0 {
-		a.block = make([]F, a.size())
+		a.block = alignedFloats[F](a.size())
 	}
 	a.used, a.over = 0, 0
 }

@@ -95,6 +95,7 @@ func TestPassesBitIdenticalAcrossProcsAndReuse(t *testing.T) {
 	for name, c := range map[string]Config{"llama-gqa": mediumConfig(), "qwen3-qk-norm-bias": qwen3} {
 		t.Run(name, func(t *testing.T) {
 			batches := [][]Sequence{mediumBatch(1, 40, c.Vocab), mediumBatch(2, 9, c.Vocab), mediumBatch(3, 44, c.Vocab)}
+			loadGEMM(t)
 			prev := runtime.GOMAXPROCS(1)
 			defer runtime.GOMAXPROCS(prev)
 			want := make([][]float64, len(batches))
@@ -115,10 +116,18 @@ func TestPassesBitIdenticalAcrossProcsAndReuse(t *testing.T) {
 	}
 }
 
+// loadGEMM loads the GEMM (OpenBLAS when installed) at the default
+// GOMAXPROCS, before a test lowers it. OpenBLAS's OpenMP build sets its
+// thread count per calling OS thread: loaded at GOMAXPROCS 1 it would run
+// one thread when called from the loading thread and the default elsewhere,
+// and its roundings depend on how it splits a product among threads.
+func loadGEMM(t *testing.T) { t.Logf("GEMM: %s", KernelName()) }
+
 // TestOverlappingPasses: a second forward while a first pass awaits its
 // backward does not touch the first's activations.
 func TestOverlappingPasses(t *testing.T) {
 	c := mediumConfig()
+	loadGEMM(t)
 	a, b := mediumBatch(4, 30, c.Vocab), mediumBatch(5, 12, c.Vocab)
 	serial := tinyModelWith(t, c)
 	lpA, err := serial.ForwardLogprobs(a, nil)
