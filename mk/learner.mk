@@ -27,7 +27,8 @@ bench-learner:
 # peak (model/train BenchmarkFMAPeak, best of 3, into fma.txt), and the
 # table (tokens/s of each, ratio, GFLOP per update, GFLOP/s, share of the
 # FMA peak and of the sgemm rate). Debian's python3-torch over OpenBLAS with OpenMP threads
-# (libopenblas0-openmp selected as libblas.so.3 and liblapack.so.3), 2 threads.
+# (libopenblas0-openmp selected as libblas.so.3 and liblapack.so.3), at 1 and 2
+# threads, its best taken (the Go side: GOMAXPROCS 2, OpenBLAS at 2 threads).
 PEER_APT    := libopenblas0-openmp
 PEER_OUT    := out/bench-learner-peer
 PEER_ROUNDS := 3
