@@ -74,6 +74,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -120,8 +121,13 @@ var (
 )
 
 // Load returns the process's OpenBLAS, loading it on first use with
-// threads threads (openblas_set_num_threads). It fails with ErrDisabled,
-// ErrNotFound, or the loader's error naming the file.
+// threads threads, fixed for the process (OMP_NUM_THREADS and
+// OPENBLAS_NUM_THREADS at load, unless set, and openblas_set_num_threads).
+// Results are reproducible at one thread count and not across counts: a
+// product's rows are split among the threads, and rows at a split's edge go
+// through other kernels (a 130×17 product over k = 4,232 rounds differently
+// at 1 and 2 threads). It fails with ErrDisabled, ErrNotFound, or the
+// loader's error naming the file.
 func Load(threads int) (*Library, error) {
 	loadOnce.Do(func() { loaded, loadErr = open(threads) })
 	return loaded, loadErr
@@ -147,15 +153,27 @@ func open(threads int) (*Library, error) {
 			return nil, ErrNotFound
 		}
 	}
-	if _, set := os.LookupEnv(EnvCoreType); !set {
-		if core := CoreType(); core != "" {
-			// Read by the library's constructor during dlopen; unset after,
-			// so child processes see the environment they were given.
-			if err := os.Setenv(EnvCoreType, core); err != nil {
-				return nil, fmt.Errorf("set %s=%s: %w", EnvCoreType, core, err)
-			}
-			defer os.Unsetenv(EnvCoreType)
+	// Read by the libraries' constructors during dlopen, then unset, so
+	// that child processes see the environment they were given:
+	//   - OPENBLAS_CORETYPE, the kernels (CoreType);
+	//   - OMP_NUM_THREADS and OPENBLAS_NUM_THREADS, the thread count. The
+	//     OpenMP build's openblas_set_num_threads sets the OpenMP team size
+	//     of the calling OS thread only, and Go runs goroutines on many: a
+	//     call from another OS thread would start a team of the default
+	//     size (every core) for work split threads ways.
+	loadEnv := map[string]string{EnvCoreType: CoreType()}
+	if threads > 0 {
+		loadEnv["OMP_NUM_THREADS"] = strconv.Itoa(threads)
+		loadEnv["OPENBLAS_NUM_THREADS"] = strconv.Itoa(threads)
+	}
+	for name, value := range loadEnv {
+		if _, set := os.LookupEnv(name); set || value == "" {
+			continue
 		}
+		if err := os.Setenv(name, value); err != nil {
+			return nil, fmt.Errorf("set %s=%s: %w", name, value, err)
+		}
+		defer os.Unsetenv(name)
 	}
 	l := &Library{path: path}
 	cpath := C.CString(path)
@@ -192,21 +210,13 @@ func CoreType() string {
 // Path is the file the library was loaded from.
 func (l *Library) Path() string { return l.path }
 
-// SetThreads sets OpenBLAS's thread count (openblas_set_num_threads), for
-// every caller in the process.
-func (l *Library) SetThreads(n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	C.toolrl_openblas_set_threads(&l.lib, C.int(max(n, 1)))
-}
-
 // Threads is OpenBLAS's thread count.
 func (l *Library) Threads() int { return int(C.toolrl_openblas_threads(&l.lib)) }
 
-// Describe names the build: "OpenBLAS 0.3.21 ... (openmp, Cooperlake, 2 threads)".
+// Describe names the build: "OpenBLAS 0.3.21 ... (openmp, Cooperlake, threads 2)".
 func (l *Library) Describe() string {
 	parallel := map[int]string{0: "sequential", 1: "pthreads", 2: "openmp"}[int(C.toolrl_openblas_parallel(&l.lib))]
-	return fmt.Sprintf("%s (%s, %s, %d threads)", strings.TrimSpace(C.GoString(C.toolrl_openblas_config(&l.lib))),
+	return fmt.Sprintf("%s (%s, %s, threads %d)", strings.TrimSpace(C.GoString(C.toolrl_openblas_config(&l.lib))),
 		parallel, C.GoString(C.toolrl_openblas_corename(&l.lib)), l.Threads())
 }
 
@@ -215,7 +225,11 @@ func (l *Library) Describe() string {
 // elements the product reads or writes, so a wrong stride panics here, as
 // gonum does, instead of corrupting memory in C. OpenBLAS splits the output
 // among its threads and sums each element over k in one fixed order, so the
-// result does not depend on scheduling.
+// result does not depend on scheduling or on the OS thread that calls (at the
+// process's one thread count, see Load). It does depend on where the
+// operands lie: the same product with a shifted by 4, 12 or 32 bytes rounds
+// differently, so callers that need equal results hand it operands at equal
+// alignments (model/train aligns its buffers to 64 bytes).
 //
 // Calls from several goroutines are serialised (OpenBLAS's thread pool serves
 // one caller at a time, with all its threads): code that runs many small

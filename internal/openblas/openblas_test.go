@@ -6,15 +6,18 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
 
 // load returns the process's library or skips (fails under CI=true, where
-// `make setup` has installed it).
+// `make setup` has installed it). It loads one thread, fewer than OpenMP's
+// default on a machine of 2 or more cores, so that a count that held on the
+// loading OS thread only would show (TestSgemmIsDeterministic).
 func load(t *testing.T) *Library {
 	t.Helper()
-	lib, err := Load(2)
+	lib, err := Load(1)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("openblas: %v (CI=true: required; run `make setup`)", err)
@@ -72,32 +75,40 @@ func TestSgemmMatchesNaive(t *testing.T) {
 	}
 }
 
-// TestSgemmIsDeterministic: the same product again, with one thread or two,
-// gives the same bits (OpenBLAS splits the output, not the sum over k), so
-// results do not depend on the thread count.
+// TestSgemmIsDeterministic: the same product again, from fresh OS threads
+// (goroutines locked to their own), gives the same bits: OpenBLAS splits the
+// output, not the sum over k, and every OS thread uses the process's one
+// thread count (the OpenMP build keeps the count per calling thread, so a
+// count set on one thread only would split the others' calls differently).
 func TestSgemmIsDeterministic(t *testing.T) {
 	lib := load(t)
-	const m, n, k = 256, 192, 4096
-	a, b := make([]float32, k*m), make([]float32, k*n)
-	r := rand.New(rand.NewPCG(5, 6))
-	for i := range a {
-		a[i] = float32(r.NormFloat64())
-	}
-	for i := range b {
-		b[i] = float32(r.NormFloat64())
-	}
-	first := make([]float32, m*n)
-	lib.Sgemm(true, false, m, n, k, 1, a, m, b, n, 0, first, n)
-	// One thread or two: the output is split, each element summed alike.
-	threads := lib.Threads()
-	defer lib.SetThreads(threads)
-	for i := range 6 {
-		lib.SetThreads(1 + i%2)
-		again := make([]float32, m*n)
-		lib.Sgemm(true, false, m, n, k, 1, a, m, b, n, 0, again, n)
-		for i := range again {
-			if math.Float32bits(again[i]) != math.Float32bits(first[i]) {
-				t.Fatalf("%d threads: c[%d] = %v, first %v", lib.Threads(), i, again[i], first[i])
+	for _, sz := range [][3]int{{256, 192, 4096}, {130, 17, 4232}, {4232, 256, 128}, {37, 640, 128}} {
+		m, n, k := sz[0], sz[1], sz[2]
+		a, b := make([]float32, k*m), make([]float32, k*n)
+		r := rand.New(rand.NewPCG(5, 6))
+		for i := range a {
+			a[i] = float32(r.NormFloat64())
+		}
+		for i := range b {
+			b[i] = float32(r.NormFloat64())
+		}
+		first := make([]float32, m*n)
+		lib.Sgemm(true, false, m, n, k, 1, a, m, b, n, 0, first, n)
+		got := make(chan []float32)
+		for range 4 {
+			go func() {
+				runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+				c := make([]float32, m*n)
+				lib.Sgemm(true, false, m, n, k, 1, a, m, b, n, 0, c, n)
+				got <- c
+			}()
+		}
+		for range 4 {
+			again := <-got
+			for i := range again {
+				if math.Float32bits(again[i]) != math.Float32bits(first[i]) {
+					t.Fatalf("%v: c[%d] = %v on another OS thread, first %v", sz, i, again[i], first[i])
+				}
 			}
 		}
 	}
@@ -119,7 +130,7 @@ func TestSgemmRefusesShortSlices(t *testing.T) {
 func TestDescribeNamesTheBuild(t *testing.T) {
 	lib := load(t)
 	d := lib.Describe()
-	if !strings.Contains(d, "OpenBLAS") || !strings.Contains(d, "2 threads") {
+	if !strings.Contains(d, "OpenBLAS") || !strings.Contains(d, "threads 1)") {
 		t.Fatalf("Describe() = %q", d)
 	}
 	// On a CPU with AVX2 and FMA, the kernels are not the generic fallback
