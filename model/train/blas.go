@@ -25,11 +25,12 @@ func gemm[F Float](tA, tB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb
 
 // gemmInWorker is gemm for calls from goroutines that run at once (the
 // per-sequence attention workers): always the pure-Go sgemm, which any number
-// of callers may run together.
-func gemmInWorker[F Float](tA, tB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int) {
+// of callers may run together, on the calling goroutine, packing into the
+// worker's own sc.
+func gemmInWorker[F Float](sc *packScratch, tA, tB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int) {
 	switch a := any(a).(type) {
 	case []float32:
-		sgemmGo(tA, tB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+		sgemmGoWith(sc, tA, tB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
 	case []float64:
 		impl.Dgemm(trans(tA), trans(tB), m, n, k, float64(alpha), a, lda, any(b).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
 	}

@@ -47,6 +47,29 @@ func sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []fl
 // products, it calls gonum's Sgemm. Either path sums every output element in
 // a fixed order, so results do not depend on goroutine scheduling.
 func sgemmGo(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmGoWith(nil, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// packScratch is the packing buffers of one caller of sgemmGoWith, reused
+// from call to call.
+type packScratch struct{ a, b []float32 }
+
+// grow returns s's buffers with room for na and nb floats.
+func (s *packScratch) grow(na, nb int) (a, b []float32) {
+	if cap(s.a) < na {
+		s.a = make([]float32, na)
+	}
+	if cap(s.b) < nb {
+		s.b = make([]float32, nb)
+	}
+	return s.a[:na], s.b[:nb]
+}
+
+// sgemmGoWith is sgemmGo packing into sc's buffers on one goroutine, for a
+// caller that is itself one of several workers; with sc nil it allocates its
+// buffers and splits large products over two goroutines. The result is the
+// same either way (each element summed in the same order).
+func sgemmGoWith(sc *packScratch, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if !useKernel || m*n*k < 32*32*32 {
 		impl.Sgemm(trans(tA), trans(tB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
@@ -65,14 +88,19 @@ func sgemmGo(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []
 	}
 	mp := (m + tileM - 1) / tileM
 	np := (n + tileN - 1) / tileN
-	ap := make([]float32, mp*tileM*min(k, blockK))
-	bp := make([]float32, np*tileN*min(k, blockK))
+	var ap, bp []float32
+	if sc != nil {
+		ap, bp = sc.grow(mp*tileM*min(k, blockK), np*tileN*min(k, blockK))
+	} else {
+		ap = make([]float32, mp*tileM*min(k, blockK))
+		bp = make([]float32, np*tileN*min(k, blockK))
+	}
 	for k0 := 0; k0 < k; k0 += blockK {
 		kc := min(blockK, k-k0)
 		packA(ap, tA, a, lda, m, k0, kc, alpha)
 		packB(bp, tB, b, ldb, n, k0, kc)
 		workers := 2
-		if mp < 8 {
+		if mp < 8 || sc != nil {
 			workers = 1
 		}
 		var wg sync.WaitGroup

@@ -318,13 +318,14 @@ func (m *ModelOf[F]) attention(p *pass[F], lc *layerCache[F]) {
 	kv := c.KVHeads * hd
 	group := c.Heads / c.KVHeads
 	scale := F(1 / math.Sqrt(float64(hd)))
-	parallelSeqs(len(p.starts), func(_, s int) {
+	packs := make([]packScratch, seqWorkers(len(p.starts)))
+	parallelSeqs(len(p.starts), func(w, s int) {
 		start, T := p.starts[s], p.lns[s]
 		probs := lc.probs[s]
 		for h := range c.Heads {
 			g := h / group
 			pr := probs[h*T*T : (h+1)*T*T]
-			gemmInWorker(false, true, T, T, hd, scale, lc.q[start*aw+h*hd:], aw, lc.k[start*kv+g*hd:], kv, 0, pr, T)
+			gemmInWorker(&packs[w], false, true, T, T, hd, scale, lc.q[start*aw+h*hd:], aw, lc.k[start*kv+g*hd:], kv, 0, pr, T)
 			// Causal softmax by rows: the masked entries become −Inf, whose
 			// exp is 0, so one exp pass covers the whole [T, T] block.
 			negInf := F(math.Inf(-1))
@@ -353,7 +354,7 @@ func (m *ModelOf[F]) attention(p *pass[F], lc *layerCache[F]) {
 					row[j] *= inv
 				}
 			}
-			gemmInWorker(false, false, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*aw+h*hd:], aw)
+			gemmInWorker(&packs[w], false, false, T, hd, T, 1, pr, T, lc.v[start*kv+g*hd:], kv, 0, lc.o[start*aw+h*hd:], aw)
 		}
 	})
 }
@@ -366,6 +367,7 @@ func (m *ModelOf[F]) attentionBack(p *pass[F], lc *layerCache[F], do, dq, dk, dv
 	kv := c.KVHeads * hd
 	group := c.Heads / c.KVHeads
 	scale := F(1 / math.Sqrt(float64(hd)))
+	packs := make([]packScratch, seqWorkers(len(p.starts)))
 	parallelSeqs(len(p.starts), func(w, s int) {
 		start, T := p.starts[s], p.lns[s]
 		dp := dps[w][:T*T]
@@ -373,8 +375,8 @@ func (m *ModelOf[F]) attentionBack(p *pass[F], lc *layerCache[F], do, dq, dk, dv
 			g := h / group
 			pr := lc.probs[s][h*T*T : (h+1)*T*T]
 			vOff, kOff, qOff := start*kv+g*hd, start*kv+g*hd, start*aw+h*hd
-			gemmInWorker(false, true, T, T, hd, 1, do[qOff:], aw, lc.v[vOff:], kv, 0, dp, T)
-			gemmInWorker(true, false, T, hd, T, 1, pr, T, do[qOff:], aw, 1, dv[vOff:], kv)
+			gemmInWorker(&packs[w], false, true, T, T, hd, 1, do[qOff:], aw, lc.v[vOff:], kv, 0, dp, T)
+			gemmInWorker(&packs[w], true, false, T, hd, T, 1, pr, T, do[qOff:], aw, 1, dv[vOff:], kv)
 			// softmax backward: dS = P ∘ (dP − rowsum(dP ∘ P))
 			for i := range T {
 				prow, drow := pr[i*T:(i+1)*T], dp[i*T:(i+1)*T]
@@ -389,8 +391,8 @@ func (m *ModelOf[F]) attentionBack(p *pass[F], lc *layerCache[F], do, dq, dk, dv
 					drow[j] = 0
 				}
 			}
-			gemmInWorker(false, false, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], aw)
-			gemmInWorker(true, false, T, hd, T, scale, dp, T, lc.q[qOff:], aw, 1, dk[kOff:], kv)
+			gemmInWorker(&packs[w], false, false, T, hd, T, scale, dp, T, lc.k[kOff:], kv, 0, dq[qOff:], aw)
+			gemmInWorker(&packs[w], true, false, T, hd, T, scale, dp, T, lc.q[qOff:], aw, 1, dk[kOff:], kv)
 		}
 	})
 }
