@@ -125,6 +125,9 @@ func New(model train.Net, ref train.Net, version int64, opts Options) (*Learner,
 	if model == nil || isNilNet(model) {
 		return nil, fmt.Errorf("learner: no model")
 	}
+	if err := train.GEMMError(); err != nil {
+		return nil, fmt.Errorf("learner: the GEMM: %w", err)
+	}
 	if isNilNet(ref) {
 		ref = nil
 	}

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 
@@ -25,6 +26,19 @@ func loadedBLAS() *openblas.Library {
 		return nil
 	}
 	return lib
+}
+
+// GEMMError is why an OpenBLAS that was asked for did not load: nil when one
+// loaded, when none is installed (the pure-Go kernel is then the GEMM, as
+// documented) and when TOOLRL_OPENBLAS=off; else the loader's error, naming
+// the file (a TOOLRL_OPENBLAS path that is missing or not OpenBLAS), which
+// would otherwise leave a run on the slower kernel without a word.
+func GEMMError() error {
+	_, err := openblas.Load(runtime.GOMAXPROCS(0))
+	if err == nil || errors.Is(err, openblas.ErrNotFound) || errors.Is(err, openblas.ErrDisabled) {
+		return nil
+	}
+	return err
 }
 
 // sgemm computes c = alpha·op(a)·op(b) + beta·c (BLAS semantics, row-major)
