@@ -42,6 +42,3 @@ func expSlice[F Float](x []F) {
 		x[i] = expF(v)
 	}
 }
-
-// inf32 is +Inf in float32.
-func inf32() float32 { return float32(math.Inf(1)) }

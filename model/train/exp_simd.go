@@ -155,3 +155,6 @@ func exp8(x []float32) int {
 	}
 	return i
 }
+
+// inf32 is +Inf in float32.
+func inf32() float32 { return float32(math.Inf(1)) }
