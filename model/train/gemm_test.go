@@ -2,6 +2,7 @@ package train
 
 import (
 	"math"
+	"os"
 	"math/rand/v2"
 	"testing"
 )
@@ -11,7 +12,13 @@ import (
 // pure-Go sgemmGo.
 func TestSgemmMatchesNaive(t *testing.T) {
 	t.Logf("sgemm: %s", KernelName())
-	for name, mul := range map[string]func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int){"sgemm": sgemm, "sgemmGo": sgemmGo} {
+	backends := map[string]func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int){"sgemm": sgemm, "sgemmGo": sgemmGo}
+	if lib := loadedBLAS(); lib != nil {
+		backends["openblas"] = lib.Sgemm // below sgemm's size threshold too
+	} else if os.Getenv("CI") == "true" {
+		t.Fatalf("no OpenBLAS loaded (CI=true: make setup installs it): %v", GEMMError())
+	}
+	for name, mul := range backends {
 		t.Run(name, func(t *testing.T) { testSgemmMatchesNaive(t, mul) })
 	}
 }
