@@ -1,6 +1,9 @@
 package actor
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // The engine's batch for a fused graph (ioLayout.fused). GroupQueryAttention
 // reads row b's cache as columns [0, seqlens_k[b]] of a buffer
@@ -40,6 +43,15 @@ func (e *Engine) fusedCapacity(need int) int {
 	return max(need, min(c, e.maxLen))
 }
 
+// fusedItem is one admitted item of a re-layout: its rows [lead,
+// lead+rows) of the batch, its existing cache (resumed) and the tokens to
+// prefill on top of it.
+type fusedItem struct {
+	lead, rows int
+	src        rowSource
+	toks       []int32
+}
+
 // repackFused lays out the decode batch for survivors followed by the
 // admitted work, prefilling the admitted work into its rows.
 func (e *Engine) repackFused(survivors []*Sequence, survivorRows []int, admitted []workItem) error {
@@ -56,11 +68,6 @@ func (e *Engine) repackFused(survivors []*Sequence, survivorRows []int, admitted
 
 	// The new batch: survivors, then each admitted item's rows, its first
 	// row the one its prefill runs in.
-	type item struct {
-		lead, rows int
-		src        rowSource // the existing cache (resumed), or empty
-		toks       []int32   // tokens to prefill
-	}
 	rows := append([]*Sequence(nil), survivors...)
 	lens := make([]int, len(survivors), len(survivors)+len(admitted))
 	need := 0
@@ -68,9 +75,23 @@ func (e *Engine) repackFused(survivors []*Sequence, survivorRows []int, admitted
 		lens[i] = e.lens[r]
 		need = max(need, lens[i]+1)
 	}
-	items := make([]item, 0, len(admitted))
+	// Resumed sequences with tokens to prefill go last, longest first: their
+	// rows are then contiguous, and the rows still prefilling at any column
+	// are a prefix of them (see prefillFusedSteps).
+	order := make([]workItem, 0, len(admitted))
+	var resumed []workItem
 	for _, w := range admitted {
-		it := item{lead: len(rows)}
+		if w.seq != nil && len(w.seq.inject) > 0 {
+			resumed = append(resumed, w)
+		} else {
+			order = append(order, w)
+		}
+	}
+	sort.SliceStable(resumed, func(i, j int) bool { return len(resumed[i].seq.inject) > len(resumed[j].seq.inject) })
+	order = append(order, resumed...)
+	items := make([]fusedItem, 0, len(admitted))
+	for _, w := range order {
+		it := fusedItem{lead: len(rows)}
 		if w.grp != nil {
 			it.toks = w.grp.prompt[:len(w.grp.prompt)-1]
 			for _, s := range w.grp.seqs {
@@ -104,6 +125,19 @@ func (e *Engine) repackFused(survivors []*Sequence, survivorRows []int, admitted
 			copyRow(l, e.spare, i, 0, rowSource{blk: e.cur, row: r, spans: [2]span{{0, e.lens[r]}}})
 		}
 		e.cur, e.spare = e.spare, e.cur
+	}
+	// The resumed items' injections: one Run per item (a prompt on top of
+	// its cache), or, when that is fewer Runs, one decode-shaped Run per
+	// column over all their rows.
+	steps := len(items) - len(resumed)
+	if len(resumed) > 0 && len(resumed) > len(items[steps].toks) {
+		for _, it := range items[steps:] {
+			copyRow(l, e.cur, it.lead, 0, it.src)
+		}
+		if err := e.prefillFusedSteps(items[steps].lead, items[steps:]); err != nil {
+			return err
+		}
+		items = items[:steps]
 	}
 	for _, it := range items {
 		if it.src.len() > 0 {
@@ -154,6 +188,47 @@ func (e *Engine) prefillFused(r, past int, toks []int32) error {
 		}
 	}
 	e.stats.PrefillTokens += int64(len(toks))
+	return nil
+}
+
+// prefillFusedSteps prefills the injections of resumed items whose rows are
+// contiguous from row r0 (one row each, longest injection first), one token
+// column per Run: Run j feeds token j of every item that has one, a decode
+// step over the prefix of rows still prefilling. GroupQueryAttention runs a
+// prompt on top of a cache only at batch 1, so this takes max(len) Runs
+// where a prefill per item takes len(items).
+func (e *Engine) prefillFusedSteps(r0 int, items []fusedItem) error {
+	l := &e.pol.io
+	rb := &e.prefillBuf
+	for j := 0; j < len(items[0].toks); j++ {
+		B := 0
+		for B < len(items) && len(items[B].toks) > j {
+			B++
+		}
+		T := 0
+		for _, it := range items[:B] {
+			T = max(T, it.src.len()+j+1)
+		}
+		ids, mask, _ := rb.prepare(B, 1, T-1)
+		for i, it := range items[:B] {
+			ids[i] = int64(it.toks[j])
+			m := mask[i*T : (i+1)*T]
+			for c := range m {
+				if c <= it.src.len()+j {
+					m[c] = 1
+				} else {
+					m[c] = 0
+				}
+			}
+		}
+		took, err := e.pol.runFused(rb, e.cur.rowsView(l, r0, B))
+		e.stats.RunTime += took
+		e.stats.PrefillRuns++
+		if err != nil {
+			return fmt.Errorf("prefill: %w", err)
+		}
+		e.stats.PrefillTokens += int64(B)
+	}
 	return nil
 }
 

@@ -152,12 +152,16 @@ func (b *kvBlock) moveRows(l *ioLayout, from []int) {
 }
 
 // rowView returns row r of the block as a one-row block sharing its memory.
-func (b *kvBlock) rowView(l *ioLayout, r int) *kvBlock {
+func (b *kvBlock) rowView(l *ioLayout, r int) *kvBlock { return b.rowsView(l, r, 1) }
+
+// rowsView returns rows [r, r+n) of the block as an n-row block sharing its
+// memory (rows are outermost, so they are contiguous).
+func (b *kvBlock) rowsView(l *ioLayout, r, n int) *kvBlock {
 	rowBytes := l.kvHeads * b.cols * l.headDim * l.kvElem
-	v := &kvBlock{rows: 1, cols: b.cols, keys: make([][]byte, l.layers), values: make([][]byte, l.layers)}
+	v := &kvBlock{rows: n, cols: b.cols, keys: make([][]byte, l.layers), values: make([][]byte, l.layers)}
 	for i := range v.keys {
-		v.keys[i] = b.keys[i][r*rowBytes : (r+1)*rowBytes]
-		v.values[i] = b.values[i][r*rowBytes : (r+1)*rowBytes]
+		v.keys[i] = b.keys[i][r*rowBytes : (r+n)*rowBytes]
+		v.values[i] = b.values[i][r*rowBytes : (r+n)*rowBytes]
 	}
 	return v
 }
