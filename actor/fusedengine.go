@@ -18,7 +18,10 @@ import (
 //     changes beyond what moving rows in place handles;
 //   - prefills run per admitted item with batch 1 over that row's view of
 //     e.cur (GroupQueryAttention takes a second prompt on top of a cache only
-//     at batch 1), and a group's other samples copy the prefilled row.
+//     at batch 1), and a group's other samples copy the prefilled row; the
+//     injections of several resumed sequences rejoining at once run instead
+//     as decode-shaped Runs, one token column each, over their rows, when
+//     that takes fewer Runs (prefillFusedSteps).
 
 // stepFused is Step's re-layout and decode for a fused graph.
 func (e *Engine) stepFused(events []Event, survivors []*Sequence, survivorRows []int, admitted []workItem) ([]Event, error) {
