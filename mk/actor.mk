@@ -45,7 +45,8 @@ bench-actor: ort scripts-npm build
 # graph), interleaved, BENCH_FUSED_REPEATS runs of each. Writes
 # out/bench-fused.txt (one line per run).
 BENCH_FUSED_REPEATS ?= 3
-BENCH_FUSED_ARGS ?= --concurrency 1,8 --prompt-len 64 --new-tokens 64
+# --spin: two threads spinning measured fastest on the quiet machine (BENCHMARKS.md).
+BENCH_FUSED_ARGS ?= --concurrency 1,8 --prompt-len 64 --new-tokens 64 --spin
 BENCH_FUSED_MODELS := $(ACTOR_135M_DIR) $(ACTOR_135M_DIR)-fused $(ACTOR_135M_INT4_DIR) $(ACTOR_135M_INT4_DIR)-fused \
 	$(ACTOR_135M_INT4_B128_DIR) $(ACTOR_135M_INT4_B128_DIR)-fused
 
