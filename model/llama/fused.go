@@ -96,27 +96,14 @@ func buildFusedGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, [
 		return nil, nil, err
 	}
 	g := &graph{consts: map[string]string{}}
-	H, I, V := int64(cfg.HiddenSize), int64(cfg.IntermediateSize), int64(cfg.VocabSize)
+	H, I := int64(cfg.HiddenSize), int64(cfg.IntermediateSize)
 	D, nH, kvH := int64(cfg.HeadDimension()), int64(cfg.NumAttentionHeads), int64(cfg.KVHeads())
 	eps := float32(cfg.RMSNormEps)
 
 	batch, seq := dim{param: "batch_size"}, dim{param: "sequence_length"}
 	pastSeq, total := dim{param: "past_sequence_length"}, dim{param: "total_sequence_length"}
 	gp := &onnx.GraphProto{Name: "toolrl_fused_" + cfg.ModelType}
-	gp.Input = append(gp.Input,
-		valueInfo(InputIDsName, onnx.TensorProto_INT64, batch, seq),
-		valueInfo(AttentionMaskName, onnx.TensorProto_INT64, batch, total))
-	for i := 0; i < cfg.NumHiddenLayers; i++ {
-		gp.Input = append(gp.Input,
-			valueInfo(PastKeyName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, pastSeq, dim{value: D}),
-			valueInfo(PastValueName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, pastSeq, dim{value: D}))
-	}
-	gp.Output = append(gp.Output, valueInfo(LogitsName, onnx.TensorProto_FLOAT, batch, seq, dim{value: V}))
-	for i := 0; i < cfg.NumHiddenLayers; i++ {
-		gp.Output = append(gp.Output,
-			valueInfo(PresentKeyName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, total, dim{value: D}),
-			valueInfo(PresentValueName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, total, dim{value: D}))
-	}
+	declareIO(gp, cfg, batch, seq, pastSeq, total, false)
 
 	// seqlens_k = sum(mask) - 1 per row (int32 [B]), total_sequence_length
 	// = the mask's width (int32 scalar), as onnxruntime-genai computes them.

@@ -195,7 +195,7 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 	matmul := func(out, x, name string, in int64, ws ...func() []float32) string {
 		return g.linear(q, out, x, name, in, ws...)
 	}
-	H, I, V := int64(cfg.HiddenSize), int64(cfg.IntermediateSize), int64(cfg.VocabSize)
+	H, I := int64(cfg.HiddenSize), int64(cfg.IntermediateSize)
 	D, nH, kvH := int64(cfg.HeadDimension()), int64(cfg.NumAttentionHeads), int64(cfg.KVHeads())
 	nrep := nH / kvH
 	eps := float32(cfg.RMSNormEps)
@@ -203,21 +203,7 @@ func buildGraph(cfg Config, w Weights, q Quantization) (*onnx.GraphProto, []*ini
 	batch, seq := dim{param: "batch_size"}, dim{param: "sequence_length"}
 	pastSeq, total := dim{param: "past_sequence_length"}, dim{param: "past_sequence_length + sequence_length"}
 	gp := &onnx.GraphProto{Name: "toolrl_" + cfg.ModelType}
-	gp.Input = append(gp.Input,
-		valueInfo(InputIDsName, onnx.TensorProto_INT64, batch, seq),
-		valueInfo(AttentionMaskName, onnx.TensorProto_INT64, batch, total),
-		valueInfo(PositionIDsName, onnx.TensorProto_INT64, batch, seq))
-	for i := 0; i < cfg.NumHiddenLayers; i++ {
-		gp.Input = append(gp.Input,
-			valueInfo(PastKeyName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, pastSeq, dim{value: D}),
-			valueInfo(PastValueName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, pastSeq, dim{value: D}))
-	}
-	gp.Output = append(gp.Output, valueInfo(LogitsName, onnx.TensorProto_FLOAT, batch, seq, dim{value: V}))
-	for i := 0; i < cfg.NumHiddenLayers; i++ {
-		gp.Output = append(gp.Output,
-			valueInfo(PresentKeyName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, total, dim{value: D}),
-			valueInfo(PresentValueName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, total, dim{value: D}))
-	}
+	declareIO(gp, cfg, batch, seq, pastSeq, total, true)
 
 	// Shapes: B, S, T as 1-element INT64 tensors; P = T - S.
 	shB := g.op("Shape", "batch_dim", []string{InputIDsName}, attrInt("start", 0), attrInt("end", 1))
@@ -472,4 +458,28 @@ func (g *graph) lmHead(cfg Config, w Weights, q Quantization, x, shB, shS string
 	}
 	outShape := g.op("Concat", "logits_shape", []string{shB, shS, g.ints(false, V)}, attrInt("axis", 0))
 	g.op("Reshape", LogitsName, []string{logits2, outShape})
+}
+
+// declareIO declares the graph's inputs and outputs in optimum's order:
+// input_ids, attention_mask, position_ids (when positionIDs: the fused graph
+// has none), past key/value per layer; logits, present key/value per layer.
+func declareIO(gp *onnx.GraphProto, cfg Config, batch, seq, pastSeq, total dim, positionIDs bool) {
+	V, D, kvH := int64(cfg.VocabSize), int64(cfg.HeadDimension()), int64(cfg.KVHeads())
+	gp.Input = append(gp.Input,
+		valueInfo(InputIDsName, onnx.TensorProto_INT64, batch, seq),
+		valueInfo(AttentionMaskName, onnx.TensorProto_INT64, batch, total))
+	if positionIDs {
+		gp.Input = append(gp.Input, valueInfo(PositionIDsName, onnx.TensorProto_INT64, batch, seq))
+	}
+	for i := 0; i < cfg.NumHiddenLayers; i++ {
+		gp.Input = append(gp.Input,
+			valueInfo(PastKeyName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, pastSeq, dim{value: D}),
+			valueInfo(PastValueName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, pastSeq, dim{value: D}))
+	}
+	gp.Output = append(gp.Output, valueInfo(LogitsName, onnx.TensorProto_FLOAT, batch, seq, dim{value: V}))
+	for i := 0; i < cfg.NumHiddenLayers; i++ {
+		gp.Output = append(gp.Output,
+			valueInfo(PresentKeyName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, total, dim{value: D}),
+			valueInfo(PresentValueName(i), onnx.TensorProto_FLOAT, batch, dim{value: kvH}, total, dim{value: D}))
+	}
 }
