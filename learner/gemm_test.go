@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/toolrl/toolrl/model/train"
 )
 
 // TestNewRefusesAnOpenBLASThatDoesNotLoad: TOOLRL_OPENBLAS naming a missing
@@ -17,6 +19,7 @@ func TestNewRefusesAnOpenBLASThatDoesNotLoad(t *testing.T) {
 			t.Fatal("New accepted the missing library")
 		}
 		t.Log(err)
+		t.Log("kernel: " + train.KernelName())
 		return
 	}
 	const lib = "/nonexistent/libopenblas.so.0"
@@ -27,6 +30,10 @@ func TestNewRefusesAnOpenBLASThatDoesNotLoad(t *testing.T) {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 	if want := "learner: the GEMM: TOOLRL_OPENBLAS=" + lib + ": stat " + lib + ": no such file or directory"; !strings.Contains(string(out), want) {
+		t.Fatalf("child said:\n%s\nwant %q", out, want)
+	}
+	// toolrl version prints KernelName: it names the failure too.
+	if want := "(OpenBLAS asked for and not loaded: TOOLRL_OPENBLAS=" + lib; !strings.Contains(string(out), want) {
 		t.Fatalf("child said:\n%s\nwant %q", out, want)
 	}
 }

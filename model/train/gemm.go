@@ -239,5 +239,8 @@ func KernelName() string {
 	if lib := loadedBLAS(); lib != nil {
 		return "openblas " + lib.Describe() + ", pure Go " + kernelName + " in workers"
 	}
+	if err := GEMMError(); err != nil {
+		return kernelName + " (OpenBLAS asked for and not loaded: " + err.Error() + ")"
+	}
 	return kernelName
 }
