@@ -117,37 +117,40 @@ func sgemmGoWith(sc *packScratch, tA, tB bool, m, n, k int, alpha float32, a []f
 		if mp < 8 || sc != nil {
 			workers = 1
 		}
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var tmp [tileM * tileN]float32
-				for j0 := 0; j0 < np; j0 += blockN / tileN {
-					j1 := min(np, j0+blockN/tileN)
-					for ip := w; ip < mp; ip += workers {
-						apan := ap[ip*tileM*kc : (ip+1)*tileM*kc]
-						rows := min(tileM, m-ip*tileM)
-						for jp := j0; jp < j1; jp++ {
-							bpan := bp[jp*tileN*kc : (jp+1)*tileN*kc]
-							cols := min(tileN, n-jp*tileN)
-							off := ip*tileM*ldc + jp*tileN
-							if rows == tileM && cols == tileN {
-								kernel4x32(kc, apan, bpan, c[off:], ldc)
-								continue
-							}
-							clear(tmp[:])
-							kernel4x32(kc, apan, bpan, tmp[:], tileN)
-							for r := range rows {
-								dst := c[off+r*ldc : off+r*ldc+cols]
-								for q := range dst {
-									dst[q] += tmp[r*tileN+q]
-								}
+		work := func(w int) {
+			var tmp [tileM * tileN]float32
+			for j0 := 0; j0 < np; j0 += blockN / tileN {
+				j1 := min(np, j0+blockN/tileN)
+				for ip := w; ip < mp; ip += workers {
+					apan := ap[ip*tileM*kc : (ip+1)*tileM*kc]
+					rows := min(tileM, m-ip*tileM)
+					for jp := j0; jp < j1; jp++ {
+						bpan := bp[jp*tileN*kc : (jp+1)*tileN*kc]
+						cols := min(tileN, n-jp*tileN)
+						off := ip*tileM*ldc + jp*tileN
+						if rows == tileM && cols == tileN {
+							kernel4x32(kc, apan, bpan, c[off:], ldc)
+							continue
+						}
+						clear(tmp[:])
+						kernel4x32(kc, apan, bpan, tmp[:], tileN)
+						for r := range rows {
+							dst := c[off+r*ldc : off+r*ldc+cols]
+							for q := range dst {
+								dst[q] += tmp[r*tileN+q]
 							}
 						}
 					}
 				}
-			}()
+			}
+		}
+		if workers == 1 {
+			work(0) // on the caller's goroutine: no spawn per product
+			continue
+		}
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() { work(w) })
 		}
 		wg.Wait()
 	}
