@@ -162,23 +162,51 @@ func packA(dst []float32, tA bool, a []float32, lda, m, k0, kc int, alpha float3
 	mp := (m + tileM - 1) / tileM
 	for ip := range mp {
 		pan := dst[ip*tileM*kc : (ip+1)*tileM*kc]
-		for r := range tileM {
-			i := ip*tileM + r
-			if i >= m {
-				for p := range kc {
-					pan[p*tileM+r] = 0
-				}
-				continue
+		i0 := ip * tileM
+		if i0+tileM > m {
+			packAEdge(pan, tA, a, lda, m, i0, k0, kc, alpha)
+			continue
+		}
+		if tA {
+			// op(a)'s rows i0..i0+3 at column p are a's row k0+p, columns
+			// i0..i0+3: one contiguous run of tileM per p.
+			for p := range kc {
+				src := a[(k0+p)*lda+i0 : (k0+p)*lda+i0+tileM : (k0+p)*lda+i0+tileM]
+				d := pan[p*tileM : p*tileM+tileM : p*tileM+tileM]
+				d[0], d[1], d[2], d[3] = alpha*src[0], alpha*src[1], alpha*src[2], alpha*src[3]
 			}
-			if tA {
-				for p := range kc {
-					pan[p*tileM+r] = alpha * a[(k0+p)*lda+i]
-				}
-			} else {
-				row := a[i*lda+k0 : i*lda+k0+kc]
-				for p, v := range row {
-					pan[p*tileM+r] = alpha * v
-				}
+			continue
+		}
+		// The four rows read side by side, the panel written in order.
+		r0 := a[i0*lda+k0 : i0*lda+k0+kc]
+		r1 := a[(i0+1)*lda+k0 : (i0+1)*lda+k0+kc]
+		r2 := a[(i0+2)*lda+k0 : (i0+2)*lda+k0+kc]
+		r3 := a[(i0+3)*lda+k0 : (i0+3)*lda+k0+kc]
+		for p := range kc {
+			d := pan[p*tileM : p*tileM+tileM : p*tileM+tileM]
+			d[0], d[1], d[2], d[3] = alpha*r0[p], alpha*r1[p], alpha*r2[p], alpha*r3[p]
+		}
+	}
+}
+
+// packAEdge packs the last, partial row panel (rows i0 to m), zero past m.
+func packAEdge(pan []float32, tA bool, a []float32, lda, m, i0, k0, kc int, alpha float32) {
+	for r := range tileM {
+		i := i0 + r
+		if i >= m {
+			for p := range kc {
+				pan[p*tileM+r] = 0
+			}
+			continue
+		}
+		if tA {
+			for p := range kc {
+				pan[p*tileM+r] = alpha * a[(k0+p)*lda+i]
+			}
+		} else {
+			row := a[i*lda+k0 : i*lda+k0+kc]
+			for p, v := range row {
+				pan[p*tileM+r] = alpha * v
 			}
 		}
 	}
