@@ -359,15 +359,18 @@ func (e *Engine) Step(ctx context.Context) ([]Event, error) {
 	}
 	e.stats.Steps++
 	ran = true
+	// A fused graph lays out and decodes its batch its own way
+	// (fusedengine.go); the step is the same.
+	repack, decode := e.repack, e.decode
 	if e.pol.io.fused {
-		return e.stepFused(events, survivors, survivorRows, admitted)
+		repack, decode = e.repackFused, e.decodeFused
 	}
 	if len(admitted) > 0 || e.dirty {
-		if err := e.repack(survivors, survivorRows, admitted); err != nil {
+		if err := repack(survivors, survivorRows, admitted); err != nil {
 			return nil, err
 		}
 	}
-	stepped, err := e.decode()
+	stepped, err := decode()
 	if err != nil {
 		return nil, err
 	}

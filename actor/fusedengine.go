@@ -23,20 +23,6 @@ import (
 //     as decode-shaped Runs, one token column each, over their rows, when
 //     that takes fewer Runs (prefillFusedSteps).
 
-// stepFused is Step's re-layout and decode for a fused graph.
-func (e *Engine) stepFused(events []Event, survivors []*Sequence, survivorRows []int, admitted []workItem) ([]Event, error) {
-	if len(admitted) > 0 || e.dirty {
-		if err := e.repackFused(survivors, survivorRows, admitted); err != nil {
-			return nil, err
-		}
-	}
-	stepped, err := e.decodeFused()
-	if err != nil {
-		return nil, err
-	}
-	return append(events, stepped...), nil
-}
-
 // fusedCapacity is the column capacity a re-layout allocates for rows whose
 // longest needs need columns: half again as much, rounded up to 64 columns,
 // within the engine's length limit, so that rows decode for a while before

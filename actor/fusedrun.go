@@ -98,15 +98,7 @@ func (p *Policy) scoreFused(ctx context.Context, seqs [][]int32, promptLens []in
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		hi, S := lo+1, len(seqs[lo])
-		for hi < len(seqs) {
-			s2 := max(S, len(seqs[hi]))
-			if (hi-lo+1)*s2 > maxTokens {
-				break
-			}
-			S = s2
-			hi++
-		}
+		hi, S := scoreChunk(seqs, lo, maxTokens)
 		B := hi - lo
 		if B == 1 && S > maxTokens {
 			s := seqs[lo]

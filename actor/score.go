@@ -56,17 +56,7 @@ func (p *Policy) ScoreTemperature(ctx context.Context, seqs [][]int32, promptLen
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// Greedy chunking in input order: add sequences while the padded
-		// batch stays under the budget (a single long sequence runs alone).
-		hi, S := lo+1, len(seqs[lo])
-		for hi < len(seqs) {
-			s2 := max(S, len(seqs[hi]))
-			if (hi-lo+1)*s2 > maxTokens {
-				break
-			}
-			S = s2
-			hi++
-		}
+		hi, S := scoreChunk(seqs, lo, maxTokens)
 		B := hi - lo
 		invT := float32(1 / temperature)
 		if B == 1 && S > maxTokens {
@@ -153,4 +143,21 @@ func logSoftmaxAt(sm *sampler, row []float32, id int32, invT float32) float32 {
 	sm.weights = grow(sm.weights, len(row))
 	sum := expShiftedScaled(sm.weights, row, m, invT)
 	return float32(float64((row[id]-m)*invT) - math.Log(sum))
+}
+
+// scoreChunk is the next batch of sequences to score from lo, by greedy
+// chunking in input order: sequences are added while the padded batch
+// (rows × the longest, S) stays within maxTokens; a single long sequence
+// runs alone. It returns the end of the chunk and S.
+func scoreChunk(seqs [][]int32, lo, maxTokens int) (hi, S int) {
+	hi, S = lo+1, len(seqs[lo])
+	for hi < len(seqs) {
+		s2 := max(S, len(seqs[hi]))
+		if (hi-lo+1)*s2 > maxTokens {
+			break
+		}
+		S = s2
+		hi++
+	}
+	return hi, S
 }
