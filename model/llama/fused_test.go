@@ -42,17 +42,8 @@ func newFusedORT(t testing.TB, cfg Config, w Weights, q Quantization, B, L int) 
 	t.Helper()
 	testsupport.RequireORT(t)
 	buf, _ := encodeFused(t, cfg, w, q)
-	opts, err := ortgo.NewSessionOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := oneThreadOptions(t)
 	defer opts.Destroy()
-	if err := opts.SetIntraOpNumThreads(1); err != nil {
-		t.Fatal(err)
-	}
-	if err := opts.SetInterOpNumThreads(1); err != nil {
-		t.Fatal(err)
-	}
 	in := []string{InputIDsName, AttentionMaskName}
 	out := []string{LogitsName}
 	for i := 0; i < cfg.NumHiddenLayers; i++ {

@@ -41,18 +41,8 @@ func newORTModel(t testing.TB, cfg Config, w Weights) *ortModel {
 func newORTSession(t testing.TB, cfg Config, open func(in, out []string, opts *ortgo.SessionOptions) (*ortgo.DynamicAdvancedSession, error)) *ortModel {
 	t.Helper()
 	testsupport.RequireORT(t)
-	opts, err := ortgo.NewSessionOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := oneThreadOptions(t)
 	defer opts.Destroy()
-	// One thread: tests share two cores with everything else.
-	if err := opts.SetIntraOpNumThreads(1); err != nil {
-		t.Fatal(err)
-	}
-	if err := opts.SetInterOpNumThreads(1); err != nil {
-		t.Fatal(err)
-	}
 	in, out := ioNames(cfg)
 	sess, err := open(in, out, opts)
 	if err != nil {
@@ -304,4 +294,24 @@ func TestORTLeftPaddedBatchRowsMatchAlone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oneThreadOptions are session options with one intra-op and one inter-op
+// thread: tests share two cores with everything else. The caller destroys
+// them.
+func oneThreadOptions(t testing.TB) *ortgo.SessionOptions {
+	t.Helper()
+	opts, err := ortgo.NewSessionOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := opts.SetIntraOpNumThreads(1); err != nil {
+		opts.Destroy()
+		t.Fatal(err)
+	}
+	if err := opts.SetInterOpNumThreads(1); err != nil {
+		opts.Destroy()
+		t.Fatal(err)
+	}
+	return opts
 }
